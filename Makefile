@@ -1,0 +1,59 @@
+# copyprobe: two commands.
+#   make demo   set up .venv and run the offline MSR demo (default config)
+#   make test   set up .venv and run the test suite
+# Set-up is idempotent: the venv is rebuilt only when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(CURDIR)/$(VENV)/bin
+STAMP  := $(VENV)/.installed
+CORES  ?= 2
+# llama-cpp-python is compiled once per machine into a wheelhouse outside the checkout. On
+# x86_64 it is built for AVX2 instead of -march=native: a native build on hosts that report
+# AMX / AVX-512 FP16 dies with "Illegal instruction" where the hypervisor does not enable them.
+LLAMA_VERSION := 0.3.36
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_FLAVOUR := avx2
+else
+LLAMA_CMAKE_ARGS ?=
+LLAMA_FLAVOUR := native
+endif
+WHEELHOUSE ?= $(HOME)/.cache/copyprobe/wheels/$(LLAMA_FLAVOUR)
+export PATH := $(BIN):$(PATH)
+
+.PHONY: demo test setup bench clean-results
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip wheel setuptools
+	# PyTorch: the CPU build where no CUDA is present (the hf backend needs it).
+	if command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install torch; \
+	else $(BIN)/pip install torch==2.13.0; fi
+	# llama-cpp-python compiles from source once per machine (~6-10 min on 2 cores).
+	ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --no-cache-dir --no-deps \
+	    llama-cpp-python==$(LLAMA_VERSION) -w $(WHEELHOUSE)
+	$(BIN)/pip install $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	$(BIN)/pip install -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES)
+	@echo
+	@cat results/tables/msr_table.md
+	@echo
+	@echo "Table:   results/tables/msr_table.csv and results/tables/msr_table.md"
+	@echo "Figures: results/figures/<model>/<dataset>_fk.png and _per_document.png"
+	@echo "Stats:   results/stats/<model>/<dataset>.json"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/matching.py
+
+clean-results:
+	rm -rf results logs benchmarks/generate .snakemake

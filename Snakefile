@@ -1,0 +1,21 @@
+# copyprobe: Many-Shot Regurgitation workflow.
+# Setup, includes and the target rule only; helpers live in rules/common.smk.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/corpus.smk"
+include: "rules/msr.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

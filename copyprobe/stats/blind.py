@@ -1,0 +1,184 @@
+"""The blind baseline: can D_pre be told from D_post without querying any model?
+
+Membership-inference evaluations built on date splits (D_pre published before a training
+cutoff, D_post after) are confounded by distribution shift: topics, named entities and
+writing style drift over time (Duan et al., "Do Membership Inference Attacks Work on Large
+Language Models?" (MIMIR); Das et al., "Blind Baselines Beat Membership Inference Attacks
+for Foundation Models"; Meeus et al., SoK on membership inference for LLMs). If a
+text-only classifier that never sees the model already separates the two sets, a
+difference in regurgitation between them need not reflect membership.
+
+:func:`blind_baseline` fits TF-IDF (word 1-2 grams, sublinear tf) + logistic regression
+under stratified k-fold cross-validation and reports the out-of-fold ROC AUC (D_pre = 1 is
+the positive class), accuracy at probability 0.5, and a percentile-bootstrap CI of the AUC
+(documents resampled within each class; the CI reflects test-set sampling only, not
+refitting variability).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import Pipeline
+
+from copyprobe.stats.paper import _finite_or_none
+from copyprobe.stats.per_document import _bootstrap, _percentile_ci, roc_auc
+
+__all__ = ["blind_baseline"]
+
+
+def _pipeline() -> Pipeline:
+    return Pipeline(
+        [
+            ("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)),
+            ("clf", LogisticRegression(max_iter=1000, C=1.0)),
+        ]
+    )
+
+
+def blind_baseline(
+    texts: Sequence[str],
+    labels: Sequence[int],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    warn_auc: float = 0.75,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+) -> dict[str, Any]:
+    """Out-of-fold AUC of a text-only classifier predicting D_pre (1) vs D_post (0).
+
+    Parameters
+    ----------
+    texts, labels:
+        One document text and one label per document: 1 = D_pre, 0 = D_post. Lengths must
+        match and labels must be 0/1 (else ``ValueError``: these are caller errors).
+    folds:
+        Requested number of stratified folds (>= 2); reduced to the size of the smaller
+        class when that is smaller (recorded in ``notes``).
+    seed:
+        Seed for the fold shuffle and the bootstrap; results are deterministic given it.
+    warn_auc:
+        ``warning`` is True when ``auc >= warn_auc``.
+    n_boot, ci:
+        Bootstrap replicates and confidence level of ``auc_ci`` (``n_boot=0``: no CI).
+
+    Returns
+    -------
+    dict with keys ``auc``, ``auc_ci``, ``accuracy``, ``folds``, ``n_pre``, ``n_post``,
+    ``warning``, ``message``, ``notes``. With fewer than 2 documents in a class (or no
+    usable word tokens) ``auc``/``auc_ci``/``accuracy``/``folds`` are ``None``, ``warning``
+    is False and ``notes`` says why; no exception.
+    """
+    if len(texts) != len(labels):
+        raise ValueError(f"texts ({len(texts)}) and labels ({len(labels)}) differ in length")
+    if folds < 2:
+        raise ValueError(f"folds must be >= 2, got {folds}")
+    if not 0.0 < ci < 1.0:
+        raise ValueError(f"ci must lie in (0, 1), got {ci}")
+    if n_boot < 0:
+        raise ValueError(f"n_boot must be >= 0, got {n_boot}")
+    y = np.asarray([int(v) for v in labels], dtype=np.int64)
+    if y.size and not np.all((y == 0) | (y == 1)):
+        raise ValueError("labels must be 0 (D_post) or 1 (D_pre)")
+    docs = ["" if t is None else str(t) for t in texts]
+
+    n_pre = int((y == 1).sum())
+    n_post = int((y == 0).sum())
+    notes: list[str] = []
+    out: dict[str, Any] = {
+        "auc": None,
+        "auc_ci": None,
+        "accuracy": None,
+        "folds": None,
+        "n_pre": n_pre,
+        "n_post": n_post,
+        "warning": False,
+        "message": "",
+        "notes": notes,
+    }
+
+    small = [name for name, n in (("D_pre", n_pre), ("D_post", n_post)) if n < 2]
+    if small:
+        notes.append(
+            f"blind baseline undefined: fewer than 2 documents in {' and '.join(small)} "
+            f"(D_pre has {n_pre}, D_post has {n_post}); cross-validation needs at least 2 "
+            "per class"
+        )
+        out["message"] = (
+            f"Blind baseline not computed: fewer than 2 documents in {' and '.join(small)}."
+        )
+        return out
+
+    k = min(folds, n_pre, n_post)
+    if k < folds:
+        notes.append(
+            f"folds reduced from {folds} to {k}: the smaller class has only {k} documents"
+        )
+    out["folds"] = k
+
+    proba = np.empty(y.size, dtype=float)
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    docs_arr = np.asarray(docs, dtype=object)
+    converge_issues = 0
+    try:
+        for train_idx, test_idx in splitter.split(docs_arr, y):
+            model = _pipeline()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model.fit(list(docs_arr[train_idx]), y[train_idx])
+            converge_issues += sum("converge" in str(w.message).lower() for w in caught)
+            classes = list(model.classes_)
+            proba[test_idx] = model.predict_proba(list(docs_arr[test_idx]))[:, classes.index(1)]
+    except ValueError as exc:  # e.g. empty vocabulary: no word tokens in a training fold
+        out["folds"] = None
+        notes.append(f"blind baseline undefined: the classifier could not be fitted ({exc})")
+        out["message"] = "Blind baseline not computed: the texts gave the classifier nothing to fit."
+        return out
+    if converge_issues:
+        notes.append(
+            f"logistic regression did not fully converge in {converge_issues} fold(s)"
+        )
+
+    auc = _finite_or_none(roc_auc(proba, y))
+    out["auc"] = auc
+    out["accuracy"] = _finite_or_none(np.mean((proba >= 0.5).astype(np.int64) == y))
+    if n_boot:
+        reps = _bootstrap(proba[y == 1], proba[y == 0], n_boot, np.random.default_rng(seed))
+        out["auc_ci"] = _percentile_ci((1.0 - reps["delta"]) / 2.0, ci)
+    else:
+        notes.append("AUC confidence interval not computed: n_boot=0")
+    if n_pre + n_post < 20:
+        notes.append(
+            f"only {n_pre + n_post} documents: the cross-validated AUC is very noisy"
+        )
+
+    if auc is None:
+        out["message"] = "Blind baseline AUC undefined."
+        return out
+    out["warning"] = bool(auc >= warn_auc)
+    ci_lo = out["auc_ci"][0] if out["auc_ci"] else None
+    if out["warning"]:
+        out["message"] = (
+            f"A text-only classifier separates D_pre from D_post with AUC {auc:.2f} without "
+            "querying any model: differences between the sets may reflect topic or style, "
+            "not membership."
+        )
+    elif ci_lo is not None and ci_lo > 0.5:
+        out["message"] = (
+            f"A text-only classifier partly separates D_pre from D_post (AUC {auc:.2f}, below "
+            f"the warning level {warn_auc:.2f} but above chance): some topic or style drift "
+            "between the sets is present; interpret membership differences with care."
+        )
+    else:
+        out["message"] = (
+            f"A text-only classifier cannot separate D_pre from D_post (AUC {auc:.2f}): the "
+            "split is not trivially separable from text alone."
+        )
+    return out

@@ -1,0 +1,85 @@
+# Shared helpers: config validation, wildcard constraints and input/params functions.
+# Scripts get their config slice through params and never read the global config, so adding a
+# model or changing one model's settings reruns only that model's jobs plus the aggregates.
+
+import copyprobe.config as cpc
+
+_validated = cpc.validate_config(config)  # raises ConfigError naming the key, before any job
+config.clear()
+config.update(_validated)
+
+MODELS = list(config["models"])
+SOURCES_USED = sorted({s for m in MODELS for s in cpc.model_sources(config, m)})
+
+
+wildcard_constraints:
+    model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+
+def source_params(wildcards):
+    return cpc.source_spec(config, wildcards.source)
+
+
+def source_files(wildcards):
+    """Inputs of file-based sources, so that editing a document reruns its source."""
+    spec = config["sources"][wildcards.source]
+    if spec["kind"] != "local":
+        return []
+    folder = Path(spec["path"])
+    meta = spec.get("metadata", str(folder / "metadata.csv"))
+    docs = sorted(str(p) for p in folder.iterdir() if p.suffix in (".txt", ".md"))
+    return [meta, *docs]
+
+
+def cut_at(wildcards):
+    return config["sources"][wildcards.source].get("cut_at")
+
+
+def model_params(wildcards):
+    return cpc.model_slice(config, wildcards.model)
+
+
+def msr_params(wildcards):
+    return cpc.model_slice(config, wildcards.model)["msr"]
+
+
+def model_file_spec(wildcards):
+    return config["models"][wildcards.model].get("model_file")
+
+
+def curation_params(wildcards):
+    return {"cutoff": config["models"][wildcards.model]["cutoff"], **config["curation"]}
+
+
+def dataset_members(wildcards):
+    return config["datasets"][wildcards.dataset]
+
+
+def dataset_matches(wildcards):
+    return expand(
+        "results/matches/{model}/{source}.parquet",
+        model=wildcards.model,
+        source=dataset_members(wildcards),
+    )
+
+
+def dataset_corpora(wildcards):
+    return expand("results/corpus/{source}.parquet", source=dataset_members(wildcards))
+
+
+def all_stats():
+    return [
+        f"results/stats/{m}/{d}.json" for m in MODELS for d in cpc.model_datasets(config, m)
+    ]
+
+
+def all_targets():
+    figures = [
+        f"results/figures/{m}/{d}_{kind}.png"
+        for m in MODELS
+        for d in cpc.model_datasets(config, m)
+        for kind in ("fk", "per_document")
+    ]
+    return ["results/tables/msr_table.csv", "results/tables/msr_table.md", *figures]

@@ -1,0 +1,39 @@
+rule collect_corpus:
+    input:
+        source_files,
+    output:
+        corpus="results/corpus/{source}.parquet",
+        skipped="results/corpus/{source}.skipped.parquet",
+    log:
+        "logs/collect_corpus/{source}.log",
+    params:
+        spec=source_params,
+    localrule: True
+    script:
+        "../workflow_scripts/collect_corpus.py"
+
+
+rule prepare_model:
+    output:
+        "results/models/{model}.json",
+    log:
+        "logs/prepare_model/{model}.log",
+    params:
+        model_file=model_file_spec,
+        cache_dir=config["cache_dir"],
+    localrule: True
+    script:
+        "../workflow_scripts/prepare_model.py"
+
+
+rule curate:
+    input:
+        "results/corpus/{source}.parquet",
+    output:
+        "results/curated/{model}/{source}.parquet",
+    log:
+        "logs/curate/{model}/{source}.log",
+    params:
+        curation=curation_params,
+    script:
+        "../workflow_scripts/curate.py"

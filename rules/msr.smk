@@ -1,0 +1,62 @@
+rule build_prompts:
+    input:
+        corpus="results/corpus/{source}.parquet",
+        curated="results/curated/{model}/{source}.parquet",
+    output:
+        "results/prompts/{model}/{source}.parquet",
+    log:
+        "logs/build_prompts/{model}/{source}.log",
+    params:
+        msr=msr_params,
+        cut_at=cut_at,
+    script:
+        "../workflow_scripts/build_prompts.py"
+
+
+rule generate:
+    input:
+        prompts="results/prompts/{model}/{source}.parquet",
+        model="results/models/{model}.json",
+    output:
+        "results/generations/{model}/{source}.parquet",
+    log:
+        "logs/generate/{model}/{source}.log",
+    benchmark:
+        "benchmarks/generate/{model}/{source}.tsv"
+    params:
+        model=model_params,
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    script:
+        "../workflow_scripts/generate.py"
+
+
+rule count_matches:
+    input:
+        prompts="results/prompts/{model}/{source}.parquet",
+        generations="results/generations/{model}/{source}.parquet",
+    output:
+        "results/matches/{model}/{source}.parquet",
+    log:
+        "logs/count_matches/{model}/{source}.log",
+    params:
+        matching=config["matching"],
+    script:
+        "../workflow_scripts/count_matches.py"
+
+
+rule compute_stats:
+    input:
+        matches=dataset_matches,
+        corpora=dataset_corpora,
+    output:
+        "results/stats/{model}/{dataset}.json",
+    log:
+        "logs/compute_stats/{model}/{dataset}.log",
+    params:
+        statistics=config["statistics"],
+        matching=config["matching"],
+    script:
+        "../workflow_scripts/compute_stats.py"

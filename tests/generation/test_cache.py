@@ -1,0 +1,82 @@
+import json
+import os
+import subprocess
+import sys
+
+from copyprobe.generation.base import Decoding
+from copyprobe.generation.cache import GenerationCache, cache_key
+from copyprobe.prompts import Prompt
+
+P = Prompt("chat", messages=({"role": "user", "content": "hello"},))
+ID = {"model_id": "m.gguf", "weights_sha256": "abc", "n_ctx": 4096}
+
+
+def key(**over):
+    args = {"backend": "llamacpp", "identity": ID, "decoding": Decoding(), "prompt": P,
+            "sample_index": 0, "images": ()}
+    args.update(over)
+    return cache_key(**args)
+
+
+def test_key_is_stable_and_hex():
+    assert key() == key()
+    assert len(key()) == 64 and int(key(), 16) >= 0
+
+
+def test_every_field_changes_the_key():
+    base = key()
+    variants = [
+        key(backend="openai"),
+        key(identity={**ID, "model_id": "other"}),
+        key(identity={**ID, "weights_sha256": "abd"}),
+        key(identity={**ID, "n_ctx": 2048}),
+        key(decoding=Decoding(temperature=0.1)),
+        key(decoding=Decoding(top_p=0.9)),
+        key(decoding=Decoding(top_k=40)),
+        key(decoding=Decoding(repeat_penalty=1.1)),
+        key(decoding=Decoding(max_tokens=10)),
+        key(decoding=Decoding(seed=1)),
+        key(sample_index=1),
+        key(prompt=Prompt("chat", messages=({"role": "user", "content": "hello!"},))),
+        key(prompt=Prompt("chat", messages=({"role": "system", "content": "hello"},))),
+        key(prompt=Prompt("completion", text="hello")),
+        key(images=("0" * 64,)),
+    ]
+    assert len({base, *variants}) == len(variants) + 1
+
+
+def test_key_independent_of_dict_order():
+    assert key(identity=dict(reversed(list(ID.items())))) == key()
+
+
+def test_cache_roundtrip_and_damaged_entry(tmp_path):
+    c = GenerationCache(tmp_path)
+    k = key()
+    assert c.get(k) is None and k not in c
+    c.put(k, {"text": "hi", "prompt_tokens": 3})
+    assert c.get(k) == {"text": "hi", "prompt_tokens": 3} and k in c
+    path = tmp_path / k[:2] / f"{k}.json"
+    path.write_text("{not json")
+    assert c.get(k) is None  # damaged entries read as missing and get rewritten
+    c.put(k, {"text": "again"})
+    assert json.loads(path.read_text()) == {"text": "again"}
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_parallel_writers_do_not_corrupt(tmp_path):
+    # 4 processes write the same 200 keys concurrently: every entry must be valid JSON.
+    code = (
+        "import sys; from copyprobe.generation.cache import GenerationCache\n"
+        "c = GenerationCache(sys.argv[1])\n"
+        "for i in range(200): c.put(f'{i:064x}', {'text': 'x' * 1000, 'w': sys.argv[2]})\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(w)])
+             for w in range(4)]
+    assert all(p.wait() == 0 for p in procs)
+    c = GenerationCache(tmp_path)
+    for i in range(200):
+        entry = c.get(f"{i:064x}")
+        assert entry is not None and entry["text"] == "x" * 1000
+    leftovers = [f for d in os.listdir(tmp_path) for f in os.listdir(tmp_path / d)
+                 if f.startswith(".tmp-")]
+    assert leftovers == []

