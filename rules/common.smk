@@ -2,9 +2,12 @@
 # Scripts get their config slice through params and never read the global config, so adding a
 # model or changing one model's settings reruns only that model's jobs plus the aggregates.
 
+from pathlib import Path
+
 import copyprobe.config as cpc
 
-_validated = cpc.validate_config(config)  # raises ConfigError naming the key, before any job
+# Raises ConfigError naming the key, before any job is scheduled.
+_validated = cpc.validate_config(config, Path(workflow.basedir) / "config" / "schema.yaml")
 config.clear()
 config.update(_validated)
 

@@ -31,7 +31,9 @@ __all__ = ["PAPER_KS", "PaperMatch", "normalize_paper", "paper_fk", "paper_match
 PAPER_KS: tuple[int, ...] = tuple(range(5, 13))
 
 _NON_ALPHA_SPACE = re.compile(r"[^a-z\s]")
-_WHITESPACE = re.compile(r"\s+")
+# Same result as re.sub(r"\s+", " ", x) (every whitespace run becomes one space), but it
+# leaves the common single spaces alone, which is faster.
+_WHITESPACE = re.compile(r"\s\s+|[^\S ]")
 
 
 def normalize_paper(text: str) -> str:

@@ -33,9 +33,11 @@ from rapidfuzz.distance import Levenshtein
 
 from copyprobe.matching.substrings import (
     DEFAULT_MAX_PAIRS,
-    count_shared_kgrams,
-    longest_common_run,
-    maximal_matches,
+    _longest_run,
+    _maximal_arrays,
+    _pair_cap_error,
+    _Rolling,
+    _shared_counts,
 )
 
 __all__ = ["WordMatch", "normalize_words", "word_fk", "word_match"]
@@ -71,7 +73,8 @@ def normalize_words(text: str) -> list[str]:
     """
     inner_apostrophe, token = _patterns()
     text = unicodedata.normalize("NFKC", text).casefold().replace("_", " ")
-    text = inner_apostrophe.sub("", text)
+    if any(a in text for a in _APOSTROPHES):
+        text = inner_apostrophe.sub("", text)
     return token.findall(text)
 
 
@@ -108,11 +111,13 @@ class WordMatch:
     generation_words: int
 
 
-def _encode(tokens: list[str], vocab: dict[str, int]) -> np.ndarray:
-    """Token ids under a shared vocabulary (new tokens are added)."""
-    setdefault = vocab.setdefault
-    return np.fromiter(
-        (setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens)
+def _encode(ref_tokens: list[str], gen_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of both lists under one shared vocabulary (ids in first-seen order)."""
+    vocab = {token: i for i, token in enumerate(dict.fromkeys(ref_tokens + gen_tokens))}
+    lookup = vocab.__getitem__
+    return (
+        np.array(list(map(lookup, ref_tokens)), dtype=np.int64),
+        np.array(list(map(lookup, gen_tokens)), dtype=np.int64),
     )
 
 
@@ -147,26 +152,33 @@ def word_match(
         generation: the model's generation.
         k_min: smallest k for maximal matches, k-gram counts and survival (>= 1).
         k_max: largest k for k-gram counts and survival (>= k_min).
-        max_pairs: passed to :func:`~copyprobe.matching.substrings.maximal_matches`.
+        max_pairs: cap on equal-k-gram pairs, as in
+            :func:`~copyprobe.matching.substrings.maximal_matches`.
 
     Returns:
         The :class:`WordMatch`.
+
+    Raises:
+        ValueError: bad ``k_min``/``k_max``, or reference and generation are so repetitive
+            that their maximal matches need more than ``max_pairs`` equal-gram pairs.
     """
     if k_min < 1 or k_max < k_min:
         raise ValueError(f"need 1 <= k_min <= k_max, got k_min={k_min}, k_max={k_max}")
     ref_tokens = normalize_words(reference)
     gen_tokens = normalize_words(generation)
-    vocab: dict[str, int] = {}
-    ref = _encode(ref_tokens, vocab)
-    gen = _encode(gen_tokens, vocab)
-    start, _, longest = longest_common_run(ref, gen)
-    ks = range(k_min, k_max + 1)
+    ref, gen = _encode(ref_tokens, gen_tokens)
+    # One hash prefix per side and one set of maximal matches feed every measure.
+    r_ref, r_gen = _Rolling(ref), _Rolling(gen)
+    matches = _maximal_arrays(ref, gen, r_ref, r_gen, k_min, max_pairs)
+    if matches is None:
+        raise _pair_cap_error(max_pairs)
+    start, _, longest = _longest_run(ref, gen, r_ref, r_gen, k_min, matches)
     return WordMatch(
         longest=longest,
         longest_text=" ".join(ref_tokens[start : start + longest]),
-        maximal=maximal_matches(ref, gen, k_min, max_pairs=max_pairs),
-        kgram_counts={k: count_shared_kgrams(gen, ref, k) for k in ks},
-        survives={k: longest >= k for k in ks},
+        maximal=list(zip(*(x.tolist() for x in matches), strict=True)),
+        kgram_counts=_shared_counts(gen, ref, r_gen, r_ref, k_min, k_max, max_pairs, matches),
+        survives={k: longest >= k for k in range(k_min, k_max + 1)},
         lcp=_lcp(ref, gen),
         edit_similarity=_edit_similarity(ref, gen),
         reference_words=len(ref_tokens),

@@ -48,7 +48,7 @@ import datetime as dt
 import importlib.metadata
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
@@ -92,6 +92,9 @@ FAMILIES: dict[str, FamilyInfo] = {
     "GPL-3.0": FamilyInfo(dt.date(2007, 6, 29), "the licence's heading: 'Version 3, 29 June 2007'"),
     "HPND": FamilyInfo(dt.date(1991, 1, 1), "approximate: this permission notice was in wide use "
                        "by 1991 (e.g. CWI's Python 0.9.x, MIT/CMU X and SNMP sources)"),
+    "ISC": FamilyInfo(dt.date(1996, 1, 1), "approximate: the Internet Software Consortium's "
+                      "notice in BIND sources ('Copyright (c) 1996 by Internet Software "
+                      "Consortium'); ISC changed 'and' to 'and/or' in 2007"),
     "LGPL-2.0": FamilyInfo(dt.date(1991, 6, 1), "the licence's heading: 'GNU Library General "
                            "Public License, Version 2, June 1991'"),
     "LGPL-2.1": FamilyInfo(dt.date(1999, 2, 1), "the licence's heading: 'Version 2.1, February "
@@ -172,15 +175,23 @@ def _fixed(family: str) -> Callable[[str], str]:
     return lambda _text: family
 
 
-_GNU_HOWTO = r"END\s+OF\s+TERMS\s+AND\s+CONDITIONS(?:\s*How\s+to\s+Apply\s+These\s+Terms\s+to\s+Your\s+New\s+{what}(?:.|\n){{0,4000}}?{last})?"
+# "END OF TERMS AND CONDITIONS", then (in most copies) the "How to Apply" appendix up to its
+# last sentence ``last``.
+_GNU_HOWTO = (
+    r"END\s+OF\s+TERMS\s+AND\s+CONDITIONS"
+    r"(?:\s*How\s+to\s+Apply\s+These\s+Terms\s+to\s+Your\s+New\s+{what}(?:.|\n){{0,4000}}?{last})?"
+)
 
 DETECTORS: list[Detector] = [
     Detector(
         "Apache-2.0",
         _rx(r"Apache License,? Version 2\.0,? January 2004"),
+        # The end of section 9, then (in most copies) the end marker and the appendix.
         re.compile(
-            r"END\s+OF\s+TERMS\s+AND\s+CONDITIONS(?:\s*APPENDIX:\s+How\s+to\s+apply\s+the\s+Apache"
-            r"\s+License\s+to\s+your\s+work\.?(?:.|\n){0,2500}?limitations\s+under\s+the\s+License\.)?",
+            r"accepting\s+any\s+such\s+warranty\s+or\s+additional\s+liability\."
+            r"(?:\s*END\s+OF\s+TERMS\s+AND\s+CONDITIONS(?:\s*APPENDIX:\s+How\s+to\s+apply\s+the"
+            r"\s+Apache\s+License\s+to\s+your\s+work\.?(?:.|\n){0,2500}?limitations\s+under\s+the"
+            r"\s+License\.)?)?",
             re.IGNORECASE,
         ),
         20000,
@@ -556,27 +567,37 @@ def is_licence_file(sub: tuple[str, ...]) -> bool:
 
 
 def _dist_files(dist: importlib.metadata.Distribution) -> Iterator[tuple[str, Path]]:
-    files = dist.files
-    if files is not None:
-        for f in files:
-            yield str(f), Path(str(dist.locate_file(f)))
-        return
-    root = getattr(dist, "_path", None)  # PathDistribution without RECORD
+    """(path as in RECORD, file) of the files in the distribution's metadata folder.
+
+    The folder is listed directly when the distribution has one on disk (fast, and it also
+    sees files missing from RECORD); otherwise RECORD (``dist.files``) is used.
+    """
+    root = getattr(dist, "_path", None)  # importlib.metadata.PathDistribution
     if root is not None and Path(root).is_dir():
-        for p in sorted(Path(root).rglob("*")):
+        root = Path(root)
+        for p in sorted(root.rglob("*")):
             if p.is_file():
-                yield str(PurePosixPath(Path(root).name, *p.relative_to(root).parts)), p
+                yield str(PurePosixPath(root.name, *p.relative_to(root).parts)), p
+        return
+    for f in dist.files or []:
+        yield str(f), Path(str(dist.locate_file(f)))
 
 
 def licence_files(
     path: list[str] | None = None, skip: Callable[[str, str], None] | None = None
 ) -> list[LicenceFile]:
     """The licence texts of the distributions found on ``path`` (default ``sys.path``)."""
-    dists = importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions()
+    if path is not None:
+        dists = importlib.metadata.distributions(path=path)
+    else:
+        dists = importlib.metadata.distributions()
     seen: set[tuple[str, str]] = set()
     out: list[LicenceFile] = []
     for dist in dists:
-        name = (dist.metadata.get("Name") or "").strip()
+        try:
+            name = (dist.metadata.get("Name") or "").strip()
+        except Exception:  # a broken metadata folder must not stop the scan
+            name = ""
         if not name:
             continue
         version = str(dist.version)
@@ -584,7 +605,13 @@ def licence_files(
         if key in seen:  # the same distribution on two path entries
             continue
         seen.add(key)
-        for rel, p in _dist_files(dist):
+        try:
+            files = list(_dist_files(dist))
+        except Exception as exc:  # unreadable RECORD or folder
+            if skip:
+                skip(f"{name}=={version}", f"cannot list the metadata files: {exc}")
+            files = []
+        for rel, p in files:
             sub = _metadata_relpath(PurePosixPath(rel).parts)
             if sub is None or not is_licence_file(sub):
                 continue
@@ -707,7 +734,7 @@ class InstalledLicences(Source):
         fams = params.get("families")
         self.families: set[str] | None = None
         if fams is not None:
-            if isinstance(fams, str) or not isinstance(fams, Iterable):
+            if not isinstance(fams, (list, tuple, set)):
                 raise _err("families", fams, "must be a list of licence families")
             canon = {f.lower(): f for f in [*FAMILIES, UNKNOWN]}
             chosen = set()
@@ -746,7 +773,7 @@ class InstalledLicences(Source):
         if path is not None:
             if isinstance(path, str):
                 path = [path]
-            if not isinstance(path, Iterable) or not all(isinstance(p, str) for p in path):
+            if not isinstance(path, (list, tuple)) or not all(isinstance(p, str) for p in path):
                 raise _err("path", path, "must be a folder or a list of folders")
             path = [str(Path(p).expanduser().resolve()) for p in path]
         self.path: list[str] | None = path

