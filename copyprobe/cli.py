@@ -3,6 +3,7 @@
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
                         [--mode paper|words] [--k-min 5 --k-max 12] [--out per_document.parquet]
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
+    copyprobe generate results/prompts/M/S.parquet --model M --out gen.parquet
     copyprobe validate-config config/config.yaml
 
 Results are printed as JSON on stdout.
@@ -109,6 +110,32 @@ def cmd_validate_config(args: argparse.Namespace) -> dict:
             "datasets": list(cfg["datasets"])}
 
 
+def cmd_generate(args: argparse.Namespace) -> dict:
+    from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
+    from copyprobe.config import ConfigError, load_config, model_slice
+    from copyprobe.generation import generate_shard
+    from copyprobe.models import materialise
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        raise SystemExit(f"copyprobe: {exc}")
+    if args.model not in cfg["models"]:
+        raise SystemExit(f"copyprobe: model {args.model!r} is not in {args.config}")
+    spec = model_slice(cfg, args.model)
+    manifest: dict = {"path": None}
+    if spec.get("model_file"):
+        mf = materialise(spec["model_file"], Path(spec["cache_dir"]))
+        manifest = {"path": str(mf.path), "sha256": mf.sha256, "size": mf.size,
+                    "origin": mf.origin}
+    df, summary = generate_shard(read_table(args.prompts, PROMPTS), spec, manifest,
+                                 shard=args.shard)
+    write_table(df, args.out, GENERATIONS,
+                provenance("generate", {k: v for k, v in spec.items() if k != "cache_dir"},
+                           summary=summary.as_dict()))
+    return {"out": args.out, **summary.as_dict()}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="copyprobe", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -129,6 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--pre", required=True, help="f_k of D_pre, comma-separated")
     t.add_argument("--post", required=True, help="f_k of D_post, comma-separated")
     t.set_defaults(func=cmd_msr_stats)
+    g = sub.add_parser("generate", help="run one model of a config on a prompts table "
+                                        "(what the workflow's generate rule does)")
+    g.add_argument("prompts", help="a prompts Parquet file (results/prompts/<model>/<source>)")
+    g.add_argument("--config", default="config/config.yaml")
+    g.add_argument("--model", required=True)
+    g.add_argument("--shard", default="00000-of-00001")
+    g.add_argument("--out", required=True)
+    g.set_defaults(func=cmd_generate)
     v = sub.add_parser("validate-config", help="validate a workflow config file")
     v.add_argument("config")
     v.set_defaults(func=cmd_validate_config)

@@ -159,6 +159,8 @@ def model_slice(cfg: Mapping[str, Any], model: str) -> dict[str, Any]:
     """Everything the per-model steps need: model spec with MSR settings merged in."""
     spec = copy.deepcopy(dict(cfg["models"][model]))
     msr = {k: spec.pop(k, cfg["msr"][k]) for k in MSR_KEYS}
+    if "price" not in spec and spec.get("model_id") in cfg.get("prices", {}):
+        spec["price"] = dict(cfg["prices"][spec["model_id"]])
     return {"name": model, "msr": msr, "cache_dir": cfg["cache_dir"], **spec}
 
 

@@ -12,10 +12,12 @@ config.clear()
 config.update(_validated)
 
 MODELS = list(config["models"])
+API_BACKENDS = ("openai", "openai_batch")
 SOURCES_USED = sorted({s for m in MODELS for s in cpc.model_sources(config, m)})
 
 
 wildcard_constraints:
+    shard=r"\d{5}-of-\d{5}",
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
@@ -46,6 +48,30 @@ def model_params(wildcards):
 
 def msr_params(wildcards):
     return cpc.model_slice(config, wildcards.model)["msr"]
+
+
+def generate_threads(wildcards):
+    """Local engines use the cores they are given; API clients need one."""
+    return 1 if config["models"][wildcards.model]["backend"] in API_BACKENDS else 2
+
+
+def api_slots(wildcards):
+    """A custom resource: cap concurrent API jobs with --resources llm_api=N."""
+    return 1 if config["models"][wildcards.model]["backend"] in API_BACKENDS else 0
+
+
+def generation_shards(wildcards):
+    """Shard files of one (model, source), known once its prompts exist (checkpoint)."""
+    import pandas as pd
+    from copyprobe.generation.runner import shard_count
+
+    prompts = checkpoints.build_prompts.get(**wildcards).output[0]
+    size = config["models"][wildcards.model].get("shard_size")
+    n = shard_count(pd.read_parquet(prompts, columns=["status"]), size)
+    return [
+        f"results/generations/{wildcards.model}/{wildcards.source}/shards/{i:05d}-of-{n:05d}.parquet"
+        for i in range(n)
+    ]
 
 
 def model_file_spec(wildcards):

@@ -1,4 +1,4 @@
-rule build_prompts:
+checkpoint build_prompts:
     input:
         corpus="results/corpus/{source}.parquet",
         curated="results/curated/{model}/{source}.parquet",
@@ -18,19 +18,31 @@ rule generate:
         prompts="results/prompts/{model}/{source}.parquet",
         model="results/models/{model}.json",
     output:
-        "results/generations/{model}/{source}.parquet",
+        "results/generations/{model}/{source}/shards/{shard}.parquet",
     log:
-        "logs/generate/{model}/{source}.log",
+        "logs/generate/{model}/{source}/{shard}.log",
     benchmark:
-        "benchmarks/generate/{model}/{source}.tsv"
+        "benchmarks/generate/{model}/{source}/{shard}.tsv"
     params:
         model=model_params,
-    threads: 2
+    threads: generate_threads
     resources:
         mem_mb=4000,
-        runtime=120,
+        runtime=240,
+        llm_api=api_slots,
     script:
         "../workflow_scripts/generate.py"
+
+
+rule merge_generations:
+    input:
+        generation_shards,
+    output:
+        "results/generations/{model}/{source}.parquet",
+    log:
+        "logs/merge_generations/{model}/{source}.log",
+    script:
+        "../workflow_scripts/merge_generations.py"
 
 
 rule count_matches:

@@ -11,9 +11,25 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe.generation import llamacpp  # noqa: F401  (registers "llamacpp")
+# Each import registers a backend; heavy libraries (torch, vllm, onnxruntime) load only when
+# a backend of that kind is built.
+from copyprobe.generation import (  # noqa: F401
+    hf,
+    llamacpp,
+    ocr_cascade,
+    openai_api,
+    openai_batch,
+    vllm_backend,
+)
 from copyprobe.generation.cache import GenerationCache, cache_key
-from copyprobe.generation.runner import GenerationSummary, build_backend, run_generation
+from copyprobe.generation.runner import (
+    GenerationSummary,
+    RunSettings,
+    backend_identity,
+    build_backend,
+    generate_shard,
+    run_generation,
+)
 
 __all__ = [
     "BACKENDS",
@@ -23,6 +39,9 @@ __all__ = [
     "Decoding",
     "GenerationCache",
     "GenerationSummary",
+    "RunSettings",
+    "backend_identity",
+    "generate_shard",
     "build_backend",
     "cache_key",
     "run_generation",

@@ -6,7 +6,7 @@ so a new backend (API, batch, GPU) is one module and one registry entry.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -48,12 +48,45 @@ class Completion:
 
 
 class BackendError(RuntimeError):
-    """A request failed. ``permanent`` errors are not retried (bad request, context too long)."""
+    """A request failed.
 
-    def __init__(self, message: str, *, permanent: bool = False, error_class: str | None = None):
+    ``permanent`` errors (bad request, content filter, context too long) are recorded at once;
+    transient ones (429, 5xx, timeouts, dropped connections) are retried by the runner with
+    exponential backoff and jitter, waiting at least ``retry_after`` seconds when the service
+    said so. ``error_class`` is a short stable name (``RateLimitError``, ``ContextLengthError``,
+    ...) used in failure summaries. Messages must never contain credentials.
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False, error_class: str | None = None,
+                 retry_after: float | None = None, status_code: int | None = None):
         super().__init__(message)
         self.permanent = permanent
         self.error_class = error_class or type(self).__name__
+        self.retry_after = retry_after
+        self.status_code = status_code
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One request of a batch: ``custom_id`` maps the answer back (it is the cache key)."""
+
+    custom_id: str
+    prompt: Prompt
+    sample_index: int = 0
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """State of a submitted batch. ``done`` is True once results (or errors) can be fetched;
+    ``failed`` when the whole batch failed or expired (its requests are then resubmitted)."""
+
+    batch_id: str
+    status: str
+    done: bool
+    failed: bool = False
+    completed: int = 0
+    total: int = 0
+    message: str = ""
 
 
 class Backend(ABC):
@@ -62,6 +95,14 @@ class Backend(ABC):
     name: ClassVar[str]
     #: True when the backend loads local weights given by ``model_file`` in config.
     needs_model_file: ClassVar[bool] = False
+    #: True when :meth:`agenerate` is implemented; the runner then sends requests
+    #: concurrently (bounded by the model's max_concurrency and rate limits).
+    supports_async: ClassVar[bool] = False
+    #: True for asynchronous batch services (OpenAI Batch API): the runner then uses
+    #: :meth:`submit_batch` / :meth:`poll_batch` / :meth:`fetch_batch` instead of generate.
+    supports_batch_api: ClassVar[bool] = False
+    #: How many prompts one :meth:`generate_batch` call may take (GPU backends batch).
+    max_batch_size: int = 1
 
     @classmethod
     @abstractmethod
@@ -79,6 +120,35 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
         """Generate one completion. Raise :class:`BackendError` on failure."""
+
+    def generate_batch(self, prompts: Sequence[Prompt], decoding: Decoding,
+                       sample_indices: Sequence[int]) -> list[Completion | BackendError]:
+        """Generate for several prompts at once (one result or error per prompt, in order).
+        The default loops over :meth:`generate`; batched backends override it."""
+        out: list[Completion | BackendError] = []
+        for prompt, idx in zip(prompts, sample_indices, strict=True):
+            try:
+                out.append(self.generate(prompt, decoding, idx))
+            except BackendError as exc:
+                out.append(exc)
+        return out
+
+    # -- batch services (supports_batch_api) ---------------------------------------------------
+    def submit_batch(self, items: Sequence[BatchItem], decoding: Decoding) -> str:
+        """Submit requests to a batch service; return the batch id."""
+        raise NotImplementedError(f"backend {self.name!r} has no batch interface")
+
+    def poll_batch(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError(f"backend {self.name!r} has no batch interface")
+
+    def fetch_batch(self, batch_id: str) -> dict[str, Completion | BackendError]:
+        """Results of a finished batch by ``custom_id``."""
+        raise NotImplementedError(f"backend {self.name!r} has no batch interface")
+
+    async def agenerate(self, prompt: Prompt, decoding: Decoding,
+                        sample_index: int = 0) -> Completion:
+        """Asynchronous :meth:`generate`, for backends with ``supports_async``."""
+        raise NotImplementedError(f"backend {self.name!r} has no async interface")
 
     def close(self) -> None:  # noqa: B027  (optional hook)
         """Release resources."""

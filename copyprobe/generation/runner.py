@@ -1,34 +1,98 @@
 """Run a table of prompts through a backend with the call cache.
 
 For every ready prompt and sample index the runner computes the cache key; a stored answer is
-reused (``from_cache``), otherwise the backend is called (the model is loaded only when the
-first uncached request needs it) and a successful answer is stored at once, so an interrupted
-run resumes where it stopped. A failed call becomes a row with ``status='failed'`` and its error
-class and message, never text that a scorer would count.
+reused (``from_cache``), otherwise the request is sent and a successful answer is stored at
+once, so a run killed at any point resumes where it stopped and never pays twice for an answer
+it received. How requests are sent depends on what the backend can do:
+
+* batch services (``supports_batch_api``): one submitted batch per shard, its id recorded on
+  disk before polling, so a rerun resumes polling instead of resubmitting;
+* asynchronous APIs (``supports_async``): concurrent requests bounded by ``max_concurrency``,
+  requests and tokens per minute;
+* local engines: :meth:`~copyprobe.generation.base.Backend.generate_batch` in groups of
+  ``max_batch_size`` (1 for llama.cpp).
+
+Transient failures (rate limits, 5xx, timeouts, dropped connections, malformed answers) are
+retried with exponential backoff and jitter, honouring Retry-After. A request that still fails,
+or fails permanently, becomes a row with ``status='failed'`` and its error class and message:
+never text that a scorer would count. The model is loaded only when the first uncached request
+needs it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import datetime as dt
-import importlib.metadata
+import hashlib
 import json
 import logging
+import math
+import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from copyprobe import __version__
 from copyprobe.artifacts import GENERATIONS
-from copyprobe.generation.base import BACKENDS, Backend, BackendError, Decoding
+from copyprobe.generation.base import (
+    BACKENDS,
+    Backend,
+    BackendError,
+    BatchItem,
+    Completion,
+    Decoding,
+)
 from copyprobe.generation.cache import GenerationCache, cache_key
+from copyprobe.generation.limits import AsyncRateLimiter, RateLimiter, RetryPolicy, estimate_tokens
 from copyprobe.models import ModelFile
 from copyprobe.progress import Progress
-from copyprobe.prompts import Prompt
+from copyprobe.prompts import Prompt, image_digests
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How requests are sent (none of this changes an answer, so none of it is in the key)."""
+
+    samples: int = 1
+    max_concurrency: int = 8
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: per request, max_tokens = min(decoding.max_tokens,
+    #: max(min_max_tokens, ceil(ratio * words of the reference))); None keeps max_tokens.
+    max_tokens_per_reference_word: float | None = None
+    min_max_tokens: int = 32
+    batch_poll_interval: float = 30.0
+    batch_timeout: float | None = None
+    #: USD per million prompt / completion tokens; None when no price is configured
+    price: Mapping[str, float] | None = None
+
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any]) -> RunSettings:
+        """Build from a model's config slice (``decoding`` and ``requests`` sections)."""
+        dec = spec.get("decoding", {})
+        req = spec.get("requests", {})
+        retry = RetryPolicy(**{k: req[k] for k in ("max_attempts", "base_delay", "max_delay",
+                                                    "jitter") if k in req})
+        return cls(
+            samples=dec.get("samples", 1),
+            max_concurrency=req.get("max_concurrency", 8),
+            requests_per_minute=req.get("requests_per_minute"),
+            tokens_per_minute=req.get("tokens_per_minute"),
+            retry=retry,
+            max_tokens_per_reference_word=dec.get("max_tokens_per_reference_word"),
+            min_max_tokens=dec.get("min_max_tokens", 32),
+            batch_poll_interval=req.get("batch_poll_interval", 30.0),
+            batch_timeout=req.get("batch_timeout"),
+            price=spec.get("price"),
+        )
 
 
 @dataclass
@@ -36,29 +100,45 @@ class GenerationSummary:
     requests: int = 0
     model_calls: int = 0
     cache_hits: int = 0
+    retries: int = 0
     failed: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def failure_share(self) -> float:
+        return self.failed / self.requests if self.requests else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "model_calls": self.model_calls,
-                "cache_hits": self.cache_hits, "failed": self.failed,
-                "failures_by_class": dict(self.failures_by_class)}
+        return {**dataclasses.asdict(self), "failure_share": round(self.failure_share, 6)}
+
+    def describe(self) -> str:
+        s = (f"{self.requests} requests: {self.cache_hits} from cache, {self.model_calls} sent "
+             f"({self.retries} retries), {self.failed} failed")
+        if self.failures_by_class:
+            s += " [" + ", ".join(f"{k}: {v}" for k, v in sorted(self.failures_by_class.items())) + "]"
+        return s
 
 
 def build_backend(spec: Mapping[str, Any], model_file: ModelFile | None) -> Backend:
-    """Instantiate the backend named in a model's config slice."""
-    cls = BACKENDS.get(spec["backend"])
-    return cls.from_config(spec, model_file)  # type: ignore[attr-defined]
+    """Instantiate (load) the backend named in a model's config slice."""
+    return BACKENDS.get(spec["backend"]).from_config(spec, model_file)
 
 
-def _versions() -> dict[str, str]:
-    out = {"copyprobe": __version__}
-    for dist in ("llama_cpp_python",):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
+def backend_identity(spec: Mapping[str, Any], model_file: ModelFile | None) -> dict[str, Any]:
+    """The backend's cache identity, computed without loading the model."""
+    return BACKENDS.get(spec["backend"]).identity_from_config(spec, model_file)
+
+
+@dataclass
+class _Item:
+    request_id: str
+    prompt: Prompt
+    sample_index: int
+    decoding: Decoding
+    key: str
 
 
 class _LazyBackend:
@@ -70,13 +150,216 @@ class _LazyBackend:
         if self._backend is None:
             t0 = time.perf_counter()
             self._backend = self._factory()
-            log.info("loaded backend %s in %.1f s", self._backend.name,
-                     time.perf_counter() - t0)
+            log.info("loaded backend %s in %.1f s", self._backend.name, time.perf_counter() - t0)
         return self._backend
 
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+
+
+def request_decoding(decoding: Decoding, reference: str | None,
+                     settings: RunSettings) -> Decoding:
+    """The decoding of one request: ``max_tokens`` scaled to the reference when configured."""
+    ratio = settings.max_tokens_per_reference_word
+    if ratio is None or not isinstance(reference, str):
+        return decoding
+    want = max(settings.min_max_tokens, math.ceil(ratio * len(reference.split())))
+    return dataclasses.replace(decoding, max_tokens=min(decoding.max_tokens, want))
+
+
+def _versions(identity: Mapping[str, Any]) -> str:
+    out = {"copyprobe": __version__, "python": platform.python_version()}
+    out.update({k: str(v) for k, v in identity.items()
+                if k in ("llama_cpp_python", "openai", "transformers", "torch", "vllm",
+                         "rapidocr")})
+    return json.dumps(out, sort_keys=True)
+
+
+def _cost(price: Mapping[str, float] | None, pt: int | None, ct: int | None) -> float | None:
+    if price is None:
+        return None
+    return ((pt or 0) * price.get("input_per_million", 0.0)
+            + (ct or 0) * price.get("output_per_million", 0.0)) / 1e6
+
+
+class _Recorder:
+    """Turns outcomes into rows, stores successes in the cache, keeps the summary."""
+
+    def __init__(self, *, model: str, backend_name: str, identity: Mapping[str, Any],
+                 cache: GenerationCache, settings: RunSettings, shard: str,
+                 progress: Progress) -> None:
+        self.summary = GenerationSummary()
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.cache = cache
+        self.settings = settings
+        self.progress = progress
+        self.base = {
+            "backend": backend_name, "model": model,
+            "model_id": str(identity.get("model_id", "")),
+            "revision": str(identity.get("weights_sha256") or identity.get("revision") or ""),
+            "dtype": str(identity.get("dtype", "")), "versions": _versions(identity),
+            "shard": shard,
+        }
+
+    def _row(self, item: _Item) -> dict[str, Any]:
+        return {**self.base, "request_id": item.request_id, "cache_key": item.key,
+                "decoding": json.dumps(item.decoding.as_dict(), sort_keys=True),
+                "seed": item.decoding.seed, "sample_index": item.sample_index}
+
+    def hit(self, item: _Item, record: Mapping[str, Any]) -> None:
+        self.summary.requests += 1
+        self.summary.cache_hits += 1
+        self.rows[item.key] = {**self._row(item), **record, "from_cache": True, "status": "ok",
+                               "error_class": None, "error": None, "attempts": 0,
+                               "cost_usd": _cost(self.settings.price,
+                                                 record.get("prompt_tokens"),
+                                                 record.get("completion_tokens"))}
+        self.progress.update()
+
+    def done(self, item: _Item, outcome: Completion | BackendError, latency: float,
+             attempts: int) -> None:
+        self.summary.requests += 1
+        self.summary.model_calls += attempts
+        self.summary.retries += max(0, attempts - 1)
+        now = dt.datetime.now(dt.timezone.utc).isoformat()
+        if isinstance(outcome, Completion):
+            record = {"text": outcome.text, "prompt_tokens": outcome.prompt_tokens,
+                      "completion_tokens": outcome.completion_tokens,
+                      "finish_reason": outcome.finish_reason, "latency_s": latency,
+                      "created_at": now}
+            self.cache.put(item.key, record)
+            cost = _cost(self.settings.price, outcome.prompt_tokens, outcome.completion_tokens)
+            self.summary.prompt_tokens += outcome.prompt_tokens or 0
+            self.summary.completion_tokens += outcome.completion_tokens or 0
+            self.summary.cost_usd += cost or 0.0
+            self.rows[item.key] = {**self._row(item), **record, "from_cache": False,
+                                   "status": "ok", "error_class": None, "error": None,
+                                   "attempts": attempts, "cost_usd": cost}
+        else:
+            self.summary.failed += 1
+            cls = outcome.error_class
+            self.summary.failures_by_class[cls] = self.summary.failures_by_class.get(cls, 0) + 1
+            self.rows[item.key] = {**self._row(item), "text": None, "prompt_tokens": None,
+                                   "completion_tokens": None, "finish_reason": None,
+                                   "latency_s": latency, "created_at": now,
+                                   "from_cache": False, "status": "failed",
+                                   "error_class": cls, "error": str(outcome)[:2000],
+                                   "attempts": attempts, "cost_usd": None}
+        self.progress.update()
+
+
+def _as_error(exc: Exception) -> BackendError:
+    if isinstance(exc, BackendError):
+        return exc
+    return BackendError(f"{type(exc).__name__}: {exc}", permanent=False,
+                        error_class=type(exc).__name__)
+
+
+def _send_sync(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
+               settings: RunSettings) -> None:
+    limiter = RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
+    backend = lazy.get()
+    size = max(1, int(getattr(backend, "max_batch_size", 1)))
+    # group by decoding (per-request max_tokens) so that one generate_batch call shares it
+    groups: dict[Decoding, list[_Item]] = {}
+    for it in items:
+        groups.setdefault(it.decoding, []).append(it)
+    for decoding, group in groups.items():
+        for start in range(0, len(group), size):
+            chunk = group[start:start + size]
+            attempts = {it.key: 0 for it in chunk}
+            todo = chunk
+            t0 = time.perf_counter()
+            while todo:
+                for it in todo:
+                    limiter.acquire(estimate_tokens(it.prompt, decoding.max_tokens))
+                    attempts[it.key] += 1
+                try:
+                    outs = backend.generate_batch([it.prompt for it in todo], decoding,
+                                                  [it.sample_index for it in todo])
+                except Exception as exc:  # the whole call failed: every item gets the error
+                    outs = [_as_error(exc)] * len(todo)
+                retry: list[_Item] = []
+                delay = 0.0
+                for it, out in zip(todo, outs, strict=True):
+                    if (isinstance(out, BackendError) and not out.permanent
+                            and attempts[it.key] < settings.retry.max_attempts):
+                        retry.append(it)
+                        delay = max(delay, settings.retry.delay(attempts[it.key],
+                                                                out.retry_after))
+                    else:
+                        rec.done(it, out, time.perf_counter() - t0, attempts[it.key])
+                if retry:
+                    log.info("retrying %d request(s) in %.1f s", len(retry), delay)
+                    time.sleep(delay)
+                todo = retry
+
+
+async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
+                      settings: RunSettings) -> None:
+    backend = lazy.get()
+    limiter = AsyncRateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
+    sem = asyncio.Semaphore(max(1, settings.max_concurrency))
+
+    async def one(it: _Item) -> None:
+        attempt = 0
+        t0 = time.perf_counter()
+        while True:
+            attempt += 1
+            async with sem:
+                await limiter.acquire(estimate_tokens(it.prompt, it.decoding.max_tokens))
+                try:
+                    out: Completion | BackendError = await backend.agenerate(
+                        it.prompt, it.decoding, it.sample_index)
+                except Exception as exc:
+                    out = _as_error(exc)
+            if (isinstance(out, BackendError) and not out.permanent
+                    and attempt < settings.retry.max_attempts):
+                delay = settings.retry.delay(attempt, out.retry_after)
+                if out.retry_after:
+                    limiter.pause(out.retry_after)  # every worker holds off, not just this one
+                log.info("%s: %s, retry %d in %.1f s", it.request_id, out.error_class,
+                         attempt, delay)
+                await asyncio.sleep(delay)
+                continue
+            rec.done(it, out, time.perf_counter() - t0, attempt)
+            return
+
+    try:
+        await asyncio.gather(*(one(it) for it in items))
+    finally:
+        aclose = getattr(backend, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _send_batch_api(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
+                    settings: RunSettings, state_dir: Path | None, shard: str) -> None:
+    from copyprobe.generation.batch_runner import run_batch
+
+    if state_dir is None:
+        raise ValueError("batch backends need a state directory to record batch ids")
+    backend = lazy.get()
+    groups: dict[Decoding, list[_Item]] = {}
+    for it in items:
+        groups.setdefault(it.decoding, []).append(it)
+    for decoding, group in groups.items():
+        by_key = {it.key: it for it in group}
+        # The state file is named by the requests it covers: they stay pending (uncached) until
+        # the batch is fetched, so a rerun finds the same file and resumes polling.
+        name = hashlib.sha256("\n".join(sorted(by_key)).encode()).hexdigest()[:24]
+        t0 = time.perf_counter()
+        results = run_batch(
+            [BatchItem(custom_id=it.key, prompt=it.prompt, sample_index=it.sample_index)
+             for it in group],
+            backend=backend, decoding=decoding,
+            state_path=Path(state_dir) / f"{name}.json",
+            poll_interval=settings.batch_poll_interval, timeout=settings.batch_timeout)
+        for key, it in by_key.items():
+            out = results.get(key) or BackendError("no result returned by the batch",
+                                                   error_class="MissingResult")
+            rec.done(it, out, time.perf_counter() - t0, 1)
 
 
 def run_generation(
@@ -88,71 +371,124 @@ def run_generation(
     backend_factory: Callable[[], Backend],
     decoding: Decoding,
     cache: GenerationCache,
-    samples: int = 1,
+    settings: RunSettings | None = None,
+    samples: int | None = None,
     shard: str = "all",
+    state_dir: Path | None = None,
 ) -> tuple[pd.DataFrame, GenerationSummary]:
     """Generate for every ``status == 'ready'`` row of a PROMPTS table.
 
     ``identity`` is the backend identity used in cache keys; it must be computable without
-    loading the model (for llama.cpp: model id, weights hash, context size, library version), so
-    that a fully cached run never loads the model at all.
+    loading the model (see :func:`backend_identity`), so that a fully cached run loads nothing.
+    Returns the GENERATIONS table (in prompt order) and a summary.
     """
+    settings = settings or RunSettings()
+    if samples is not None:
+        settings = dataclasses.replace(settings, samples=samples)
     ready = prompts[prompts["status"] == "ready"]
-    summary = GenerationSummary()
-    versions = json.dumps(_versions(), sort_keys=True)
-    lazy = _LazyBackend(backend_factory)
-    rows: list[dict[str, Any]] = []
-    progress = Progress(total=len(ready) * samples, label=f"generate {model} [{shard}]")
-    try:
-        for req in ready.itertuples(index=False):
-            prompt = Prompt.from_json(req.prompt)
-            for sample_index in range(samples):
-                key = cache_key(backend=backend_name, identity=identity, decoding=decoding,
-                                prompt=prompt, sample_index=sample_index)
-                base = {"request_id": req.request_id, "cache_key": key, "backend": backend_name,
-                        "model": model, "model_id": str(identity.get("model_id", "")),
-                        "revision": str(identity.get("weights_sha256")
-                                        or identity.get("revision", "")),
-                        "decoding": json.dumps(decoding.as_dict(), sort_keys=True),
-                        "seed": decoding.seed, "sample_index": sample_index,
-                        "versions": versions, "shard": shard, "cost_usd": 0.0}
-                summary.requests += 1
-                hit = cache.get(key)
-                if hit is not None:
-                    summary.cache_hits += 1
-                    rows.append({**base, **hit, "from_cache": True, "status": "ok",
-                                 "error_class": None, "error": None})
-                    progress.update()
-                    continue
-                summary.model_calls += 1
-                t0 = time.perf_counter()
-                try:
-                    out = lazy.get().generate(prompt, decoding, sample_index)
-                except BackendError as exc:
-                    rows.append(_failed(base, exc.error_class, str(exc), t0))
-                    summary.failed += 1
-                    summary.failures_by_class[exc.error_class] = (
-                        summary.failures_by_class.get(exc.error_class, 0) + 1)
-                    progress.update()
-                    continue
-                record = {"text": out.text, "prompt_tokens": out.prompt_tokens,
-                          "completion_tokens": out.completion_tokens,
-                          "latency_s": time.perf_counter() - t0,
-                          "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
-                cache.put(key, record)
-                rows.append({**base, **record, "from_cache": False, "status": "ok",
-                             "error_class": None, "error": None})
-                progress.update()
-    finally:
-        lazy.close()
-        progress.close()
-    df = pd.DataFrame(rows, columns=GENERATIONS.columns)
+    refs = ready["reference"] if "reference" in ready else [None] * len(ready)
+    # Backends that answer from the same model as another (the Batch API and the synchronous
+    # API) share its cache entries; the row's backend column still says which one answered.
+    namespace = getattr(BACKENDS.get(backend_name), "cache_namespace", backend_name)
+    items: list[_Item] = []
+    for rid, raw, ref in zip(ready["request_id"], ready["prompt"], refs, strict=True):
+        prompt = Prompt.from_json(raw)
+        images = image_digests(prompt)
+        dec = request_decoding(decoding, ref, settings)
+        for s in range(settings.samples):
+            key = cache_key(backend=namespace, identity=identity, decoding=dec,
+                            prompt=prompt, sample_index=s, images=images)
+            items.append(_Item(rid, prompt, s, dec, key))
+    progress = Progress(total=len(items), label=f"generate {model} [{shard}]")
+    rec = _Recorder(model=model, backend_name=backend_name, identity=identity, cache=cache,
+                    settings=settings, shard=shard, progress=progress)
+    pending: list[_Item] = []
+    seen: set[str] = set()
+    for it in items:
+        if it.key in seen:
+            raise ValueError(f"duplicate request {it.request_id!r} (sample {it.sample_index})")
+        seen.add(it.key)
+        hit = cache.get(it.key)
+        if hit is not None:
+            rec.hit(it, hit)
+        else:
+            pending.append(it)
+    if pending:
+        cls = BACKENDS.get(backend_name)
+        lazy = _LazyBackend(backend_factory)
+        try:
+            if cls.supports_batch_api:
+                _send_batch_api(lazy, pending, rec, settings, state_dir, shard)
+            elif cls.supports_async:
+                asyncio.run(_send_async(lazy, pending, rec, settings))
+            else:
+                _send_sync(lazy, pending, rec, settings)
+        finally:
+            lazy.close()
+    progress.close()
+    log.info("%s: %s", model, rec.summary.describe())
+    df = pd.DataFrame([rec.rows[it.key] for it in items], columns=GENERATIONS.columns)
     df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
-    return df, summary
+    return df, rec.summary
 
 
-def _failed(base: dict[str, Any], error_class: str, message: str, t0: float) -> dict[str, Any]:
-    return {**base, "text": None, "status": "failed", "error_class": error_class,
-            "error": message, "prompt_tokens": None, "completion_tokens": None,
-            "latency_s": time.perf_counter() - t0,
-            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(), "from_cache": False}
+def shard_rows(prompts: pd.DataFrame, shard_size: int | None) -> list[pd.DataFrame]:
+    """Split the ready prompts into consecutive shards of ``shard_size`` rows."""
+    ready = prompts[prompts["status"] == "ready"].reset_index(drop=True)
+    if not shard_size or len(ready) <= shard_size:
+        return [ready]
+    return [ready.iloc[i:i + shard_size] for i in range(0, len(ready), shard_size)]
+
+
+def shard_count(prompts: pd.DataFrame, shard_size: int | None) -> int:
+    return len(shard_rows(prompts, shard_size))
+
+
+def merge_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Assemble shard tables into the model's table; a request must appear in one shard."""
+    df = pd.concat(list(frames), ignore_index=True) if frames else pd.DataFrame(
+        columns=GENERATIONS.columns)
+    dup = df["cache_key"].duplicated()
+    if dup.any():
+        raise ValueError(f"{int(dup.sum())} request(s) appear in more than one shard")
+    return df
+
+
+def parse_shard(shard: str) -> tuple[int, int]:
+    """``"00002-of-00005"`` -> (2, 5)."""
+    try:
+        i, n = (int(x) for x in shard.split("-of-"))
+    except ValueError:
+        raise ValueError(f"bad shard name {shard!r}; expected like 00000-of-00001") from None
+    if not 0 <= i < n:
+        raise ValueError(f"bad shard name {shard!r}")
+    return i, n
+
+
+def generate_shard(prompts: pd.DataFrame, spec: Mapping[str, Any],
+                   manifest: Mapping[str, Any], *,
+                   shard: str = "00000-of-00001") -> tuple[pd.DataFrame, GenerationSummary]:
+    """Generate one shard of a PROMPTS table for a model's config slice.
+
+    ``manifest`` is the output of the prepare_model step ({path, sha256, size, origin}, with
+    ``path`` None for remote models).
+    """
+    model_file = (ModelFile(Path(manifest["path"]), manifest["sha256"], manifest["size"],
+                            manifest["origin"]) if manifest.get("path") else None)
+    spec = dict(spec)
+    if model_file is not None:
+        spec.setdefault("model_id", model_file.path.name)
+    i, n = parse_shard(shard)
+    parts = shard_rows(prompts, spec.get("shard_size"))
+    if len(parts) != n:
+        raise ValueError(f"shard {shard}: the prompts now make {len(parts)} shard(s), not {n}; "
+                         "rerun the workflow so the shard list is rebuilt")
+    cache_dir = Path(spec["cache_dir"])
+    return run_generation(
+        parts[i], model=spec["name"], backend_name=spec["backend"],
+        identity=backend_identity(spec, model_file),
+        backend_factory=lambda: build_backend(spec, model_file),
+        decoding=Decoding.from_config(spec.get("decoding", {})),
+        cache=GenerationCache(cache_dir / "generations"),
+        settings=RunSettings.from_config(spec), shard=shard,
+        state_dir=cache_dir / "batches" / spec["name"])

@@ -1,0 +1,460 @@
+"""The transformers backend: a Hub model, a local model directory or a GGUF file, batched.
+
+Config keys (a model's slice): ``model_id`` (Hub id or local directory), ``revision`` (default
+``"main"``; pin a commit hash for reproducible runs), or ``model_file`` (a GGUF file, loaded with
+``from_pretrained(dir, gguf_file=name)`` and dequantised to ``dtype``), ``dtype`` (``"float32"``
+default, ``"bfloat16"``, ``"float16"``, ``"auto"``), ``device_map`` (default None: CPU; ``"auto"``
+places the model with accelerate; ``"cuda"``, ``"cuda:0"``, ...), ``batch_size`` (default 8),
+``trust_remote_code`` (default False) and ``vision`` (default False: load ``AutoProcessor`` and
+``AutoModelForImageTextToText`` and pass images through the processor).
+
+Batches are left-padded with an attention mask, so greedy output does not depend on the batch it
+ran in beyond the numerical noise of padded matrix products (none was seen in float32 on CPU).
+Sampled batches are seeded with ``torch.manual_seed(seed + sample_index)`` (items of one batch are
+grouped by sample index): a sampled answer is reproducible for the same batch composition only.
+
+Decoding is pinned explicitly where the model's ``generation_config.json`` could otherwise supply
+its own defaults: ``repetition_penalty`` is always passed, and when sampling ``top_k=0`` (no top-k;
+``None`` would fall back to transformers' default of 50), ``min_p=0`` and ``typical_p=1``.
+
+The identity records the device class (``backend_device``): greedy outputs can differ between CPU
+and GPU kernels, and FACTS says never to mix backends (or devices) inside one comparison.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import io
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.models import ModelFile, sha256_file
+from copyprobe.prompts import Prompt, image_bytes
+
+log = logging.getLogger(__name__)
+
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def _device_class(device_map: Any) -> str:
+    """``"cpu"`` or ``"cuda"`` for a ``device_map`` setting, decided without loading the model.
+    ``"auto"`` means CUDA when this process sees a GPU (so compute identities on the node that
+    generates)."""
+    if device_map is None:
+        return "cpu"
+    if isinstance(device_map, Mapping):
+        values = {str(v) for v in device_map.values()}
+        return "cuda" if any(v not in ("cpu", "disk") for v in values) else "cpu"
+    dm = str(device_map)
+    if dm == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if dm == "cpu":
+        return "cpu"
+    if dm.startswith("cuda") or dm.isdigit():
+        return "cuda"
+    return dm.split(":")[0]  # "mps", "xpu", ...
+
+
+@lru_cache(maxsize=16)
+def _dir_digest_cached(root: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
+    h = hashlib.sha256()
+    for rel, size, _mtime in stamp:
+        h.update(f"{rel}\0{size}\0{sha256_file(Path(root) / rel)}\n".encode())
+    return h.hexdigest()
+
+
+def directory_digest(path: Path) -> str:
+    """sha256 over the (relative path, size, sha256) of every file of a local model directory
+    (hidden entries skipped); memoised per process on the files' sizes and mtimes."""
+    files = sorted(p for p in path.rglob("*")
+                   if p.is_file() and not any(part.startswith(".")
+                                              for part in p.relative_to(path).parts))
+    stamp = tuple((str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns)
+                  for p in files)
+    return _dir_digest_cached(str(path.resolve()), stamp)
+
+
+def _spec_model(spec: Mapping[str, Any], model_file: ModelFile | None) -> tuple[str, str, str]:
+    """(model_id, revision, weights_sha256) for a config slice."""
+    if model_file is not None:
+        return (str(spec.get("model_id", model_file.path.name)), "", model_file.sha256)
+    if "model_id" not in spec:
+        raise BackendError("hf needs 'model_id' (Hub id or local directory) or 'model_file' "
+                           "(a GGUF file)", permanent=True, error_class="ConfigError")
+    model_id = str(spec["model_id"])
+    local = Path(model_id).expanduser()
+    if local.is_dir():
+        return (model_id, "", directory_digest(local))
+    return (model_id, str(spec.get("revision", "main")), "")
+
+
+def _check_spec(spec: Mapping[str, Any], model_file: ModelFile | None) -> None:
+    dtype = spec.get("dtype", "float32")
+    if dtype not in DTYPES:
+        raise BackendError(f"hf: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}",
+                           permanent=True, error_class="ConfigError")
+    if model_file is not None and spec.get("vision"):
+        raise BackendError("hf: vision models cannot be loaded from a GGUF model_file",
+                           permanent=True, error_class="ConfigError")
+    if int(spec.get("batch_size", 8)) < 1:
+        raise BackendError("hf: batch_size must be at least 1", permanent=True,
+                           error_class="ConfigError")
+
+
+@dataclass
+class _Item:
+    """One prompt of a batch, encoded."""
+
+    index: int
+    sample_index: int
+    n_prompt: int
+    input_ids: list[int] = field(default_factory=list)  # text path
+    text: str = ""  # vision path: the templated prompt
+    images: list[Any] = field(default_factory=list)  # vision path: PIL images
+    add_special_tokens: bool = True
+
+
+def _text_content(content: Any, *, allow_images: bool) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content or []:
+        kind = part.get("type")
+        if kind == "text":
+            parts.append(part["text"])
+        elif kind == "image_url" and not allow_images:
+            raise BackendError("this hf model is text-only: the prompt has an image (set "
+                               "'vision: true' for a vision-language model, or use the "
+                               "ocr_cascade backend)", permanent=True,
+                               error_class="UnsupportedInputError")
+        else:
+            raise BackendError(f"unsupported content part type {kind!r}", permanent=True,
+                               error_class="UnsupportedInputError")
+    return "\n".join(parts)
+
+
+@BACKENDS.register("hf")
+class HFBackend(Backend):
+    name = "hf"
+    needs_model_file = False  # model_file is optional (GGUF); model_id otherwise
+
+    def __init__(self, *, model_id: str, revision: str, weights_sha256: str,
+                 load_dir: str, gguf_file: str | None, dtype: str = "float32",
+                 device_map: Any = None, batch_size: int = 8, trust_remote_code: bool = False,
+                 vision: bool = False) -> None:
+        try:
+            import torch
+            import transformers
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise BackendError("transformers/torch are not installed; pip install "
+                               "copyprobe[hf]", permanent=True) from exc
+        self.torch = torch
+        self.model_id = model_id
+        self.revision = revision
+        self.weights_sha256 = weights_sha256
+        self.dtype = dtype
+        self.vision = vision
+        self.max_batch_size = int(batch_size)
+        self.device_class = _device_class(device_map)
+        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+        load_kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        if gguf_file:
+            load_kw["gguf_file"] = gguf_file
+        elif revision:
+            load_kw["revision"] = revision
+        model_kw: dict[str, Any] = {**load_kw, "dtype": torch_dtype}
+        if device_map is not None:
+            model_kw["device_map"] = device_map
+        self.processor = None
+        if vision:
+            auto_model = getattr(transformers, "AutoModelForImageTextToText", None) or getattr(
+                transformers, "AutoModelForVision2Seq", None)
+            if auto_model is None:  # pragma: no cover - very old transformers
+                raise BackendError("this transformers has no AutoModelForImageTextToText",
+                                   permanent=True)
+            self.processor = transformers.AutoProcessor.from_pretrained(load_dir, **load_kw)
+            self.tokenizer = getattr(self.processor, "tokenizer", None)
+            if self.tokenizer is None:
+                raise BackendError(f"{model_id}: the processor has no tokenizer", permanent=True)
+            self.model = auto_model.from_pretrained(load_dir, **model_kw)
+        else:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(load_dir, **load_kw)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(load_dir, **model_kw)
+        self.model.eval()
+        if device_map is None:
+            self.model.to("cpu")
+        tok = self.tokenizer
+        tok.padding_side = "left"
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        # padded positions are masked out, so any id serves when there is neither pad nor eos
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+        eos = self.model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if tok.eos_token_id is not None:
+            eos_ids.add(tok.eos_token_id)
+        self.eos_ids = sorted(eos_ids)
+        self.max_context = self._max_context()
+
+    # -- config --------------------------------------------------------------------------------
+    @classmethod
+    def identity_from_config(cls, spec: Mapping[str, Any],
+                             model_file: ModelFile | None) -> dict[str, Any]:
+        _check_spec(spec, model_file)
+        model_id, revision, weights = _spec_model(spec, model_file)
+        if revision and not _COMMIT_RE.match(revision):
+            log.warning("hf model %s: revision %r is not a commit hash; the weights it names "
+                        "can change under the same cache key", model_id, revision)
+        return {
+            "model_id": model_id,
+            "revision": revision,
+            "weights_sha256": weights,
+            "dtype": spec.get("dtype", "float32"),
+            "vision": bool(spec.get("vision", False)),
+            "trust_remote_code": bool(spec.get("trust_remote_code", False)),
+            "transformers": _version("transformers"),
+            "torch": _version("torch"),
+            "backend_device": _device_class(spec.get("device_map")),
+        }
+
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any], model_file: ModelFile | None) -> HFBackend:
+        _check_spec(spec, model_file)
+        model_id, revision, weights = _spec_model(spec, model_file)
+        if model_file is not None:
+            load_dir, gguf_file = str(model_file.path.parent), model_file.path.name
+        else:
+            local = Path(model_id).expanduser()
+            load_dir, gguf_file = (str(local) if local.is_dir() else model_id), None
+        return cls(model_id=model_id, revision=revision, weights_sha256=weights,
+                   load_dir=load_dir, gguf_file=gguf_file,
+                   dtype=spec.get("dtype", "float32"), device_map=spec.get("device_map"),
+                   batch_size=int(spec.get("batch_size", 8)),
+                   trust_remote_code=bool(spec.get("trust_remote_code", False)),
+                   vision=bool(spec.get("vision", False)))
+
+    def _max_context(self) -> int | None:
+        cfg = self.model.config
+        text_cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+        for c in (text_cfg, cfg):
+            for key in ("max_position_embeddings", "n_positions", "max_sequence_length",
+                        "seq_length"):
+                value = getattr(c, key, None)
+                if isinstance(value, int) and value > 0:
+                    return value
+        value = getattr(self.tokenizer, "model_max_length", None)
+        return value if isinstance(value, int) and 0 < value < 10**7 else None
+
+    # -- encoding ------------------------------------------------------------------------------
+    def _encode(self, prompt: Prompt, index: int, sample_index: int) -> _Item:
+        tok = self.tokenizer
+        if prompt.format == "completion":
+            ids = tok(prompt.text)["input_ids"]
+            if not ids:
+                if tok.bos_token_id is None:
+                    raise BackendError("empty prompt and the tokenizer has no BOS token",
+                                       permanent=True, error_class="BadRequestError")
+                ids = [tok.bos_token_id]
+            return _Item(index, sample_index, len(ids), input_ids=list(ids))
+        if self.vision:
+            return self._encode_vision_chat(prompt, index, sample_index)
+        if not getattr(tok, "chat_template", None):
+            raise BackendError(f"{self.model_id} has no chat template: use completion prompts",
+                               permanent=True, error_class="BadRequestError")
+        messages = [{"role": m["role"], "content": _text_content(m.get("content"),
+                                                                   allow_images=False)}
+                    for m in prompt.messages]
+        text = self._apply_template(tok, messages)
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        return _Item(index, sample_index, len(ids), input_ids=list(ids))
+
+    @staticmethod
+    def _apply_template(templater: Any, messages: list[dict[str, Any]]) -> str:
+        try:
+            return templater.apply_chat_template(messages, tokenize=False,
+                                                 add_generation_prompt=True)
+        except Exception as exc:  # jinja2 TemplateError ("System role not supported", ...)
+            raise BackendError(f"chat template failed: {exc}", permanent=True,
+                               error_class="TemplateError") from exc
+
+    def _encode_vision_chat(self, prompt: Prompt, index: int, sample_index: int) -> _Item:
+        from PIL import Image
+
+        messages: list[dict[str, Any]] = []
+        images: list[Any] = []
+        for m in prompt.messages:
+            content = m.get("content")
+            parts: list[dict[str, Any]] = []
+            for part in ([{"type": "text", "text": content}] if isinstance(content, str)
+                         else content or []):
+                if part.get("type") == "text":
+                    parts.append({"type": "text", "text": part["text"]})
+                elif part.get("type") == "image_url":
+                    try:
+                        img = Image.open(io.BytesIO(image_bytes(part))).convert("RGB")
+                    except (OSError, ValueError) as exc:
+                        raise BackendError(f"cannot read image: {exc}", permanent=True,
+                                           error_class="BadRequestError") from exc
+                    images.append(img)
+                    parts.append({"type": "image"})
+                else:
+                    raise BackendError(f"unsupported content part type {part.get('type')!r}",
+                                       permanent=True, error_class="UnsupportedInputError")
+            messages.append({"role": m["role"], "content": parts})
+        text = self._apply_template(self.processor, messages)
+        bos = self.tokenizer.bos_token
+        add_special = not (bos is not None and text.startswith(bos))
+        item = _Item(index, sample_index, 0, text=text, images=images,
+                     add_special_tokens=add_special)
+        item.n_prompt = int(self._vision_inputs([item])["input_ids"].shape[1])
+        return item
+
+    def _vision_inputs(self, items: Sequence[_Item]) -> Any:
+        kwargs: dict[str, Any] = {"text": [it.text for it in items], "padding": True,
+                                  "return_tensors": "pt",
+                                  "add_special_tokens": items[0].add_special_tokens}
+        if any(it.images for it in items):
+            kwargs["images"] = [it.images for it in items]
+        return self.processor(**kwargs)
+
+    def _text_inputs(self, items: Sequence[_Item]) -> dict[str, Any]:
+        torch = self.torch
+        width = max(it.n_prompt for it in items)
+        ids = [[self.pad_id] * (width - it.n_prompt) + it.input_ids for it in items]
+        mask = [[0] * (width - it.n_prompt) + [1] * it.n_prompt for it in items]
+        return {"input_ids": torch.tensor(ids, dtype=torch.long),
+                "attention_mask": torch.tensor(mask, dtype=torch.long)}
+
+    # -- generation ----------------------------------------------------------------------------
+    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
+        result = self.generate_batch([prompt], decoding, [sample_index])[0]
+        if isinstance(result, BackendError):
+            raise result
+        return result
+
+    def generate_batch(self, prompts: Sequence[Prompt], decoding: Decoding,
+                       sample_indices: Sequence[int]) -> list[Completion | BackendError]:
+        if len(prompts) != len(sample_indices):
+            raise ValueError("prompts and sample_indices differ in length")
+        results: list[Completion | BackendError | None] = [None] * len(prompts)
+        full: list[_Item] = []  # prompt + max_tokens fit: batched
+        clipped: list[tuple[_Item, int]] = []  # near the context limit: alone, fewer tokens
+        for i, (prompt, sidx) in enumerate(zip(prompts, sample_indices, strict=True)):
+            try:
+                item = self._encode(prompt, i, sidx)
+            except BackendError as exc:
+                results[i] = exc
+                continue
+            limit = self.max_context
+            if limit is not None and item.n_prompt >= limit:
+                results[i] = BackendError(
+                    f"prompt of {item.n_prompt} tokens does not fit the model's context of "
+                    f"{limit} tokens", permanent=True, error_class="ContextLengthError")
+            elif limit is not None and item.n_prompt + decoding.max_tokens > limit:
+                clipped.append((item, limit - item.n_prompt))  # as llama.cpp: fewer tokens
+            else:
+                full.append(item)
+        groups: list[tuple[list[_Item], int]] = []
+        if decoding.greedy:
+            groups += [(full[i:i + self.max_batch_size], decoding.max_tokens)
+                       for i in range(0, len(full), self.max_batch_size)]
+        else:
+            by_sample: dict[int, list[_Item]] = {}
+            for it in full:
+                by_sample.setdefault(it.sample_index, []).append(it)
+            for _sidx, members in sorted(by_sample.items()):
+                groups += [(members[i:i + self.max_batch_size], decoding.max_tokens)
+                           for i in range(0, len(members), self.max_batch_size)]
+        groups += [([it], budget) for it, budget in clipped]
+        for members, budget in groups:
+            if self.vision:  # the processor batches items with and without images apart
+                with_images = [it for it in members if it.images]
+                without = [it for it in members if not it.images]
+                parts = [p for p in (with_images, without) if p]
+            else:
+                parts = [members]
+            for part in parts:
+                for item, res in zip(part, self._run(part, decoding, budget), strict=True):
+                    results[item.index] = res
+        return [r if r is not None else BackendError("no result", permanent=True)
+                for r in results]
+
+    def _run(self, items: list[_Item], decoding: Decoding,
+             max_new: int) -> list[Completion | BackendError]:
+        """Generate for one batch; on CUDA out-of-memory, split it in halves."""
+        torch = self.torch
+        try:
+            return self._generate(items, decoding, max_new)
+        except torch.cuda.OutOfMemoryError as exc:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if len(items) == 1:
+                return [BackendError(f"out of GPU memory: {exc}", permanent=True,
+                                     error_class="OutOfMemoryError")]
+            half = len(items) // 2
+            log.warning("hf: out of memory on a batch of %d; splitting", len(items))
+            return (self._run(items[:half], decoding, max_new)
+                    + self._run(items[half:], decoding, max_new))
+
+    def _generate(self, items: list[_Item], decoding: Decoding,
+                  max_new: int) -> list[Completion | BackendError]:
+        torch = self.torch
+        inputs = dict(self._vision_inputs(items) if self.vision else self._text_inputs(items))
+        device = self.model.device
+        for key, value in inputs.items():
+            if isinstance(value, torch.Tensor):
+                value = value.to(device)
+                if value.is_floating_point():
+                    value = value.to(self.model.dtype)
+                inputs[key] = value
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_new,
+            "repetition_penalty": decoding.repeat_penalty,
+            "pad_token_id": self.pad_id,
+            "eos_token_id": self.eos_ids or None,
+        }
+        if decoding.greedy:
+            kwargs["do_sample"] = False
+        else:
+            kwargs.update(do_sample=True, temperature=decoding.temperature,
+                          top_p=decoding.top_p, top_k=decoding.top_k, min_p=0.0, typical_p=1.0)
+            torch.manual_seed(decoding.seed + items[0].sample_index)
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **kwargs)
+        width = inputs["input_ids"].shape[1]
+        new = out[:, width:].tolist()
+        eos = set(self.eos_ids)
+        results: list[Completion | BackendError] = []
+        for item, row in zip(items, new, strict=True):
+            stop = next((k for k, t in enumerate(row) if t in eos), None)
+            tokens = row if stop is None else row[:stop]
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            results.append(Completion(text=text, prompt_tokens=item.n_prompt,
+                                      completion_tokens=len(tokens),
+                                      finish_reason="length" if stop is None else "stop"))
+        return results
+
+    def close(self) -> None:
+        for attr in ("model", "tokenizer", "processor"):
+            if hasattr(self, attr):
+                setattr(self, attr, None)
+        torch = getattr(self, "torch", None)
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()

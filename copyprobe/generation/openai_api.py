@@ -1,0 +1,589 @@
+"""The OpenAI API backend: the official API or any OpenAI-compatible server (vLLM, llama.cpp
+server, LiteLLM, ...), through the official ``openai`` package.
+
+Config slice (``models.<name>`` with ``backend: openai``):
+
+``model_id`` (required)
+    The API model name sent as ``model``.
+``base_url`` (default: the official API, ``https://api.openai.com/v1``)
+    Always passed to the client explicitly, so the ``OPENAI_BASE_URL`` environment variable can
+    never silently send requests elsewhere than the cache identity says.
+``api_key_env`` (default ``OPENAI_API_KEY``)
+    The *name* of the environment variable holding the key. The key is read when the backend
+    is built, sent only as ``Authorization: Bearer``, and never stored in the identity, written
+    to logs or put in exception messages (server messages are redacted before use). An unset
+    variable is a permanent ``AuthError`` naming the variable, unless ``api_key_optional: true``
+    (local servers), in which case the placeholder ``"not-needed"`` is sent.
+``request_timeout`` (seconds, default 120)
+    Read/write/pool timeout in httpx's sense (per network operation; a non-streamed answer
+    arrives in one piece, so in practice per request); connect timeout
+    ``min(10, request_timeout)``.
+``endpoint`` (default ``auto``)
+    ``auto`` picks ``/chat/completions`` for chat prompts and ``/completions`` for completion
+    prompts; ``chat`` or ``completions`` pin it, and a prompt of the other format is then a
+    permanent ``ConfigError`` (a chat prompt cannot be sent to ``/completions`` without a
+    template, and wrapping a completion prompt in a user turn would change what is measured).
+``max_tokens_param`` (default ``max_tokens``)
+    The chat parameter carrying ``Decoding.max_tokens``; set ``max_completion_tokens`` for
+    OpenAI reasoning models, which reject ``max_tokens``. ``/completions`` always uses
+    ``max_tokens``.
+``revision`` (default ``""``)
+    Free text entering the identity (e.g. a dated model snapshot or a server build).
+
+Decoding: ``temperature``, ``top_p``, ``max_tokens`` and ``seed`` (``seed + sample_index``, as
+the llama.cpp backend does, so samples differ) are OpenAI parameters. ``top_k`` and
+``repeat_penalty`` are not: they are sent in the request body (``extra_body``) only when they
+differ from their neutral values (``top_k != 0``, ``repeat_penalty != 1``). llama.cpp's server
+and vLLM accept them; the official API rejects unknown parameters with HTTP 400, which becomes a
+permanent ``BadRequestError`` -- deliberately, as silently ignoring a decoding parameter that
+is part of the cache key would mislabel results.
+
+Images: ``image_url`` parts with ``file://`` URLs (or bare paths) are sent as base64 ``data:``
+URLs (MIME type from the suffix, else sniffed from the bytes); ``data:`` and ``http(s)`` URLs are
+sent unchanged; other keys of the part (``detail``) are kept.
+
+Errors become :class:`~copyprobe.generation.base.BackendError` (see :func:`map_status_error`):
+
+=========================================  ==========================  =========
+condition                                  error_class                 permanent
+=========================================  ==========================  =========
+429 (rate limit)                           ``RateLimitError``          no (``retry_after`` from
+                                                                       ``retry-after-ms`` /
+                                                                       ``Retry-After`` s or date)
+429 ``insufficient_quota``                 ``InsufficientQuota``       yes
+429 "Request too large" (over TPM limit)   ``RequestTooLarge``         yes
+timeout (client side), HTTP 408            ``Timeout``                 no
+connection refused/dropped/truncated       ``ConnectionError``         no
+HTTP 5xx, 409                              ``ServerError``             no (``retry_after`` if sent)
+200 with invalid JSON / no ``choices``     ``MalformedResponse``       no
+4xx with context-length wording/code       ``ContextLengthError``      yes
+content filter (code or finish_reason)     ``ContentFilterError``      yes
+401, 403                                   ``AuthError``               yes
+404                                        ``NotFoundError``           yes
+other 4xx                                  ``BadRequestError``         yes
+unreadable image file                      ``ImageError``              yes
+missing key variable                       ``AuthError``               yes
+=========================================  ==========================  =========
+
+Retries belong to the runner: both clients are built with ``max_retries=0``.
+
+A chat answer whose ``content`` is null but which carries a ``refusal`` string returns the
+refusal text as the completion (it is what the model said); ``content`` null without a refusal
+is an empty text when a ``finish_reason`` is present, else ``MalformedResponse``.
+
+The async client is bound to the event loop that first uses it (a new one is made when a later
+``asyncio.run`` uses the backend); call ``await backend.aclose()`` before that loop ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email.utils
+import json
+import logging
+import math
+import mimetypes
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import openai
+
+from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.models import ModelFile
+from copyprobe.prompts import Prompt
+
+try:  # the transport library of the installed openai release
+    import httpx2 as _httpx
+except ImportError:  # pragma: no cover - older openai releases use httpx
+    import httpx as _httpx  # type: ignore[no-redef]
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "OpenAIBackend",
+    "map_status_error",
+    "normalize_base_url",
+    "parse_retry_after",
+    "prepare_messages",
+    "redact",
+]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Sent as the key when ``api_key_optional`` is set and the variable is unset.
+PLACEHOLDER_KEY = "not-needed"
+#: Longest server message kept in an error (server messages can echo prompts).
+MAX_MESSAGE_CHARS = 500
+
+Endpoint = Literal["chat", "completions"]
+_INVALID = object()
+
+_CONTEXT_RE = re.compile(
+    r"context[ _-]?(length|size|window)|maximum context|exceed_context_size|prompt is too long"
+    r"|too many tokens|reduce the length of the (messages|prompt)")
+_CONTENT_FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
+_CONTENT_FILTER_RE = re.compile(
+    r"content[ _]filter|content management policy|flagged as potentially violating")
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+# Secrets that may appear in server messages even when they are not our key.
+_SECRET_RES = (
+    re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}"),
+    re.compile(r"(?i)\bbearer\s+[^\s\"',;]+"),
+)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def normalize_base_url(url: str | None) -> str:
+    """The base URL as it enters the identity: scheme and host lower-cased, userinfo, query,
+    fragment and trailing slashes removed; ``None``/empty is the official API."""
+    if not url:
+        return DEFAULT_BASE_URL
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = f"{host}:{port}" if port else host
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
+
+
+def redact(text: str, key: str | None = None) -> str:
+    """``text`` with ``key`` and anything that looks like an OpenAI key or bearer token
+    replaced by ``***``."""
+    if key and key != PLACEHOLDER_KEY:
+        text = text.replace(key, "***")
+    for rx in _SECRET_RES:
+        text = rx.sub("***", text)
+    return text
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None
+                      ) -> float | None:
+    """Seconds to wait according to ``retry-after-ms`` or ``Retry-After`` (delta seconds or an
+    HTTP date); ``None`` when absent or unparseable. Never negative."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = lower.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            continue
+        if math.isnan(value):
+            continue
+        return max(0.0, value / divisor)
+    raw = lower.get("retry-after")
+    if raw:
+        try:
+            parsed = email.utils.parsedate_to_datetime(raw.strip())
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if parsed is None:  # pragma: no cover - older Pythons
+            return None
+        if parsed.tzinfo is None:
+            import datetime as _dt
+
+            parsed = parsed.replace(tzinfo=_dt.timezone.utc)
+        return max(0.0, parsed.timestamp() - (time.time() if now is None else now))
+    return None
+
+
+def _mime_type(path: Path, data: bytes) -> str:
+    guessed, _ = mimetypes.guess_type(path.name)
+    if guessed and guessed.startswith("image/"):
+        return guessed
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return guessed or "application/octet-stream"
+
+
+def _file_to_data_url(url: str) -> str:
+    parts = urlsplit(url)
+    path = Path(unquote(parts.path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BackendError(f"image {path} could not be read ({type(exc).__name__})",
+                           permanent=True, error_class="ImageError") from None
+    return f"data:{_mime_type(path, data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _convert_part(part: Any) -> Any:
+    if not (isinstance(part, Mapping) and part.get("type") == "image_url"):
+        return dict(part) if isinstance(part, Mapping) else part
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else image
+    if not isinstance(url, str):
+        raise BackendError("image_url part without a url", permanent=True,
+                           error_class="ImageError")
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in ("file", ""):
+        url = _file_to_data_url(url)
+    new_image = {**image, "url": url} if isinstance(image, Mapping) else {"url": url}
+    return {**part, "image_url": new_image}
+
+
+def prepare_messages(prompt: Prompt) -> list[dict[str, Any]]:
+    """The chat messages as sent: copies (the prompt is not changed), with ``file://`` images
+    turned into ``data:`` URLs."""
+    out: list[dict[str, Any]] = []
+    for message in prompt.messages:
+        msg = dict(message)
+        content = msg.get("content")
+        if isinstance(content, list):
+            msg["content"] = [_convert_part(p) for p in content]
+        out.append(msg)
+    return out
+
+
+def _error_fields(body: object) -> tuple[str | None, str | None, str | None]:
+    """(code, type, message) of an OpenAI error body (``{"error": {...}}`` or its inside)."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if isinstance(body, Mapping):
+        code = body.get("code")
+        type_ = body.get("type")
+        message = body.get("message")
+        return (str(code) if code is not None else None,
+                str(type_) if type_ is not None else None,
+                str(message) if message is not None else None)
+    if isinstance(body, str | bytes):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        return None, None, text
+    return None, None, None
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "..."
+
+
+def map_status_error(status: int, body: object, headers: Mapping[str, str] | None = None, *,
+                     key: str | None = None, where: str = "") -> BackendError:
+    """The :class:`BackendError` for an HTTP error response (see the module table)."""
+    code, type_, message = _error_fields(body)
+    detail = _shorten(redact(message or "", key))
+    label = f"{where}: " if where else ""
+    msg = (f"{label}HTTP {status}" + (f" [{code}]" if code else "")
+           + (f" {detail}" if detail else ""))
+    text = " ".join(x for x in (code, type_, message) if x).lower()
+    retry_after = parse_retry_after(headers)
+
+    def err(error_class: str, permanent: bool, ra: float | None = None) -> BackendError:
+        return BackendError(msg, permanent=permanent, error_class=error_class, retry_after=ra,
+                            status_code=status)
+
+    if code in _CONTENT_FILTER_CODES or _CONTENT_FILTER_RE.search(text):
+        return err("ContentFilterError", True)
+    if status == 429:
+        if code == "insufficient_quota" or type_ == "insufficient_quota":
+            return err("InsufficientQuota", True)
+        if "request too large" in text:
+            return err("RequestTooLarge", True)
+        return err("RateLimitError", False, retry_after)
+    if 400 <= status < 500 and (code in _CONTEXT_CODES or type_ in _CONTEXT_CODES
+                                or _CONTEXT_RE.search(text)):
+        return err("ContextLengthError", True)
+    if status >= 500 or status == 409:
+        return err("ServerError", False, retry_after)
+    if status == 408:
+        return err("Timeout", False, retry_after)
+    if status in (401, 403):
+        return err("AuthError", True)
+    if status == 404:
+        return err("NotFoundError", True)
+    if 400 <= status < 500:
+        return err("BadRequestError", True)
+    return err("MalformedResponse", False)  # 1xx/3xx reaching us: treat as a bad answer
+
+
+def _read_key(env_name: str, optional: bool, where: str) -> str:
+    value = os.environ.get(env_name)
+    if value:
+        return value
+    if optional:
+        return PLACEHOLDER_KEY
+    raise BackendError(f"environment variable {env_name} is not set; it must hold the API key "
+                       f"for {where} (set api_key_optional: true for servers without keys)",
+                       permanent=True, error_class="AuthError")
+
+
+# -- the backend -------------------------------------------------------------------------------
+@BACKENDS.register("openai")
+class OpenAIBackend(Backend):
+    """One model behind the OpenAI API or an OpenAI-compatible server."""
+
+    name = "openai"
+    supports_async = True
+
+    def __init__(self, *, model_id: str, base_url: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", api_key_optional: bool = False,
+                 request_timeout: float = 120.0, endpoint: str = "auto",
+                 max_tokens_param: str = "max_tokens") -> None:
+        if not model_id:
+            raise BackendError("the openai backend needs model_id", permanent=True,
+                               error_class="ConfigError")
+        if endpoint not in ("auto", "chat", "completions"):
+            raise BackendError(f"endpoint must be auto, chat or completions, got {endpoint!r}",
+                               permanent=True, error_class="ConfigError")
+        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise BackendError("max_tokens_param must be max_tokens or max_completion_tokens",
+                               permanent=True, error_class="ConfigError")
+        if not request_timeout or request_timeout <= 0:
+            raise BackendError("request_timeout must be positive", permanent=True,
+                               error_class="ConfigError")
+        self.model_id = model_id
+        self.base_url = normalize_base_url(base_url)  # safe to show (no userinfo / query)
+        self._client_base_url = base_url or DEFAULT_BASE_URL
+        self.api_key_env = api_key_env
+        self.request_timeout = float(request_timeout)
+        self.endpoint = endpoint
+        self.max_tokens_param = max_tokens_param
+        self._api_key = _read_key(api_key_env, api_key_optional, self.base_url)
+        self._lock = threading.Lock()
+        self._client: openai.OpenAI | None = None
+        self._aclient: openai.AsyncOpenAI | None = None
+        self._aclient_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(model_id={self.model_id!r}, base_url={self.base_url!r})"
+
+    # -- config ------------------------------------------------------------------------------
+    @classmethod
+    def identity_from_config(cls, spec: Mapping[str, Any],
+                             model_file: ModelFile | None) -> dict[str, Any]:
+        if not spec.get("model_id"):
+            raise BackendError("the openai backend needs model_id", permanent=True,
+                               error_class="ConfigError")
+        return {
+            "model_id": spec["model_id"],
+            "base_url": normalize_base_url(spec.get("base_url")),
+            "revision": spec.get("revision", ""),
+            "openai": openai.__version__,
+        }
+
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any], model_file: ModelFile | None) -> OpenAIBackend:
+        return cls(model_id=spec.get("model_id", ""), base_url=spec.get("base_url"),
+                   api_key_env=spec.get("api_key_env", "OPENAI_API_KEY"),
+                   api_key_optional=bool(spec.get("api_key_optional", False)),
+                   request_timeout=float(spec.get("request_timeout", 120.0)),
+                   endpoint=spec.get("endpoint") or "auto",
+                   max_tokens_param=spec.get("max_tokens_param", "max_tokens"))
+
+    # -- clients -----------------------------------------------------------------------------
+    def _timeout(self) -> openai.Timeout:
+        return openai.Timeout(self.request_timeout, connect=min(10.0, self.request_timeout))
+
+    def _sync_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                self._client = openai.OpenAI(base_url=self._client_base_url,
+                                             api_key=self._api_key, max_retries=0,
+                                             timeout=self._timeout())
+            return self._client
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        if self._aclient is None or self._aclient_loop is not loop:
+            # connections of a client made in another (finished) loop cannot be reused
+            self._aclient = openai.AsyncOpenAI(base_url=self._client_base_url,
+                                               api_key=self._api_key, max_retries=0,
+                                               timeout=self._timeout())
+            self._aclient_loop = loop
+        return self._aclient
+
+    # -- requests ----------------------------------------------------------------------------
+    def _endpoint_for(self, prompt: Prompt) -> Endpoint:
+        wanted: Endpoint = "chat" if prompt.format == "chat" else "completions"
+        if self.endpoint not in ("auto", wanted):
+            raise BackendError(f"a {prompt.format} prompt cannot be sent to the "
+                               f"{self.endpoint} endpoint", permanent=True,
+                               error_class="ConfigError")
+        return wanted
+
+    def request_params(self, prompt: Prompt, decoding: Decoding,
+                       sample_index: int = 0) -> tuple[Endpoint, dict[str, Any]]:
+        """(endpoint, keyword arguments of ``create``) for one request."""
+        endpoint = self._endpoint_for(prompt)
+        params: dict[str, Any] = {
+            "model": self.model_id,
+            "temperature": decoding.temperature,
+            "top_p": decoding.top_p,
+            "seed": decoding.seed + sample_index,
+        }
+        extra: dict[str, Any] = {}
+        if decoding.top_k:
+            extra["top_k"] = decoding.top_k
+        if decoding.repeat_penalty != 1.0:
+            extra["repeat_penalty"] = decoding.repeat_penalty
+        if endpoint == "chat":
+            params["messages"] = prepare_messages(prompt)
+            params[self.max_tokens_param] = decoding.max_tokens
+        else:
+            params["prompt"] = prompt.text
+            params["max_tokens"] = decoding.max_tokens
+        if extra:
+            params["extra_body"] = extra
+        return endpoint, params
+
+    def _where(self, endpoint: Endpoint) -> str:
+        return f"{self.model_id} /{'chat/completions' if endpoint == 'chat' else 'completions'}"
+
+    def _map_exception(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
+        where = self._where(endpoint)
+        if isinstance(exc, openai.APITimeoutError):
+            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
+                                error_class="Timeout")
+        if isinstance(exc, openai.APIConnectionError | _httpx.TransportError):
+            cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            detail = _shorten(redact(detail, self._api_key))
+            return BackendError(f"{where}: connection failed ({detail})",
+                                error_class="ConnectionError")
+        if isinstance(exc, openai.APIStatusError):
+            return map_status_error(exc.status_code, exc.body, exc.response.headers,
+                                    key=self._api_key, where=where)
+        if isinstance(exc, openai.APIResponseValidationError):
+            detail = _shorten(redact(str(exc), self._api_key))
+            return BackendError(f"{where}: invalid response ({detail})",
+                                error_class="MalformedResponse", status_code=exc.status_code)
+        return BackendError(f"{where}: {type(exc).__name__}: "
+                            f"{_shorten(redact(str(exc), self._api_key))}",
+                            permanent=True, error_class="OpenAIError")
+
+    def _parse(self, endpoint: Endpoint, status: int, content: bytes,
+               headers: Mapping[str, str] | None = None) -> Completion:
+        where = self._where(endpoint)
+
+        def malformed(why: str) -> BackendError:
+            return BackendError(f"{where}: HTTP {status} answer {why}",
+                                error_class="MalformedResponse", status_code=status)
+
+        try:
+            obj: Any = json.loads(content)
+        except (ValueError, UnicodeDecodeError):
+            obj = _INVALID
+        if obj is _INVALID:  # raised outside the except block: no chained decoder error
+            raise malformed("is not valid JSON")
+        if not isinstance(obj, dict):
+            raise malformed("is not a JSON object")
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            if isinstance(obj.get("error"), Mapping):
+                mapped = map_status_error(400, obj, headers, key=self._api_key, where=where)
+                if mapped.permanent and mapped.error_class != "BadRequestError":
+                    mapped.status_code = status
+                    raise mapped
+                raise malformed(f"carries an error ({mapped})")
+            raise malformed("has no choices")
+        choice = choices[0]
+        finish = choice.get("finish_reason")
+        if finish == "content_filter":
+            raise BackendError(f"{where}: answer withheld by the content filter "
+                               "(finish_reason content_filter)", permanent=True,
+                               error_class="ContentFilterError", status_code=status)
+        if endpoint == "chat":
+            message = choice.get("message")
+            if not isinstance(message, dict):
+                raise malformed("has a choice without a message")
+            text = message.get("content")
+            if isinstance(text, list):  # some servers return content parts
+                text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+            if text is None:
+                refusal = message.get("refusal")
+                if isinstance(refusal, str):
+                    text = refusal
+                elif finish is not None:
+                    text = ""
+        else:
+            text = choice.get("text")
+        if not isinstance(text, str):
+            raise malformed("has no text")
+        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+        return Completion(text=text, prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+                          completion_tokens=_int_or_none(usage.get("completion_tokens")),
+                          finish_reason=finish if isinstance(finish, str) else None)
+
+    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
+        endpoint, params = self.request_params(prompt, decoding, sample_index)
+        client = self._sync_client()
+        error: BackendError | None = None
+        try:
+            if endpoint == "chat":
+                raw = client.chat.completions.with_raw_response.create(**params)
+            else:
+                raw = client.completions.with_raw_response.create(**params)
+            response = raw.http_response
+            status, content, headers = response.status_code, response.content, response.headers
+        except (openai.OpenAIError, _httpx.TransportError) as exc:
+            error = self._map_exception(exc, endpoint)
+        if error is not None:
+            # raised outside the except block: no __context__ pointing at the SDK exception,
+            # whose request object carries the Authorization header
+            log.debug("%s", error)
+            raise error
+        return self._parse(endpoint, status, content, headers)
+
+    async def agenerate(self, prompt: Prompt, decoding: Decoding,
+                        sample_index: int = 0) -> Completion:
+        endpoint, params = self.request_params(prompt, decoding, sample_index)
+        client = self._async_client()
+        error: BackendError | None = None
+        try:
+            if endpoint == "chat":
+                raw = await client.chat.completions.with_raw_response.create(**params)
+            else:
+                raw = await client.completions.with_raw_response.create(**params)
+            response = raw.http_response
+            status, content, headers = response.status_code, response.content, response.headers
+        except (openai.OpenAIError, _httpx.TransportError) as exc:
+            error = self._map_exception(exc, endpoint)
+        if error is not None:
+            log.debug("%s", error)
+            raise error
+        return self._parse(endpoint, status, content, headers)
+
+    # -- cleanup -----------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close the async client (call from the loop that used it)."""
+        client, self._aclient, self._aclient_loop = self._aclient, None, None
+        if client is not None:
+            await client.close()
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+        aclient, loop = self._aclient, self._aclient_loop
+        self._aclient = self._aclient_loop = None
+        if aclient is None or loop is None or loop.is_closed():
+            return  # a finished loop's connections are gone with it
+        if loop.is_running():
+            loop.call_soon_threadsafe(lambda: loop.create_task(aclient.close()))
+        else:
+            loop.run_until_complete(aclient.close())
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,503 @@
+"""The OpenAI Batch API backend: asynchronous, half-price calls for large studies.
+
+A batch is one JSONL file of requests (``{"custom_id", "method": "POST", "url", "body"}``)
+uploaded with ``purpose="batch"`` and started with ``batches.create``; the service answers within
+the completion window (24 h) into an output file (successes) and an error file (failures), each
+line tagged with the request's ``custom_id``. The copyprobe ``custom_id`` is the request's cache
+key, so every answer maps back to exactly one request. The resume logic (state file, polling,
+splitting into service-sized batches) is in :mod:`copyprobe.generation.batch_runner`; this module
+only speaks the API, through the official ``openai`` client.
+
+Spec keys (a model's config slice): ``model_id`` (required), ``base_url``
+(default ``https://api.openai.com/v1``), ``api_key_env`` (the *name* of the environment variable
+holding the key, default ``OPENAI_API_KEY``), ``completion_window`` (``"24h"``),
+``request_timeout`` (seconds per HTTP call, default 600), ``max_retries`` (client retries of
+429/5xx/connection errors, default 2), ``revision`` (a dated model snapshot, for provenance),
+``batch_dir`` (keep a copy of every uploaded JSONL and every downloaded output/error file there),
+``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens`` for models that reject the
+former), ``metadata`` (extra string pairs attached to each batch).
+
+Design decisions
+----------------
+* **Credentials.** The key is read from ``os.environ[api_key_env]`` at every HTTP call (the
+  client is given a callable, not the key), so rotating the key needs no restart. It is never
+  an attribute of the backend, never written to the JSONL copy, state or output files, and
+  messages of errors raised here are redacted (the sync backend's ``redact``: the key and
+  anything shaped like a key or bearer token). An unset variable is a permanent ``AuthError``
+  naming the variable, raised before any request.
+* **Cache identity is shared with the synchronous OpenAI backend.** The Batch API runs the same
+  models with the same parameters as the synchronous endpoints; only price and latency differ.
+  :meth:`identity_from_config` therefore *is* the sync backend's identity (it calls
+  ``OpenAIBackend.identity_from_config``: ``model_id``, ``base_url`` normalised without
+  credentials, ``revision``, ``openai`` library version) with no ``"api"`` key, and
+  :attr:`cache_namespace` names the backend ("openai") under which answers are to be keyed
+  (``cache_key(backend=...)``), so a study may mix the two APIs (e.g. batch for the bulk, sync
+  for stragglers) without paying twice. Which API answered belongs in the row provenance (the
+  ``backend`` column says ``openai_batch``), not in the cache key.
+* **Request bodies** are what the synchronous backend sends: ``model``, ``messages`` (chat)
+  or ``prompt`` (completion), ``temperature``, ``top_p``, ``max_tokens`` (``max_tokens_param``
+  for chat) and ``seed`` = decoding seed + sample index. The API has no ``top_k`` or
+  ``repeat_penalty``: where the sync backend forwards non-neutral values and lets the service
+  reject them, this backend refuses them before anything is uploaded (a permanent
+  ``UnsupportedDecoding``), because a batch would only report the rejection hours later.
+* **Images.** ``file://`` image parts are inlined as base64 ``data:`` URLs (the service cannot
+  read local paths); ``data:`` and ``http(s)`` URLs are sent as they are.
+* **Ended batches.** ``poll_batch`` reports ``completed`` as done; ``failed``, ``expired`` and
+  ``cancelled`` as done *and* failed. :meth:`fetch_batch` always fetches whatever output and
+  error files exist (an expired batch keeps its partial answers); requests that appear in
+  neither file become transient ``MissingResult`` errors, so the runner resubmits only those.
+* **Per-request errors** are classed by the sync backend's own
+  :func:`~copyprobe.generation.openai_api.map_status_error` (its table: 429 ``RateLimitError``
+  transient, 5xx/409 ``ServerError`` transient, 408 ``Timeout`` transient, context length
+  ``ContextLengthError`` permanent, content filter ``ContentFilterError`` permanent, 401/403
+  ``AuthError``, 404 ``NotFoundError``, other 4xx ``BadRequestError``, all permanent), and
+  status-200 bodies are read as it reads them (refusals, content-filter finish, malformed
+  bodies -> transient ``MalformedResponse``). Error-file lines without an HTTP response are
+  classed by code: ``batch_expired`` / ``batch_cancelled`` -> transient ``BatchExpired`` /
+  ``BatchCancelled``; rate-limit and server codes transient; anything else as a 400 with that
+  code.
+* **Restarts.** The backend keeps no batch state that matters: ``fetch_batch`` takes the
+  expected ``custom_ids`` from its caller (the runner's state file), so a backend object in a
+  new process resumes a batch submitted by an old one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from copyprobe.generation.base import (
+    BACKENDS,
+    Backend,
+    BackendError,
+    BatchItem,
+    BatchStatus,
+    Completion,
+    Decoding,
+)
+from copyprobe.generation.openai_api import (
+    OpenAIBackend,
+    map_status_error,
+    prepare_messages,
+    redact,
+)
+from copyprobe.models import ModelFile
+from copyprobe.prompts import Prompt
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENDPOINTS = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+#: OpenAI limits for one batch input file.
+MAX_REQUESTS_PER_BATCH = 50_000
+MAX_BATCH_FILE_BYTES = 200 * 1024 * 1024
+
+_PENDING = {"validating", "in_progress", "finalizing", "cancelling"}
+_ENDED_FAILED = {"failed", "expired", "cancelled"}
+
+
+@BACKENDS.register("openai_batch")
+class OpenAIBatchBackend(Backend):
+    name = "openai_batch"
+    supports_batch_api = True
+    #: backend name under which answers are cached: shared with the synchronous OpenAI backend
+    #: (see the module docstring).
+    cache_namespace: ClassVar[str] = "openai"
+    max_requests_per_batch: int = MAX_REQUESTS_PER_BATCH
+    max_batch_file_bytes: int = MAX_BATCH_FILE_BYTES
+
+    def __init__(self, *, model_id: str, base_url: str = DEFAULT_BASE_URL,
+                 api_key_env: str = "OPENAI_API_KEY", completion_window: str = "24h",
+                 request_timeout: float = 600.0, max_retries: int = 2,
+                 batch_dir: str | os.PathLike[str] | None = None,
+                 max_tokens_param: str = "max_tokens",
+                 metadata: Mapping[str, str] | None = None) -> None:
+        if not model_id:
+            raise BackendError("openai_batch needs a model_id", permanent=True,
+                               error_class="ConfigError")
+        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise BackendError(f"max_tokens_param must be max_tokens or max_completion_tokens, "
+                               f"got {max_tokens_param!r}", permanent=True,
+                               error_class="ConfigError")
+        self.model_id = model_id
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.completion_window = completion_window
+        self.request_timeout = float(request_timeout)
+        self.max_retries = int(max_retries)
+        self.batch_dir = Path(batch_dir) if batch_dir else None
+        self.max_tokens_param = max_tokens_param
+        self.metadata = {str(k): str(v) for k, v in (metadata or {}).items()}
+        #: custom ids of the batches this instance submitted (lets fetch_batch name the missing)
+        self._submitted: dict[str, list[str]] = {}
+        self._openai: Any = None
+
+    # -- config ------------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any],
+                    model_file: ModelFile | None) -> OpenAIBatchBackend:
+        return cls(model_id=spec.get("model_id", ""),
+                   base_url=spec.get("base_url", DEFAULT_BASE_URL),
+                   api_key_env=spec.get("api_key_env", "OPENAI_API_KEY"),
+                   completion_window=spec.get("completion_window", "24h"),
+                   request_timeout=spec.get("request_timeout", 600.0),
+                   max_retries=spec.get("max_retries", 2),
+                   batch_dir=spec.get("batch_dir"),
+                   max_tokens_param=spec.get("max_tokens_param", "max_tokens"),
+                   metadata=spec.get("metadata"))
+
+    @classmethod
+    def identity_from_config(cls, spec: Mapping[str, Any],
+                             model_file: ModelFile | None) -> dict[str, Any]:
+        # Deliberately the synchronous OpenAI backend's identity, computed by it (no "api"
+        # key): batch and sync answers of the same model, parameters and prompt share cache
+        # entries (see the module docstring).
+        return OpenAIBackend.identity_from_config(spec, model_file)
+
+    # -- credentials and client --------------------------------------------------------------
+    def _api_key(self) -> str:
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise BackendError(f"environment variable {self.api_key_env} is not set (it should "
+                               f"hold the API key)", permanent=True,
+                               error_class="AuthError")
+        return key
+
+    def _scrub(self, message: str) -> str:
+        return redact(message, os.environ.get(self.api_key_env) or None)
+
+    @contextmanager
+    def _client(self) -> Iterator[Any]:
+        import openai
+
+        self._api_key()  # fail early, with the variable's name, when it is unset
+        if self._openai is None:
+            # the key is a callable: the client reads the variable for every request
+            self._openai = openai.OpenAI(api_key=self._api_key, base_url=self.base_url,
+                                         timeout=self.request_timeout,
+                                         max_retries=self.max_retries)
+        try:
+            yield self._openai
+        except BackendError as exc:
+            raise BackendError(self._scrub(str(exc)), permanent=exc.permanent,
+                               error_class=exc.error_class, retry_after=exc.retry_after,
+                               status_code=exc.status_code) from None
+        except openai.APIStatusError as exc:
+            raise self._api_error(exc) from None
+        except openai.APIConnectionError as exc:
+            cls = "Timeout" if isinstance(exc, openai.APITimeoutError) else "ConnectionError"
+            raise BackendError(self._scrub(f"{cls}: {exc}"), error_class=cls) from None
+        except openai.OpenAIError as exc:
+            raise BackendError(self._scrub(f"{type(exc).__name__}: {exc}"),
+                               error_class=type(exc).__name__) from None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a pickled backend (multiprocessing) carries no client, hence no key
+        return {**self.__dict__, "_openai": None}
+
+    def close(self) -> None:
+        if self._openai is not None:
+            self._openai.close()
+            self._openai = None
+
+    def _api_error(self, exc: Any) -> BackendError:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        body = exc.body if exc.body is not None else str(exc.message)
+        return map_status_error(exc.status_code, body, dict(headers) if headers else None,
+                                key=os.environ.get(self.api_key_env) or None,
+                                where="batch API")
+
+    # -- requests ----------------------------------------------------------------------------
+    def endpoint_for(self, prompt: Prompt) -> str:
+        try:
+            return ENDPOINTS[prompt.format]
+        except KeyError:
+            raise BackendError(f"unknown prompt format {prompt.format!r}", permanent=True,
+                               error_class="BadRequestError") from None
+
+    def request_body(self, prompt: Prompt, decoding: Decoding,
+                     sample_index: int = 0) -> dict[str, Any]:
+        """The JSON body of one request (what the synchronous endpoint would receive)."""
+        if decoding.top_k not in (0, None) or decoding.repeat_penalty != 1.0:
+            raise BackendError("the OpenAI API has no top_k or repeat_penalty; set top_k: 0 and "
+                               "repeat_penalty: 1.0 for this model", permanent=True,
+                               error_class="UnsupportedDecoding")
+        body: dict[str, Any] = {"model": self.model_id}
+        if prompt.format == "chat":
+            body["messages"] = prepare_messages(prompt)  # file:// images -> data: URLs
+        else:
+            body["prompt"] = prompt.text
+        body["temperature"] = decoding.temperature
+        body["top_p"] = decoding.top_p
+        # as in the sync backend, max_tokens_param applies to chat; /completions has max_tokens
+        body[self.max_tokens_param if prompt.format == "chat" else "max_tokens"] = \
+            decoding.max_tokens
+        body["seed"] = decoding.seed + sample_index
+        return body
+
+    def batch_line(self, item: BatchItem, decoding: Decoding) -> bytes:
+        """One JSONL line (with its newline) of a batch input file."""
+        line = {"custom_id": item.custom_id, "method": "POST",
+                "url": self.endpoint_for(item.prompt),
+                "body": self.request_body(item.prompt, decoding, item.sample_index)}
+        return (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
+        raise BackendError("openai_batch answers through the Batch API only (run_batch); use "
+                           "the synchronous openai backend for single calls", permanent=True,
+                           error_class="UnsupportedOperation")
+
+    # -- batch interface ---------------------------------------------------------------------
+    def submit_batch(self, items: Sequence[BatchItem], decoding: Decoding) -> str:
+        if not items:
+            raise ValueError("submit_batch needs at least one item")
+        endpoints = {self.endpoint_for(it.prompt) for it in items}
+        if len(endpoints) != 1:
+            raise ValueError("one batch serves one endpoint; split chat and completion prompts")
+        endpoint = endpoints.pop()
+        ids = [it.custom_id for it in items]
+        if len(set(ids)) != len(ids):
+            raise ValueError("custom_ids must be unique within a batch")
+        if len(items) > self.max_requests_per_batch:
+            raise ValueError(f"{len(items)} requests exceed the batch limit of "
+                             f"{self.max_requests_per_batch}")
+        data = b"".join(self.batch_line(it, decoding) for it in items)
+        if len(data) > self.max_batch_file_bytes:
+            raise ValueError(f"batch file of {len(data)} bytes exceeds the limit of "
+                             f"{self.max_batch_file_bytes}")
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        copy: Path | None = None
+        if self.batch_dir is not None:
+            copy = self.batch_dir / f"pending-{digest}.input.jsonl"
+            _atomic_write(copy, data)
+        metadata = {"tool": "copyprobe", "model_id": self.model_id,
+                    "requests": str(len(items)), "input_sha256_16": digest, **self.metadata}
+        # the service takes at most 16 pairs, keys of 64 and values of 512 characters
+        metadata = {k[:64]: v[:512] for k, v in list(metadata.items())[:16]}
+        with self._client() as client:
+            uploaded = client.files.create(file=(f"copyprobe-{digest}.jsonl", data,
+                                                 "application/jsonl"), purpose="batch")
+            batch = client.batches.create(input_file_id=uploaded.id, endpoint=endpoint,
+                                          completion_window=self.completion_window,
+                                          metadata=metadata)
+        self._submitted[batch.id] = ids
+        if copy is not None:
+            os.replace(copy, self.batch_dir / f"{_safe(batch.id)}.input.jsonl")
+            _atomic_write(self.batch_dir / f"{_safe(batch.id)}.json", json.dumps({
+                "batch_id": batch.id, "input_file_id": uploaded.id, "endpoint": endpoint,
+                "model_id": self.model_id, "requests": len(items), "input_sha256_16": digest,
+                "submitted_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            }, indent=1).encode())
+        return batch.id
+
+    def poll_batch(self, batch_id: str) -> BatchStatus:
+        with self._client() as client:
+            batch = client.batches.retrieve(batch_id)
+        return _status(batch)
+
+    def fetch_batch(self, batch_id: str, expected_ids: Iterable[str] | None = None,
+                    ) -> dict[str, Completion | BackendError]:
+        """Every answer and error of an ended batch by ``custom_id``. Requests named in
+        ``expected_ids`` (default: those this instance submitted under ``batch_id``) that appear
+        in neither file become transient ``MissingResult`` errors."""
+        with self._client() as client:
+            batch = client.batches.retrieve(batch_id)
+            status = _status(batch)
+            if not status.done:
+                raise BackendError(f"batch {batch_id} is {batch.status}, not ended",
+                                   error_class="BatchNotDone")
+            results: dict[str, Completion | BackendError] = {}
+            for kind, file_id in (("output", batch.output_file_id),
+                                  ("errors", batch.error_file_id)):
+                if not file_id:
+                    continue
+                for raw in self._download_lines(client, file_id, batch_id, kind):
+                    parsed = self._parse_line(raw, batch_id)
+                    if parsed is None:
+                        continue
+                    cid, result = parsed
+                    if isinstance(results.get(cid), Completion):
+                        continue  # an answer wins over a later error line for the same id
+                    results[cid] = result
+        expected = list(expected_ids) if expected_ids is not None else self._submitted.get(
+            batch_id, [])
+        for cid in expected:
+            if cid not in results:
+                results[cid] = missing_result(batch_id, status.status, status.message)
+        return results
+
+    def _download_lines(self, client: Any, file_id: str, batch_id: str,
+                        kind: str) -> Iterator[bytes]:
+        # Stream to disk (batch_dir copy, else a temporary file), then read line by line:
+        # output files of 50,000 requests are too large to hold twice in memory.
+        if self.batch_dir is not None:
+            self.batch_dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.batch_dir)
+        else:
+            fd, tmp = tempfile.mkstemp(prefix="copyprobe-batch-")
+        try:
+            with os.fdopen(fd, "wb") as f, \
+                    client.files.with_streaming_response.content(file_id) as resp:
+                for chunk in resp.iter_bytes():
+                    f.write(chunk)
+            path = Path(tmp)
+            if self.batch_dir is not None:
+                path = self.batch_dir / f"{_safe(batch_id)}.{kind}.jsonl"
+                os.replace(tmp, path)
+            with path.open("rb") as f:
+                for raw in f:
+                    if raw.strip():
+                        yield raw
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def _parse_line(self, raw: bytes,
+                    batch_id: str) -> tuple[str, Completion | BackendError] | None:
+        try:
+            line = json.loads(raw)
+            cid = line["custom_id"]
+        except (ValueError, KeyError, TypeError):
+            return None  # not a request line; the request then counts as missing
+        response = line.get("response") or None
+        error = line.get("error") or None
+        if response is not None and response.get("status_code") == 200 and not error:
+            try:
+                return cid, _completion(response.get("body"))
+            except BackendError as exc:
+                return cid, exc
+        if response is not None and response.get("status_code") not in (None, 200):
+            body = response.get("body") or {}
+            return cid, map_status_error(int(response["status_code"]), body,
+                                         key=os.environ.get(self.api_key_env) or None)
+        if isinstance(error, Mapping):
+            return cid, map_error_code(error)
+        return cid, BackendError(f"batch {batch_id} gave neither a response nor an error for "
+                                 f"{cid}", error_class="MissingResult")
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _status(batch: Any) -> BatchStatus:
+    counts = batch.request_counts
+    completed = counts.completed if counts is not None else 0
+    failed_n = counts.failed if counts is not None else 0
+    total = counts.total if counts is not None else 0
+    message = ""
+    errors = getattr(batch, "errors", None)
+    if errors is not None and errors.data:
+        message = "; ".join(f"{e.code or 'error'}: {e.message or ''}".strip()
+                            for e in errors.data[:5])
+    if batch.status in _PENDING:
+        return BatchStatus(batch.id, batch.status, done=False, completed=completed,
+                           total=total, message=message)
+    if batch.status == "completed":
+        return BatchStatus(batch.id, batch.status, done=True, completed=completed, total=total,
+                           message=message or (f"{failed_n} request(s) failed" if failed_n
+                                               else ""))
+    if batch.status in _ENDED_FAILED:
+        return BatchStatus(batch.id, batch.status, done=True, failed=True, completed=completed,
+                           total=total, message=message or f"batch {batch.status}")
+    # an unknown future status: keep waiting rather than fetch too early
+    return BatchStatus(batch.id, str(batch.status), done=False, completed=completed,
+                       total=total, message=message)
+
+
+def _completion(body: Any) -> Completion:
+    """A status-200 response body as a Completion, read as the synchronous backend reads it:
+    ``finish_reason`` content_filter is a permanent ``ContentFilterError``; a null chat
+    ``content`` gives the ``refusal`` text if any, else ``""`` when a finish reason is given;
+    anything unreadable is a transient ``MalformedResponse``."""
+
+    def malformed(why: str) -> BackendError:
+        return BackendError(f"HTTP 200 answer {why}", error_class="MalformedResponse",
+                            status_code=200)
+
+    if not isinstance(body, Mapping):
+        raise malformed("is not a JSON object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise malformed("has no choices")
+    choice = choices[0]
+    finish = choice.get("finish_reason")
+    if finish == "content_filter":
+        raise BackendError("answer withheld by the content filter (finish_reason "
+                           "content_filter)", permanent=True, error_class="ContentFilterError",
+                           status_code=200)
+    if "message" in choice:
+        message = choice.get("message")
+        if not isinstance(message, Mapping):
+            raise malformed("has a choice without a message")
+        text = message.get("content")
+        if isinstance(text, list):
+            text = "".join(p.get("text", "") for p in text if isinstance(p, Mapping))
+        if text is None:
+            refusal = message.get("refusal")
+            if isinstance(refusal, str):
+                text = refusal
+            elif finish is not None:
+                text = ""
+    else:
+        text = choice.get("text")
+    if not isinstance(text, str):
+        raise malformed("has no text")
+    usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
+    return Completion(text=text, prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+                      completion_tokens=_int_or_none(usage.get("completion_tokens")),
+                      finish_reason=finish if isinstance(finish, str) else None)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def map_error_code(error: Mapping[str, Any]) -> BackendError:
+    """An error-file line without an HTTP response (``{"code", "message"}``)."""
+    code = str(error.get("code") or "")
+    message = str(error.get("message") or code or "error")
+    text = redact(f"{code or 'error'}: {message}")
+    if code == "batch_expired":
+        return BackendError(text, error_class="BatchExpired")
+    if code == "batch_cancelled":
+        return BackendError(text, error_class="BatchCancelled")
+    if "rate_limit" in code or code == "token_limit_exceeded":
+        return BackendError(text, error_class="RateLimitError")
+    if code in ("server_error", "internal_error") or "server" in code:
+        return BackendError(text, error_class="ServerError")
+    if code == "timeout":
+        return BackendError(text, error_class="Timeout")
+    # everything else (invalid request, context length, content filter, ...) is classed as an
+    # HTTP 400 with that code would be (all permanent)
+    mapped = map_status_error(400, {"error": {"code": code or None, "message": message}})
+    return BackendError(text, permanent=mapped.permanent, error_class=mapped.error_class)
+
+
+def missing_result(batch_id: str, status: str, detail: str = "") -> BackendError:
+    """The transient error of a request that an ended batch did not answer."""
+    extra = f" ({detail})" if detail else ""
+    return BackendError(f"batch {batch_id} ended {status} without an answer for this "
+                        f"request{extra}; it will be resubmitted", error_class="MissingResult")
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+__all__: list[str] = ["OpenAIBatchBackend", "map_error_code", "missing_result"]

@@ -1,0 +1,227 @@
+"""The vLLM offline engine, for CUDA nodes (``pip install copyprobe[vllm]``).
+
+vLLM is imported only when the backend is built; the identity reads vLLM's version from the
+installed distribution's metadata without importing it. Without vLLM both fail with a permanent
+:class:`BackendError` that says how to install it.
+
+Config keys: ``model_id`` (Hub id or local directory), ``revision`` (default ``"main"``; pin a
+commit hash), or ``model_file`` (a GGUF file; then ``tokenizer`` names the Hub id or directory
+of the original model, as vLLM recommends), ``dtype`` (default ``"auto"``),
+``tensor_parallel_size`` (default 1), ``max_model_len`` (default: the model's),
+``gpu_memory_utilization`` (default 0.9), ``batch_size`` (prompts per ``generate_batch`` call,
+default 256; vLLM schedules them itself), ``seed`` (engine seed, default 0),
+``enforce_eager`` (default False), ``trust_remote_code`` (default False) and
+``max_images_per_prompt`` (vision models: vLLM's ``limit_mm_per_prompt``).
+
+Each request carries its own sampling seed (``decoding.seed + sample_index``), so sampled answers
+do not depend on the batch they ran in. Chat prompts go through ``LLM.chat`` (the model's chat
+template; OpenAI-style image parts for vision models, ``file://`` images sent as ``data:`` URLs),
+completion prompts through ``LLM.generate``. A prompt longer than ``max_model_len`` fails alone
+with ``ContextLengthError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.metadata
+import mimetypes
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.models import ModelFile
+from copyprobe.prompts import Prompt, image_bytes
+
+NOT_INSTALLED = "vllm is not installed; pip install copyprobe[vllm] on a CUDA node"
+
+
+def vllm_version() -> str:
+    """vLLM's installed version, read without importing vLLM."""
+    try:
+        return importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        raise BackendError(NOT_INSTALLED, permanent=True, error_class="BackendNotInstalled") \
+            from None
+
+
+def _import_vllm() -> Any:
+    vllm_version()
+    try:
+        import vllm
+    except ImportError as exc:
+        raise BackendError(f"{NOT_INSTALLED} ({exc})", permanent=True,
+                           error_class="BackendNotInstalled") from exc
+    return vllm
+
+
+def _model(spec: Mapping[str, Any], model_file: ModelFile | None) -> tuple[str, str, str]:
+    """(model_id, revision, weights_sha256)."""
+    if model_file is not None:
+        return str(spec.get("model_id", model_file.path.name)), "", model_file.sha256
+    if "model_id" not in spec:
+        raise BackendError("vllm needs 'model_id' or 'model_file'", permanent=True,
+                           error_class="ConfigError")
+    return str(spec["model_id"]), str(spec.get("revision", "main")), ""
+
+
+def _data_url(part: Mapping[str, Any]) -> dict[str, Any]:
+    url = part["image_url"]["url"]
+    if url.startswith("data:"):
+        return {"type": "image_url", "image_url": {"url": url}}
+    mime = mimetypes.guess_type(unquote(urlparse(url).path))[0] or "image/png"
+    payload = base64.b64encode(image_bytes(part)).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{payload}"}}
+
+
+def to_vllm_messages(prompt: Prompt) -> list[dict[str, Any]]:
+    """Chat messages for ``LLM.chat``: image parts as ``data:`` URLs (no local-path access)."""
+    out: list[dict[str, Any]] = []
+    for m in prompt.messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = [_data_url(p) if p.get("type") == "image_url" else dict(p)
+                       for p in content]
+        out.append({**m, "content": content})
+    return out
+
+
+def _context_error(exc: Exception) -> BackendError:
+    msg = str(exc)
+    low = msg.lower()
+    if "maximum model length" in low or "max_model_len" in low or "context" in low:
+        return BackendError(msg, permanent=True, error_class="ContextLengthError")
+    return BackendError(msg, permanent=True, error_class="BadRequestError")
+
+
+@BACKENDS.register("vllm")
+class VLLMBackend(Backend):
+    name = "vllm"
+    needs_model_file = False  # model_file (GGUF) is optional
+
+    def __init__(self, llm: Any, sampling_params_cls: Any, *, batch_size: int = 256) -> None:
+        self.llm = llm
+        self.SamplingParams = sampling_params_cls
+        self.max_batch_size = batch_size
+
+    @classmethod
+    def identity_from_config(cls, spec: Mapping[str, Any],
+                             model_file: ModelFile | None) -> dict[str, Any]:
+        model_id, revision, weights = _model(spec, model_file)
+        identity = {
+            "model_id": model_id,
+            "revision": revision,
+            "weights_sha256": weights,
+            "dtype": spec.get("dtype", "auto"),
+            "tensor_parallel_size": int(spec.get("tensor_parallel_size", 1)),
+            "max_model_len": spec.get("max_model_len"),
+            "enforce_eager": bool(spec.get("enforce_eager", False)),
+            "trust_remote_code": bool(spec.get("trust_remote_code", False)),
+            "vllm": vllm_version(),
+            "torch": _dist_version("torch"),
+            "backend_device": "cuda",
+        }
+        if model_file is not None:
+            identity["tokenizer"] = spec.get("tokenizer", "")
+        return identity
+
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any], model_file: ModelFile | None) -> VLLMBackend:
+        model_id, revision, _weights = _model(spec, model_file)
+        vllm = _import_vllm()
+        kwargs: dict[str, Any] = {
+            "dtype": spec.get("dtype", "auto"),
+            "tensor_parallel_size": int(spec.get("tensor_parallel_size", 1)),
+            "seed": int(spec.get("seed", 0)),
+            "gpu_memory_utilization": float(spec.get("gpu_memory_utilization", 0.9)),
+            "enforce_eager": bool(spec.get("enforce_eager", False)),
+            "trust_remote_code": bool(spec.get("trust_remote_code", False)),
+        }
+        if spec.get("max_model_len") is not None:
+            kwargs["max_model_len"] = int(spec["max_model_len"])
+        if spec.get("max_images_per_prompt") is not None:
+            kwargs["limit_mm_per_prompt"] = {"image": int(spec["max_images_per_prompt"])}
+        if model_file is not None:
+            if not spec.get("tokenizer"):
+                raise BackendError("vllm with a GGUF model_file needs 'tokenizer' (the original "
+                                   "model's Hub id or directory)", permanent=True,
+                                   error_class="ConfigError")
+            llm = vllm.LLM(model=str(model_file.path), tokenizer=spec["tokenizer"], **kwargs)
+        else:
+            llm = vllm.LLM(model=model_id, revision=revision or None, **kwargs)
+        return cls(llm, vllm.SamplingParams, batch_size=int(spec.get("batch_size", 256)))
+
+    def _sampling(self, decoding: Decoding, sample_index: int) -> Any:
+        return self.SamplingParams(
+            temperature=decoding.temperature, top_p=decoding.top_p,
+            top_k=decoding.top_k if decoding.top_k > 0 else -1, min_p=0.0,
+            repetition_penalty=decoding.repeat_penalty, max_tokens=decoding.max_tokens,
+            seed=decoding.seed + sample_index)
+
+    def _call(self, prompts: Sequence[Prompt], params: Sequence[Any]) -> list[Any]:
+        """One engine call for prompts of one format."""
+        if prompts[0].format == "chat":
+            return self.llm.chat([to_vllm_messages(p) for p in prompts],
+                                 sampling_params=list(params), use_tqdm=False)
+        return self.llm.generate([p.text for p in prompts], sampling_params=list(params),
+                                 use_tqdm=False)
+
+    @staticmethod
+    def _completion(out: Any) -> Completion:
+        gen = out.outputs[0]
+        return Completion(text=gen.text, prompt_tokens=len(out.prompt_token_ids or []),
+                          completion_tokens=len(gen.token_ids),
+                          finish_reason=gen.finish_reason)
+
+    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
+        result = self.generate_batch([prompt], decoding, [sample_index])[0]
+        if isinstance(result, BackendError):
+            raise result
+        return result
+
+    def generate_batch(self, prompts: Sequence[Prompt], decoding: Decoding,
+                       sample_indices: Sequence[int]) -> list[Completion | BackendError]:
+        results: list[Completion | BackendError | None] = [None] * len(prompts)
+        for fmt in ("chat", "completion"):
+            idx = [i for i, p in enumerate(prompts) if p.format == fmt]
+            if not idx:
+                continue
+            group = [prompts[i] for i in idx]
+            params = [self._sampling(decoding, sample_indices[i]) for i in idx]
+            try:
+                outs = self._call(group, params)
+                for i, out in zip(idx, outs, strict=True):
+                    results[i] = self._completion(out)
+            except (ValueError, TypeError, OSError):
+                # vLLM rejects the whole call when one prompt is bad (too long, unreadable
+                # image): retry one by one so the others succeed.
+                for i, prompt, param in zip(idx, group, params, strict=True):
+                    try:
+                        results[i] = self._completion(self._call([prompt], [param])[0])
+                    except (ValueError, TypeError, OSError) as exc:
+                        results[i] = _context_error(exc)
+        return [r if r is not None else BackendError("no result", permanent=True)
+                for r in results]
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        self.llm = None
+        if llm is not None:
+            del llm
+            try:
+                import gc
+
+                import torch
+
+                gc.collect()
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+            except ImportError:  # pragma: no cover
+                pass
+
+
+def _dist_version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ""

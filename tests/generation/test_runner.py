@@ -1,0 +1,174 @@
+"""The runner against a real OpenAI-compatible HTTP server on 127.0.0.1 with scripted faults:
+retries, permanent failures, no duplicated answers, SIGKILL resume, and no leaked key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from copyprobe.artifacts import GENERATIONS, to_table
+from copyprobe.generation import GenerationCache, RunSettings, backend_identity, build_backend
+from copyprobe.generation import run_generation
+from copyprobe.generation.base import Decoding
+from copyprobe.generation.limits import RetryPolicy
+from copyprobe.prompts import Prompt
+
+KEY_ENV = "COPYPROBE_TEST_API_KEY"
+PLANTED = "sk-planted-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+
+
+def prompts_table(n: int, chat: bool = True) -> pd.DataFrame:
+    rows = []
+    for i in range(n):
+        text = f"segment number {i} of the document about river valleys"
+        p = (Prompt("chat", messages=({"role": "user", "content": text},)) if chat
+             else Prompt("completion", text=text))
+        rows.append({"request_id": f"req-{i:03d}", "model": "api", "source": "s",
+                     "doc_id": f"d{i}", "split": "pre", "status": "ready", "reason": "",
+                     "prompt_format": p.format, "prompt": p.to_json(),
+                     "reference": "a b c d e f g h", "document": text, "n": 2,
+                     "num_words": 1000})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture()
+def api_key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, PLANTED)
+    return PLANTED
+
+
+def spec_for(server) -> dict:
+    return {"name": "api", "backend": "openai", "base_url": server.base_url,
+            "api_key_env": KEY_ENV, "model_id": "test-model"}
+
+
+def run(server, tmp_path, prompts, **settings):
+    spec = spec_for(server)
+    kw = {"retry": RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05, jitter=0.0)}
+    kw.update(settings)
+    return run_generation(
+        prompts, model="api", backend_name="openai",
+        identity=backend_identity(spec, None), backend_factory=lambda: build_backend(spec, None),
+        decoding=Decoding(max_tokens=16), cache=GenerationCache(tmp_path / "cache"),
+        settings=RunSettings(**kw))
+
+
+def test_transient_faults_are_retried_and_nothing_is_duplicated(fault_server, api_key, tmp_path):
+    srv = fault_server
+    srv.fail_when("number 1 ", "429", times=2, retry_after=0.05)
+    srv.fail_when("number 2 ", "500")
+    srv.fail_when("number 3 ", "malformed")
+    srv.fail_when("number 4 ", "drop")
+    srv.fail_when("number 5 ", "400_context")
+    df, summary = run(srv, tmp_path, prompts_table(12), max_concurrency=4)
+    to_table(df, GENERATIONS)
+    by = df.set_index("request_id")
+    assert summary.requests == 12 and summary.failed == 1
+    assert summary.failures_by_class == {"ContextLengthError": 1}
+    assert by.loc["req-005", "status"] == "failed" and pd.isna(by.loc["req-005", "text"])
+    assert by.loc["req-005", "attempts"] == 1  # permanent: not retried
+    ok = df[df["status"] == "ok"]
+    assert len(ok) == 11 and ok["text"].str.startswith("echo: ").all()
+    assert by.loc["req-001", "attempts"] == 3 and by.loc["req-002", "attempts"] == 2
+    assert summary.retries == 2 + 1 + 1 + 1
+    assert summary.model_calls == srv.total_requests == 12 + 5
+    # every successful answer was served exactly once
+    assert all(v == 1 for v in srv.served_by_hash.values())
+    assert len(srv.served_by_hash) == 11
+    # a rerun sends only the failed request again
+    before = srv.total_requests
+    df2, s2 = run(srv, tmp_path, prompts_table(12))
+    assert s2.cache_hits == 11 and srv.total_requests - before == 1
+
+
+def test_retries_give_up_after_max_attempts(fault_server, api_key, tmp_path):
+    fault_server.fail_when("number 0 ", "503", times=10)
+    df, summary = run(fault_server, tmp_path, prompts_table(2))
+    row = df.set_index("request_id").loc["req-000"]
+    assert row["status"] == "failed" and row["error_class"] == "ServerError"
+    assert row["attempts"] == 4 and summary.failure_share == 0.5
+
+
+def test_missing_key_fails_every_request_with_the_variable_named(fault_server, tmp_path,
+                                                                 monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(Exception, match=KEY_ENV):
+        run(fault_server, tmp_path, prompts_table(2))
+    assert fault_server.total_requests == 0
+
+
+def test_concurrency_reaches_the_ideal_rate(fault_server, api_key, tmp_path):
+    fault_server.latency = 0.2
+    t0 = time.perf_counter()
+    _, summary = run(fault_server, tmp_path, prompts_table(32), max_concurrency=16)
+    elapsed = time.perf_counter() - t0
+    assert summary.model_calls == 32
+    assert elapsed < 32 * 0.2 / 4  # far from sequential (ideal: 0.4 s)
+
+
+def _write_config(path: Path, server, cache: Path) -> None:
+    cfg = {
+        "cache_dir": str(cache),
+        "sources": {"s": {"kind": "local", "path": str(path.parent)}},
+        "datasets": {"d": ["s"]},
+        "models": {"api": {"backend": "openai", "base_url": server.base_url,
+                           "api_key_env": KEY_ENV, "model_id": "test-model",
+                           "cutoff": "2024-01-01", "requests": {"max_concurrency": 4}}},
+    }
+    path.write_text(yaml.safe_dump(cfg))
+
+
+def test_sigkill_mid_run_resends_only_unanswered_requests(fault_server, tmp_path):
+    srv = fault_server
+    srv.latency = 0.25
+    n = 40
+    prompts_path = tmp_path / "prompts.parquet"
+    prompts_table(n).to_parquet(prompts_path)
+    cfg = tmp_path / "config.yaml"
+    cache = tmp_path / "cache"
+    _write_config(cfg, srv, cache)
+    out = tmp_path / "gen.parquet"
+    cmd = [sys.executable, "-m", "copyprobe.cli", "generate", str(prompts_path), "--config",
+           str(cfg), "--model", "api", "--out", str(out)]
+    env = {**os.environ, KEY_ENV: PLANTED}
+
+    def stored() -> int:
+        root = cache / "generations"
+        return sum(1 for _ in root.glob("*/*.json")) if root.exists() else 0
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while stored() < 12 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    sent_before, kept = srv.total_requests, stored()
+    assert 12 <= kept < n
+    assert sent_before - kept <= 4  # at most the in-flight requests were lost
+
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["cache_hits"] == kept and summary["model_calls"] == n - kept
+    assert srv.total_requests - sent_before == n - kept  # only unanswered requests re-sent
+    df = pd.read_parquet(out)
+    assert len(df) == n and (df["status"] == "ok").all()
+    assert df["request_id"].is_unique
+
+    # the planted key reached the server, and nothing on disk or in the output
+    assert srv.last.api_key == PLANTED
+    for f in [out, *cache.rglob("*")]:
+        if f.is_file():
+            assert PLANTED.encode() not in f.read_bytes(), f
+    assert PLANTED not in done.stdout + done.stderr
