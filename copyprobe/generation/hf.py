@@ -265,6 +265,12 @@ class HFBackend(Backend):
     # -- encoding ------------------------------------------------------------------------------
     def _encode(self, prompt: Prompt, index: int, sample_index: int) -> _Item:
         tok = self.tokenizer
+        if prompt.format == "completion" and self.vision:
+            item = _Item(index, sample_index, 0, text=prompt.text, add_special_tokens=True)
+            item.n_prompt = int(self._vision_inputs([item])["input_ids"].shape[1])
+            if item.n_prompt == 0:
+                raise BackendError("empty prompt", permanent=True, error_class="BadRequestError")
+            return item
         if prompt.format == "completion":
             ids = tok(prompt.text)["input_ids"]
             if not ids:
@@ -328,7 +334,7 @@ class HFBackend(Backend):
 
     def _vision_inputs(self, items: Sequence[_Item]) -> Any:
         kwargs: dict[str, Any] = {"text": [it.text for it in items], "padding": True,
-                                  "return_tensors": "pt",
+                                  "padding_side": "left", "return_tensors": "pt",
                                   "add_special_tokens": items[0].add_special_tokens}
         if any(it.images for it in items):
             kwargs["images"] = [it.images for it in items]
@@ -384,10 +390,12 @@ class HFBackend(Backend):
                            for i in range(0, len(members), self.max_batch_size)]
         groups += [([it], budget) for it, budget in clipped]
         for members, budget in groups:
-            if self.vision:  # the processor batches items with and without images apart
-                with_images = [it for it in members if it.images]
-                without = [it for it in members if not it.images]
-                parts = [p for p in (with_images, without) if p]
+            if self.vision:  # the processor takes items with and without images (and chat
+                # and completion prompts, which differ in special tokens) in separate calls
+                by_kind: dict[tuple[bool, bool], list[_Item]] = {}
+                for it in members:
+                    by_kind.setdefault((bool(it.images), it.add_special_tokens), []).append(it)
+                parts = list(by_kind.values())
             else:
                 parts = [members]
             for part in parts:

@@ -34,7 +34,9 @@ Decoding: ``temperature``, ``top_p``, ``max_tokens`` and ``seed`` (``seed + samp
 the llama.cpp backend does, so samples differ) are OpenAI parameters. ``top_k`` and
 ``repeat_penalty`` are not: they are sent in the request body (``extra_body``) only when they
 differ from their neutral values (``top_k != 0``, ``repeat_penalty != 1``). llama.cpp's server
-and vLLM accept them; the official API rejects unknown parameters with HTTP 400, which becomes a
+and vLLM accept them (with ``server_sampling_params: true`` they are always sent, with
+``min_p = 0``, so a local server decodes like the in-process engine); the official API
+rejects unknown parameters with HTTP 400, which becomes a
 permanent ``BadRequestError`` -- deliberately, as silently ignoring a decoding parameter that
 is part of the cache key would mislabel results.
 
@@ -338,7 +340,8 @@ class OpenAIBackend(Backend):
     def __init__(self, *, model_id: str, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", api_key_optional: bool = False,
                  request_timeout: float = 120.0, endpoint: str = "auto",
-                 max_tokens_param: str = "max_tokens") -> None:
+                 max_tokens_param: str = "max_tokens",
+                 server_sampling_params: bool = False) -> None:
         if not model_id:
             raise BackendError("the openai backend needs model_id", permanent=True,
                                error_class="ConfigError")
@@ -358,6 +361,7 @@ class OpenAIBackend(Backend):
         self.request_timeout = float(request_timeout)
         self.endpoint = endpoint
         self.max_tokens_param = max_tokens_param
+        self.server_sampling_params = server_sampling_params
         self._api_key = _read_key(api_key_env, api_key_optional, self.base_url)
         self._lock = threading.Lock()
         self._client: openai.OpenAI | None = None
@@ -374,12 +378,15 @@ class OpenAIBackend(Backend):
         if not spec.get("model_id"):
             raise BackendError("the openai backend needs model_id", permanent=True,
                                error_class="ConfigError")
-        return {
+        identity = {
             "model_id": spec["model_id"],
             "base_url": normalize_base_url(spec.get("base_url")),
             "revision": spec.get("revision", ""),
             "openai": openai.__version__,
         }
+        if spec.get("server_sampling_params"):
+            identity["server_sampling_params"] = True
+        return identity
 
     @classmethod
     def from_config(cls, spec: Mapping[str, Any], model_file: ModelFile | None) -> OpenAIBackend:
@@ -388,7 +395,8 @@ class OpenAIBackend(Backend):
                    api_key_optional=bool(spec.get("api_key_optional", False)),
                    request_timeout=float(spec.get("request_timeout", 120.0)),
                    endpoint=spec.get("endpoint") or "auto",
-                   max_tokens_param=spec.get("max_tokens_param", "max_tokens"))
+                   max_tokens_param=spec.get("max_tokens_param", "max_tokens"),
+                   server_sampling_params=bool(spec.get("server_sampling_params", False)))
 
     # -- clients -----------------------------------------------------------------------------
     def _timeout(self) -> openai.Timeout:
@@ -432,10 +440,16 @@ class OpenAIBackend(Backend):
             "seed": decoding.seed + sample_index,
         }
         extra: dict[str, Any] = {}
-        if decoding.top_k:
-            extra["top_k"] = decoding.top_k
-        if decoding.repeat_penalty != 1.0:
-            extra["repeat_penalty"] = decoding.repeat_penalty
+        if self.server_sampling_params:
+            # llama.cpp's server defaults differ from its Python API (repeat_penalty 1.1,
+            # top_k 40, min_p 0.05): pin them so both give the same greedy output.
+            extra.update(top_k=decoding.top_k, repeat_penalty=decoding.repeat_penalty,
+                         min_p=0.0)
+        else:
+            if decoding.top_k:
+                extra["top_k"] = decoding.top_k
+            if decoding.repeat_penalty != 1.0:
+                extra["repeat_penalty"] = decoding.repeat_penalty
         if endpoint == "chat":
             params["messages"] = prepare_messages(prompt)
             params[self.max_tokens_param] = decoding.max_tokens

@@ -6,6 +6,7 @@ shared by the module and completions are kept short.
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 from pathlib import Path
@@ -171,12 +172,93 @@ def test_report_agreement_with_llamacpp(hf, smollm2_backend, record_property):
           f"common prefix {agree} tokens")
 
 
+_TINY_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for part in m['content'] %}{% if part['type'] == 'image' %}<image>"
+    "{% else %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def _png_url(color: str, size: tuple[int, int]) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, "PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+@pytest.fixture(scope="module")
+def tiny_vlm_dir(hf, tmp_path_factory) -> Path:
+    """A tiny LLaVA with random weights (CLIP vision tower, Llama text model, SmolLM2's
+    tokenizer plus an ``<image>`` token), saved as a local model directory: its answers are
+    noise, but it runs the processor path (chat template with image parts, pixel values, left
+    padding of mixed batches) offline."""
+    import copy
+
+    import torch
+    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor)
+
+    tok = copy.deepcopy(hf.tokenizer)
+    tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
+                                           crop_size={"height": 32, "width": 32}),
+        tokenizer=tok, patch_size=8, chat_template=_TINY_TEMPLATE,
+        vision_feature_select_strategy="default", num_additional_image_tokens=1)
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                       num_attention_heads=2, image_size=32, patch_size=8,
+                                       projection_dim=32),
+        text_config=LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+                                num_hidden_layers=2, num_attention_heads=4,
+                                num_key_value_heads=2, max_position_embeddings=512),
+        image_token_index=tok.convert_tokens_to_ids("<image>"), vision_feature_layer=-1,
+        vision_feature_select_strategy="default")
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    path = tmp_path_factory.mktemp("tiny-llava")
+    processor.save_pretrained(path)
+    model.save_pretrained(path)
+    return path
+
+
+def test_vision_path_runs_with_a_tiny_random_llava(tiny_vlm_dir):
+    one = Prompt("chat", messages=({"role": "user", "content": [
+        {"type": "text", "text": "Look:"},
+        {"type": "image_url", "image_url": {"url": _png_url("red", (64, 48))}}]},))
+    two = Prompt("chat", messages=(
+        {"role": "system", "content": "Read both pages carefully."},
+        {"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": _png_url("blue", (30, 90))}},
+            {"type": "text", "text": "and"},
+            {"type": "image_url", "image_url": {"url": _png_url("red", (64, 48))}}]}))
+    prompts = [one, two, QUESTION, COMPLETION]
+    spec = {"model_id": str(tiny_vlm_dir), "vision": True, "batch_size": 4}
+    backend = HFBackend.from_config(spec, None)
+    try:
+        d = Decoding(max_tokens=6)
+        batched = backend.generate_batch(prompts, d, [0] * len(prompts))
+        assert all(isinstance(o, Completion) and o.completion_tokens == 6 for o in batched)
+        assert batched == [backend.generate(p, d) for p in prompts]
+        # each image adds its patch tokens (16 + 1 here) to the prompt
+        assert batched[1].prompt_tokens > batched[0].prompt_tokens > 17
+    finally:
+        backend.close()
+    ident = HFBackend.identity_from_config(spec, None)
+    assert ident["vision"] is True and ident["revision"] == ""
+    assert len(ident["weights_sha256"]) == 64
+
+
 VLM_DIR = os.environ.get("COPYPROBE_HF_VLM")
 
 
-@pytest.mark.skipif(not VLM_DIR, reason="no small vision-language model ships on PyPI, so the "
-                    "vision path cannot run offline; set COPYPROBE_HF_VLM to a local VLM "
-                    "directory (e.g. SmolVLM-256M-Instruct) to run it")
+@pytest.mark.skipif(not VLM_DIR, reason="no small vision-language model ships on PyPI, so a "
+                    "trained VLM cannot run offline (the tiny random LLaVA test covers the "
+                    "plumbing); set COPYPROBE_HF_VLM to a local VLM directory (e.g. "
+                    "SmolVLM-256M-Instruct) to run it")
 def test_vision_model_reads_an_image():  # pragma: no cover - needs a local VLM
     from PIL import Image, ImageDraw
 
@@ -184,8 +266,6 @@ def test_vision_model_reads_an_image():  # pragma: no cover - needs a local VLM
     ImageDraw.Draw(img).text((10, 30), "HELLO WORLD", fill="black")
     buf = io.BytesIO()
     img.save(buf, "PNG")
-    import base64
-
     url = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
     prompt = Prompt("chat", messages=({"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": url}},
