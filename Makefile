@@ -56,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/matching.py
 
 clean-results:
-	rm -rf results logs benchmarks/generate .snakemake
+	rm -rf results logs .snakemake

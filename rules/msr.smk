@@ -22,7 +22,7 @@ rule generate:
     log:
         "logs/generate/{model}/{source}/{shard}.log",
     benchmark:
-        "benchmarks/generate/{model}/{source}/{shard}.tsv"
+        "logs/benchmarks/generate/{model}/{source}/{shard}.tsv"
     params:
         model=model_params,
     threads: generate_threads

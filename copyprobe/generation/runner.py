@@ -402,12 +402,14 @@ def run_generation(
     progress = Progress(total=len(items), label=f"generate {model} [{shard}]")
     rec = _Recorder(model=model, backend_name=backend_name, identity=identity, cache=cache,
                     settings=settings, shard=shard, progress=progress)
-    pending: list[_Item] = []
-    seen: set[str] = set()
+    # Identical requests (two documents whose prompts coincide after truncation) are sent once
+    # and share the answer.
+    unique: dict[str, _Item] = {}
     for it in items:
-        if it.key in seen:
-            raise ValueError(f"duplicate request {it.request_id!r} (sample {it.sample_index})")
-        seen.add(it.key)
+        unique.setdefault(it.key, it)
+    progress.total = len(unique)
+    pending: list[_Item] = []
+    for it in unique.values():
         hit = cache.get(it.key)
         if hit is not None:
             rec.hit(it, hit)
@@ -427,7 +429,8 @@ def run_generation(
             lazy.close()
     progress.close()
     log.info("%s: %s", model, rec.summary.describe())
-    df = pd.DataFrame([rec.rows[it.key] for it in items], columns=GENERATIONS.columns)
+    rows = [{**rec.rows[it.key], "request_id": it.request_id} for it in items]
+    df = pd.DataFrame(rows, columns=GENERATIONS.columns)
     df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
     return df, rec.summary
 
@@ -448,7 +451,7 @@ def merge_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Assemble shard tables into the model's table; a request must appear in one shard."""
     df = pd.concat(list(frames), ignore_index=True) if frames else pd.DataFrame(
         columns=GENERATIONS.columns)
-    dup = df["cache_key"].duplicated()
+    dup = df[["request_id", "sample_index"]].duplicated()
     if dup.any():
         raise ValueError(f"{int(dup.sum())} request(s) appear in more than one shard")
     return df

@@ -172,3 +172,13 @@ def test_sigkill_mid_run_resends_only_unanswered_requests(fault_server, tmp_path
         if f.is_file():
             assert PLANTED.encode() not in f.read_bytes(), f
     assert PLANTED not in done.stdout + done.stderr
+
+
+def test_identical_requests_are_sent_once_and_share_the_answer(fault_server, api_key,
+                                                               tmp_path):
+    prompts = prompts_table(3)
+    prompts.loc[2, "prompt"] = prompts.loc[0, "prompt"]  # two documents, one prompt
+    df, summary = run(fault_server, tmp_path, prompts)
+    assert fault_server.total_requests == 2 and summary.requests == 2
+    assert list(df["request_id"]) == ["req-000", "req-001", "req-002"]
+    assert df.loc[0, "text"] == df.loc[2, "text"] and df.loc[0, "cache_key"] == df.loc[2, "cache_key"]
