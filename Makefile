@@ -54,6 +54,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/matching.py
+	$(BIN)/python benchmarks/generation.py
 
 clean-results:
 	rm -rf results logs .snakemake
