@@ -479,6 +479,7 @@ class BatchServer:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    disable_nagle_algorithm = True  # no Nagle / delayed-ACK stalls
     protocol_version = "HTTP/1.1"
     server: _Server
     timeout = 60
