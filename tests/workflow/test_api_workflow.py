@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
@@ -30,20 +28,9 @@ def _fault_server_module(root: Path):
     return mod
 
 
-def test_api_model_shards_and_never_leaks_the_key(tmp_path, root):
+def test_api_model_shards_and_never_leaks_the_key(tmp_path, root, workflow_copy):
     fs = _fault_server_module(root)
-    wd = tmp_path
-    for name in ("Snakefile", "rules", "workflow_scripts", "resources", "profiles"):
-        src = root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / name)
-    (wd / "config").mkdir()
-    shutil.copy(root / "config" / "schema.yaml", wd / "config" / "schema.yaml")
-    ctrl = root / "resources" / "control_documents"
-    meta = pd.read_csv(ctrl / "metadata.csv").head(5)
-    (wd / "docs").mkdir()
-    for f in meta["file"]:
-        shutil.copy(ctrl / f, wd / "docs" / f)
-    meta.to_csv(wd / "docs" / "metadata.csv", index=False)
+    wd = workflow_copy(tmp_path, documents=5, folder="docs")
     with fs.FaultServer(latency=0.05) as srv:
         srv.fail_next("429", 2, retry_after=0.05)
         cfg = {
@@ -64,6 +51,20 @@ def test_api_model_shards_and_never_leaks_the_key(tmp_path, root):
         assert proc.returncode == 0, proc.stderr[-5000:]
         assert srv.last.api_key == PLANTED
         assert srv.total_requests == 5 + 2  # five documents, two rate-limited retries
+
+        # A second model whose every request fails permanently: its generation job writes
+        # nothing it could score, reports the failures and fails the run; the first model's
+        # results stay.
+        srv.fail_when(lambda rec: rec.body.get("model") == "bad-model", "400_context",
+                      times=100)
+        cfg["models"]["bad"] = {**cfg["models"]["api"], "model_id": "bad-model"}
+        (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+        bad = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2"], cwd=wd,
+                             env=env, capture_output=True, text=True, timeout=600)
+        assert bad.returncode != 0
+        assert "requests failed" in bad.stderr and "max_failure_share" in bad.stderr
+        assert "ContextLengthError" in bad.stderr
+        assert PLANTED not in bad.stdout + bad.stderr
     shards = sorted((wd / "results/generations/api/docs/shards").glob("*.parquet"))
     assert [p.name for p in shards] == ["00000-of-00003.parquet", "00001-of-00003.parquet",
                                         "00002-of-00003.parquet"]
@@ -71,6 +72,7 @@ def test_api_model_shards_and_never_leaks_the_key(tmp_path, root):
     assert len(gens) == 5 and (gens["status"] == "ok").all()
     assert (gens["cost_usd"] > 0).all() and gens["attempts"].sum() == 7
     assert PLANTED not in proc.stdout + proc.stderr
+    assert (wd / "results/tables/msr_table.csv").is_file()
     leaks = [p for p in wd.rglob("*") if p.is_file() and PLANTED.encode() in p.read_bytes()]
     assert leaks == []
     # the variable's name may appear (config); its value must not

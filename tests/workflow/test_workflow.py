@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -59,20 +58,8 @@ def _config(workdir: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory, root):
-    wd = tmp_path_factory.mktemp("workflow")
-    for name in ("Snakefile", "rules", "workflow_scripts", "resources", "profiles"):
-        src = root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / name)
-    (wd / "config").mkdir()
-    shutil.copy(root / "config" / "schema.yaml", wd / "config" / "schema.yaml")
-    # three of the project's control documents, with their metadata rows
-    ctrl_src = root / "resources" / "control_documents"
-    meta = pd.read_csv(ctrl_src / "metadata.csv").head(3)
-    (wd / "controls").mkdir()
-    for f in meta["file"]:
-        shutil.copy(ctrl_src / f, wd / "controls" / f)
-    meta.to_csv(wd / "controls" / "metadata.csv", index=False)
+def workdir(tmp_path_factory, workflow_copy):
+    wd = workflow_copy(tmp_path_factory.mktemp("workflow"), documents=3, folder="controls")
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
     return wd
 
