@@ -72,11 +72,12 @@ def api_run(base_url: str, prompts: pd.DataFrame, cache_dir: Path, concurrency: 
 
 
 class _ServerProcess:
-    """The fault server in its own process, so that it does not share the client's GIL."""
+    """A minimal asyncio server (benchmarks/loopback_server.py) in its own process, so that
+    neither its threads nor its GIL are charged to the client."""
 
     def __init__(self, latency: float) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "servers" / "fault_server.py"), "--port", "0",
+            [sys.executable, str(ROOT / "benchmarks" / "loopback_server.py"), "--port", "0",
              "--latency", str(latency)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True)
         self.base_url = self.proc.stdout.readline().strip()
@@ -96,7 +97,7 @@ def bench_throughput(latency: float, levels: list[int]) -> None:
           f"{'ratio':>6} {'client CPU ms/req':>18}")
     with _ServerProcess(latency) as srv, tempfile.TemporaryDirectory() as tmp:
         for c in levels:
-            n = max(20, 8 * c)
+            n = 32 * c  # 32 waves: the steady state, not the start-up, dominates
             prompts = prompts_table(n, f"c{c}")
             cpu0 = time.process_time()
             t0 = time.perf_counter()
