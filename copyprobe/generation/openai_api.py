@@ -330,6 +330,47 @@ def _read_key(env_name: str, optional: bool, where: str) -> str:
 
 
 # -- the backend -------------------------------------------------------------------------------
+def read_choice(body: Mapping[str, Any], *, chat: bool, where: str,
+                status: int = 200) -> Completion:
+    """The first choice of a successful response body (``choices`` already checked to be a
+    non-empty list of objects) as a Completion. ``finish_reason`` content_filter is a
+    permanent ``ContentFilterError``; a null chat ``content`` gives the ``refusal`` text if
+    any, else ``""`` when a finish reason is given; anything unreadable is a transient
+    ``MalformedResponse``. Shared by the synchronous and the Batch API backends."""
+
+    def malformed(why: str) -> BackendError:
+        return BackendError(f"{where}: HTTP {status} answer {why}",
+                            error_class="MalformedResponse", status_code=status)
+
+    choice = body["choices"][0]
+    finish = choice.get("finish_reason")
+    if finish == "content_filter":
+        raise BackendError(f"{where}: answer withheld by the content filter "
+                           "(finish_reason content_filter)", permanent=True,
+                           error_class="ContentFilterError", status_code=status)
+    if chat:
+        message = choice.get("message")
+        if not isinstance(message, Mapping):
+            raise malformed("has a choice without a message")
+        text = message.get("content")
+        if isinstance(text, list):  # some servers return content parts
+            text = "".join(p.get("text", "") for p in text if isinstance(p, Mapping))
+        if text is None:
+            refusal = message.get("refusal")
+            if isinstance(refusal, str):
+                text = refusal
+            elif finish is not None:
+                text = ""
+    else:
+        text = choice.get("text")
+    if not isinstance(text, str):
+        raise malformed("has no text")
+    usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
+    return Completion(text=text, prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+                      completion_tokens=_int_or_none(usage.get("completion_tokens")),
+                      finish_reason=finish if isinstance(finish, str) else None)
+
+
 @BACKENDS.register("openai")
 class OpenAIBackend(Backend):
     """One model behind the OpenAI API or an OpenAI-compatible server."""
@@ -510,33 +551,7 @@ class OpenAIBackend(Backend):
                     raise mapped
                 raise malformed(f"carries an error ({mapped})")
             raise malformed("has no choices")
-        choice = choices[0]
-        finish = choice.get("finish_reason")
-        if finish == "content_filter":
-            raise BackendError(f"{where}: answer withheld by the content filter "
-                               "(finish_reason content_filter)", permanent=True,
-                               error_class="ContentFilterError", status_code=status)
-        if endpoint == "chat":
-            message = choice.get("message")
-            if not isinstance(message, dict):
-                raise malformed("has a choice without a message")
-            text = message.get("content")
-            if isinstance(text, list):  # some servers return content parts
-                text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
-            if text is None:
-                refusal = message.get("refusal")
-                if isinstance(refusal, str):
-                    text = refusal
-                elif finish is not None:
-                    text = ""
-        else:
-            text = choice.get("text")
-        if not isinstance(text, str):
-            raise malformed("has no text")
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
-        return Completion(text=text, prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-                          completion_tokens=_int_or_none(usage.get("completion_tokens")),
-                          finish_reason=finish if isinstance(finish, str) else None)
+        return read_choice(obj, chat=endpoint == "chat", where=where, status=status)
 
     def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
         endpoint, params = self.request_params(prompt, decoding, sample_index)

@@ -86,6 +86,7 @@ from copyprobe.generation.openai_api import (
     OpenAIBackend,
     map_status_error,
     prepare_messages,
+    read_choice,
     redact,
 )
 from copyprobe.models import ModelFile
@@ -407,10 +408,8 @@ def _status(batch: Any) -> BatchStatus:
 
 
 def _completion(body: Any) -> Completion:
-    """A status-200 response body as a Completion, read as the synchronous backend reads it:
-    ``finish_reason`` content_filter is a permanent ``ContentFilterError``; a null chat
-    ``content`` gives the ``refusal`` text if any, else ``""`` when a finish reason is given;
-    anything unreadable is a transient ``MalformedResponse``."""
+    """A status-200 response body as a Completion, read as the synchronous backend reads it
+    (:func:`~copyprobe.generation.openai_api.read_choice`)."""
 
     def malformed(why: str) -> BackendError:
         return BackendError(f"HTTP 200 answer {why}", error_class="MalformedResponse",
@@ -421,37 +420,7 @@ def _completion(body: Any) -> Completion:
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise malformed("has no choices")
-    choice = choices[0]
-    finish = choice.get("finish_reason")
-    if finish == "content_filter":
-        raise BackendError("answer withheld by the content filter (finish_reason "
-                           "content_filter)", permanent=True, error_class="ContentFilterError",
-                           status_code=200)
-    if "message" in choice:
-        message = choice.get("message")
-        if not isinstance(message, Mapping):
-            raise malformed("has a choice without a message")
-        text = message.get("content")
-        if isinstance(text, list):
-            text = "".join(p.get("text", "") for p in text if isinstance(p, Mapping))
-        if text is None:
-            refusal = message.get("refusal")
-            if isinstance(refusal, str):
-                text = refusal
-            elif finish is not None:
-                text = ""
-    else:
-        text = choice.get("text")
-    if not isinstance(text, str):
-        raise malformed("has no text")
-    usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
-    return Completion(text=text, prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-                      completion_tokens=_int_or_none(usage.get("completion_tokens")),
-                      finish_reason=finish if isinstance(finish, str) else None)
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return read_choice(body, chat="message" in choices[0], where="batch answer")
 
 
 def map_error_code(error: Mapping[str, Any]) -> BackendError:
