@@ -335,7 +335,7 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
 
 
 def _send_batch_api(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
-                    settings: RunSettings, state_dir: Path | None, shard: str) -> None:
+                    settings: RunSettings, state_dir: Path | None) -> None:
     from copyprobe.generation.batch_runner import run_batch
 
     if state_dir is None:
@@ -399,15 +399,14 @@ def run_generation(
             key = cache_key(backend=namespace, identity=identity, decoding=dec,
                             prompt=prompt, sample_index=s, images=images)
             items.append(_Item(rid, prompt, s, dec, key))
-    progress = Progress(total=len(items), label=f"generate {model} [{shard}]")
-    rec = _Recorder(model=model, backend_name=backend_name, identity=identity, cache=cache,
-                    settings=settings, shard=shard, progress=progress)
     # Identical requests (two documents whose prompts coincide after truncation) are sent once
     # and share the answer.
     unique: dict[str, _Item] = {}
     for it in items:
         unique.setdefault(it.key, it)
-    progress.total = len(unique)
+    progress = Progress(total=len(unique), label=f"generate {model} [{shard}]")
+    rec = _Recorder(model=model, backend_name=backend_name, identity=identity, cache=cache,
+                    settings=settings, shard=shard, progress=progress)
     pending: list[_Item] = []
     for it in unique.values():
         hit = cache.get(it.key)
@@ -420,7 +419,7 @@ def run_generation(
         lazy = _LazyBackend(backend_factory)
         try:
             if cls.supports_batch_api:
-                _send_batch_api(lazy, pending, rec, settings, state_dir, shard)
+                _send_batch_api(lazy, pending, rec, settings, state_dir)
             elif cls.supports_async:
                 asyncio.run(_send_async(lazy, pending, rec, settings))
             else:

@@ -578,3 +578,39 @@ def test_poll_status_mapping(server, tmp_path):
         "completed", True, False, 2, 2)
     got = backend.fetch_batch(bid)
     assert set(got) == {"kc000", "kc001"}
+
+
+def test_runner_batch_path_resumes_and_shares_the_cache_with_the_sync_api(server, tmp_path):
+    """Through run_generation: one batch per run, its answers cached; a rerun submits nothing;
+    the synchronous openai backend on the same model reuses the batch's answers."""
+    import pandas as pd
+
+    from copyprobe.generation import (
+        GenerationCache,
+        RunSettings,
+        backend_identity,
+        build_backend,
+        run_generation,
+    )
+
+    prompts = pd.DataFrame({
+        "request_id": [f"r{i}" for i in range(4)], "status": "ready",
+        "prompt": [chat(i).to_json() for i in range(4)], "reference": None})
+    cache = GenerationCache(tmp_path / "cache")
+
+    def run(backend: str):
+        spec = {"name": "m", "backend": backend, "model_id": "gpt-test-2025-01-01",
+                "base_url": server.base_url, "api_key_env": KEY_ENV, "request_timeout": 10}
+        return run_generation(
+            prompts, model="m", backend_name=backend, identity=backend_identity(spec, None),
+            backend_factory=lambda: build_backend(spec, None), decoding=DEC, cache=cache,
+            settings=RunSettings(batch_poll_interval=0.01), state_dir=tmp_path / "state")
+
+    df, summary = run("openai_batch")
+    assert (df["status"] == "ok").all() and summary.model_calls == 4
+    assert (df["backend"] == "openai_batch").all() and server.batches_created == 1
+    _, again = run("openai_batch")
+    assert again.cache_hits == 4 and server.batches_created == 1
+    sync_df, sync = run("openai")
+    assert sync.cache_hits == 4 and sync.model_calls == 0
+    assert list(sync_df["text"]) == list(df["text"])
