@@ -97,6 +97,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 
+from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.models import ModelFile
 from copyprobe.prompts import Prompt
@@ -274,6 +275,13 @@ def _error_fields(body: object) -> tuple[str | None, str | None, str | None]:
     return None, None, None
 
 
+def _json_or_text(content: bytes) -> object:
+    try:
+        return json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return content.decode("utf-8", "replace")
+
+
 def _shorten(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "..."
@@ -406,8 +414,8 @@ class OpenAIBackend(Backend):
         self._api_key = _read_key(api_key_env, api_key_optional, self.base_url)
         self._lock = threading.Lock()
         self._client: openai.OpenAI | None = None
-        self._aclient: openai.AsyncOpenAI | None = None
-        self._aclient_loop: asyncio.AbstractEventLoop | None = None
+        self._ahttp: Any = None
+        self._ahttp_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model_id={self.model_id!r}, base_url={self.base_url!r})"
@@ -451,15 +459,17 @@ class OpenAIBackend(Backend):
                                              timeout=self._timeout())
             return self._client
 
-    def _async_client(self) -> openai.AsyncOpenAI:
+    def _async_http(self) -> Any:
         loop = asyncio.get_running_loop()
-        if self._aclient is None or self._aclient_loop is not loop:
+        if self._ahttp is None or self._ahttp_loop is not loop:
             # connections of a client made in another (finished) loop cannot be reused
-            self._aclient = openai.AsyncOpenAI(base_url=self._client_base_url,
-                                               api_key=self._api_key, max_retries=0,
-                                               timeout=self._timeout())
-            self._aclient_loop = loop
-        return self._aclient
+            self._ahttp = _httpx.AsyncClient(
+                base_url=self._client_base_url.rstrip("/") + "/", timeout=self._timeout(),
+                headers={"Authorization": f"Bearer {self._api_key}",
+                         "User-Agent": f"copyprobe/{_copyprobe_version}"},
+                limits=_httpx.Limits(max_connections=None, max_keepalive_connections=None))
+            self._ahttp_loop = loop
+        return self._ahttp
 
     # -- requests ----------------------------------------------------------------------------
     def _endpoint_for(self, prompt: Prompt) -> Endpoint:
@@ -575,18 +585,27 @@ class OpenAIBackend(Backend):
 
     async def agenerate(self, prompt: Prompt, decoding: Decoding,
                         sample_index: int = 0) -> Completion:
+        """The concurrent path posts the same JSON body as the SDK's ``create`` straight
+        through the SDK's HTTP client library: the SDK's per-call machinery costs ~2 ms of CPU
+        per request, which caps one process at ~300 requests/s. Errors are mapped from the
+        status and body exactly as for the synchronous path."""
         endpoint, params = self.request_params(prompt, decoding, sample_index)
-        client = self._async_client()
+        body = {k: v for k, v in params.items() if k != "extra_body"}
+        body.update(params.get("extra_body") or {})
+        client = self._async_http()
         error: BackendError | None = None
         try:
-            if endpoint == "chat":
-                raw = await client.chat.completions.with_raw_response.create(**params)
-            else:
-                raw = await client.completions.with_raw_response.create(**params)
-            response = raw.http_response
+            response = await client.post(
+                "chat/completions" if endpoint == "chat" else "completions", json=body)
             status, content, headers = response.status_code, response.content, response.headers
-        except (openai.OpenAIError, _httpx.TransportError) as exc:
+        except _httpx.TimeoutException:
+            error = BackendError(f"{self._where(endpoint)}: no answer within "
+                                 f"{self.request_timeout:g} s", error_class="Timeout")
+        except _httpx.TransportError as exc:
             error = self._map_exception(exc, endpoint)
+        if error is None and not 200 <= status < 300:
+            error = map_status_error(status, _json_or_text(content), headers,
+                                     key=self._api_key, where=self._where(endpoint))
         if error is not None:
             log.debug("%s", error)
             raise error
@@ -594,24 +613,24 @@ class OpenAIBackend(Backend):
 
     # -- cleanup -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close the async client (call from the loop that used it)."""
-        client, self._aclient, self._aclient_loop = self._aclient, None, None
-        if client is not None:
-            await client.close()
+        """Close the async HTTP client (call from the loop that used it)."""
+        http, self._ahttp, self._ahttp_loop = self._ahttp, None, None
+        if http is not None:
+            await http.aclose()
 
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
         if client is not None:
             client.close()
-        aclient, loop = self._aclient, self._aclient_loop
-        self._aclient = self._aclient_loop = None
-        if aclient is None or loop is None or loop.is_closed():
+        http, loop = self._ahttp, self._ahttp_loop
+        self._ahttp = self._ahttp_loop = None
+        if http is None or loop is None or loop.is_closed():
             return  # a finished loop's connections are gone with it
         if loop.is_running():
-            loop.call_soon_threadsafe(lambda: loop.create_task(aclient.close()))
+            loop.call_soon_threadsafe(lambda: loop.create_task(http.aclose()))
         else:
-            loop.run_until_complete(aclient.close())
+            loop.run_until_complete(http.aclose())
 
 
 def _int_or_none(value: Any) -> int | None:
