@@ -155,3 +155,14 @@ class Backend(ABC):
 
 
 BACKENDS: Registry[type[Backend]] = Registry("backend")
+
+
+class BatchedBackend(Backend):
+    """For engines that batch natively (transformers, vLLM): they implement
+    :meth:`generate_batch`, and a single request is a batch of one."""
+
+    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
+        result = self.generate_batch([prompt], decoding, [sample_index])[0]
+        if isinstance(result, BackendError):
+            raise result
+        return result

@@ -34,7 +34,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.generation.base import (
+    BACKENDS,
+    BackendError,
+    BatchedBackend,
+    Completion,
+    Decoding,
+)
 from copyprobe.models import ModelFile, sha256_file
 from copyprobe.prompts import Prompt, image_bytes
 
@@ -151,7 +157,7 @@ def _text_content(content: Any, *, allow_images: bool) -> str:
 
 
 @BACKENDS.register("hf")
-class HFBackend(Backend):
+class HFBackend(BatchedBackend):
     name = "hf"
     needs_model_file = False  # model_file is optional (GGUF); model_id otherwise
 
@@ -349,12 +355,6 @@ class HFBackend(Backend):
                 "attention_mask": torch.tensor(mask, dtype=torch.long)}
 
     # -- generation ----------------------------------------------------------------------------
-    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
-        result = self.generate_batch([prompt], decoding, [sample_index])[0]
-        if isinstance(result, BackendError):
-            raise result
-        return result
-
     def generate_batch(self, prompts: Sequence[Prompt], decoding: Decoding,
                        sample_indices: Sequence[int]) -> list[Completion | BackendError]:
         if len(prompts) != len(sample_indices):

@@ -29,7 +29,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.generation.base import (
+    BACKENDS,
+    BackendError,
+    BatchedBackend,
+    Completion,
+    Decoding,
+)
 from copyprobe.models import ModelFile
 from copyprobe.prompts import Prompt, image_bytes
 
@@ -95,7 +101,7 @@ def _context_error(exc: Exception) -> BackendError:
 
 
 @BACKENDS.register("vllm")
-class VLLMBackend(Backend):
+class VLLMBackend(BatchedBackend):
     name = "vllm"
     needs_model_file = False  # model_file (GGUF) is optional
 
@@ -172,12 +178,6 @@ class VLLMBackend(Backend):
         return Completion(text=gen.text, prompt_tokens=len(out.prompt_token_ids or []),
                           completion_tokens=len(gen.token_ids),
                           finish_reason=gen.finish_reason)
-
-    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
-        result = self.generate_batch([prompt], decoding, [sample_index])[0]
-        if isinstance(result, BackendError):
-            raise result
-        return result
 
     def generate_batch(self, prompts: Sequence[Prompt], decoding: Decoding,
                        sample_indices: Sequence[int]) -> list[Completion | BackendError]:
