@@ -22,12 +22,9 @@ with ``ContextLengthError``.
 
 from __future__ import annotations
 
-import base64
 import importlib.metadata
-import mimetypes
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from copyprobe.generation.base import (
     BACKENDS,
@@ -36,8 +33,9 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
+from copyprobe.generation.openai_api import prepare_messages
 from copyprobe.models import ModelFile
-from copyprobe.prompts import Prompt, image_bytes
+from copyprobe.prompts import Prompt
 
 NOT_INSTALLED = "vllm is not installed; pip install copyprobe[vllm] on a CUDA node"
 
@@ -71,25 +69,10 @@ def _model(spec: Mapping[str, Any], model_file: ModelFile | None) -> tuple[str, 
     return str(spec["model_id"]), str(spec.get("revision", "main")), ""
 
 
-def _data_url(part: Mapping[str, Any]) -> dict[str, Any]:
-    url = part["image_url"]["url"]
-    if url.startswith("data:"):
-        return {"type": "image_url", "image_url": {"url": url}}
-    mime = mimetypes.guess_type(unquote(urlparse(url).path))[0] or "image/png"
-    payload = base64.b64encode(image_bytes(part)).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{payload}"}}
-
-
 def to_vllm_messages(prompt: Prompt) -> list[dict[str, Any]]:
-    """Chat messages for ``LLM.chat``: image parts as ``data:`` URLs (no local-path access)."""
-    out: list[dict[str, Any]] = []
-    for m in prompt.messages:
-        content = m.get("content")
-        if isinstance(content, list):
-            content = [_data_url(p) if p.get("type") == "image_url" else dict(p)
-                       for p in content]
-        out.append({**m, "content": content})
-    return out
+    """Chat messages for ``LLM.chat``: OpenAI-style, image parts as ``data:`` URLs (vLLM gets
+    no local-path access); the same conversion as the openai backend's."""
+    return prepare_messages(prompt)
 
 
 def _context_error(exc: Exception) -> BackendError:
