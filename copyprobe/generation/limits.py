@@ -169,7 +169,25 @@ class _Buckets:
         self.paused_until = max(self.paused_until, now + max(0.0, seconds))
 
 
-class AsyncRateLimiter:
+class _Limiter:
+    """What both limiters share: the buckets, the injectable clock and sleep."""
+
+    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None,
+                 burst_seconds: float, clock: Callable[[], float], sleep: Any) -> None:
+        self._buckets = _Buckets(requests_per_minute, tokens_per_minute, burst_seconds)
+        self._clock = clock
+        self._sleep = sleep
+
+    @property
+    def requests_per_minute(self) -> float | None:
+        return self._buckets.rpm
+
+    @property
+    def tokens_per_minute(self) -> float | None:
+        return self._buckets.tpm
+
+
+class AsyncRateLimiter(_Limiter):
     """Requests-per-minute and tokens-per-minute limits for concurrent asyncio tasks.
 
     ``await limiter.acquire(tokens)`` returns (the seconds it waited) once one request of
@@ -185,19 +203,9 @@ class AsyncRateLimiter:
                  tokens_per_minute: float | None = None, *, burst_seconds: float = 60.0,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
-        self._buckets = _Buckets(requests_per_minute, tokens_per_minute, burst_seconds)
-        self._clock = clock
-        self._sleep = sleep
+        super().__init__(requests_per_minute, tokens_per_minute, burst_seconds, clock, sleep)
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def requests_per_minute(self) -> float | None:
-        return self._buckets.rpm
-
-    @property
-    def tokens_per_minute(self) -> float | None:
-        return self._buckets.tpm
 
     def _get_lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -225,7 +233,7 @@ class AsyncRateLimiter:
         self._buckets.pause(seconds, self._clock())
 
 
-class RateLimiter:
+class RateLimiter(_Limiter):
     """The synchronous twin of :class:`AsyncRateLimiter` (``time.sleep``; threads are served
     in lock order, which is close to but not strictly arrival order)."""
 
@@ -233,19 +241,9 @@ class RateLimiter:
                  tokens_per_minute: float | None = None, *, burst_seconds: float = 60.0,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Any] = time.sleep) -> None:
-        self._buckets = _Buckets(requests_per_minute, tokens_per_minute, burst_seconds)
-        self._clock = clock
-        self._sleep = sleep
+        super().__init__(requests_per_minute, tokens_per_minute, burst_seconds, clock, sleep)
         self._lock = threading.Lock()  # the queue: held while a request waits its turn
         self._state = threading.Lock()  # the buckets: held only briefly
-
-    @property
-    def requests_per_minute(self) -> float | None:
-        return self._buckets.rpm
-
-    @property
-    def tokens_per_minute(self) -> float | None:
-        return self._buckets.tpm
 
     def acquire(self, tokens: int = 0) -> float:
         """Block until one request of ``tokens`` tokens fits; return the seconds waited."""
