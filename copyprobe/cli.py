@@ -114,7 +114,7 @@ def cmd_generate(args: argparse.Namespace) -> dict:
     from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
     from copyprobe.config import ConfigError, load_config, model_slice
     from copyprobe.generation import generate_shard
-    from copyprobe.models import materialise
+    from copyprobe.models import prepare
 
     try:
         cfg = load_config(args.config)
@@ -123,11 +123,7 @@ def cmd_generate(args: argparse.Namespace) -> dict:
     if args.model not in cfg["models"]:
         raise SystemExit(f"copyprobe: model {args.model!r} is not in {args.config}")
     spec = model_slice(cfg, args.model)
-    manifest: dict = {"path": None}
-    if spec.get("model_file"):
-        mf = materialise(spec["model_file"], Path(spec["cache_dir"]))
-        manifest = {"path": str(mf.path), "sha256": mf.sha256, "size": mf.size,
-                    "origin": mf.origin}
+    manifest = prepare(spec.get("model_file"), Path(spec["cache_dir"]))
     df, summary = generate_shard(read_table(args.prompts, PROMPTS), spec, manifest,
                                  shard=args.shard)
     write_table(df, args.out, GENERATIONS,

@@ -29,6 +29,19 @@ class ModelFile:
     size: int
     origin: str
 
+    def manifest(self) -> dict[str, Any]:
+        """The JSON record the prepare_model step writes (see :func:`prepare`)."""
+        return {"path": str(self.path), "sha256": self.sha256, "size": self.size,
+                "origin": self.origin}
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> ModelFile | None:
+        """The model file of a manifest; None for a remote model (``path`` null)."""
+        if not manifest.get("path"):
+            return None
+        return cls(Path(manifest["path"]), manifest["sha256"], manifest["size"],
+                   manifest["origin"])
+
 
 def _package_dir(package: str, key: str) -> Path:
     if importlib.util.find_spec(package) is None:
@@ -84,3 +97,11 @@ def materialise(spec: Mapping[str, Any], cache_dir: Path, key: str = "model_file
         path = Path(spec["path"])
     path = path.resolve()
     return ModelFile(path=path, sha256=sha256_file(path), size=path.stat().st_size, origin=origin)
+
+
+REMOTE_MANIFEST: dict[str, Any] = {"path": None, "sha256": None, "size": None, "origin": "remote"}
+
+
+def prepare(spec: Mapping[str, Any] | None, cache_dir: Path) -> dict[str, Any]:
+    """The manifest of a model's weights: materialised file and sha256, or remote."""
+    return materialise(spec, cache_dir).manifest() if spec else dict(REMOTE_MANIFEST)

@@ -475,8 +475,7 @@ def generate_shard(prompts: pd.DataFrame, spec: Mapping[str, Any],
     ``manifest`` is the output of the prepare_model step ({path, sha256, size, origin}, with
     ``path`` None for remote models).
     """
-    model_file = (ModelFile(Path(manifest["path"]), manifest["sha256"], manifest["size"],
-                            manifest["origin"]) if manifest.get("path") else None)
+    model_file = ModelFile.from_manifest(manifest)
     spec = dict(spec)
     if model_file is not None:
         spec.setdefault("model_id", model_file.path.name)
