@@ -256,16 +256,21 @@ def _as_error(exc: Exception) -> BackendError:
                         error_class=type(exc).__name__)
 
 
+def _by_decoding(items: list[_Item]) -> dict[Decoding, list[_Item]]:
+    """Items grouped by decoding (per-request max_tokens), so that one generate_batch call or
+    one submitted batch shares it."""
+    groups: dict[Decoding, list[_Item]] = {}
+    for it in items:
+        groups.setdefault(it.decoding, []).append(it)
+    return groups
+
+
 def _send_sync(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
                settings: RunSettings) -> None:
     limiter = RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
     backend = lazy.get()
     size = max(1, int(getattr(backend, "max_batch_size", 1)))
-    # group by decoding (per-request max_tokens) so that one generate_batch call shares it
-    groups: dict[Decoding, list[_Item]] = {}
-    for it in items:
-        groups.setdefault(it.decoding, []).append(it)
-    for decoding, group in groups.items():
+    for decoding, group in _by_decoding(items).items():
         for start in range(0, len(group), size):
             chunk = group[start:start + size]
             attempts = {it.key: 0 for it in chunk}
@@ -341,10 +346,7 @@ def _send_batch_api(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
     if state_dir is None:
         raise ValueError("batch backends need a state directory to record batch ids")
     backend = lazy.get()
-    groups: dict[Decoding, list[_Item]] = {}
-    for it in items:
-        groups.setdefault(it.decoding, []).append(it)
-    for decoding, group in groups.items():
+    for decoding, group in _by_decoding(items).items():
         by_key = {it.key: it for it in group}
         # The state file is named by the requests it covers: they stay pending (uncached) until
         # the batch is fetched, so a rerun finds the same file and resumes polling.
