@@ -31,6 +31,7 @@ import math
 import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,18 +218,25 @@ class _Recorder:
                                                  record.get("completion_tokens"))}
         self.progress.update()
 
+    @staticmethod
+    def record(outcome: Completion, latency: float) -> dict[str, Any]:
+        """What the cache stores for an answer."""
+        return {"text": outcome.text, "prompt_tokens": outcome.prompt_tokens,
+                "completion_tokens": outcome.completion_tokens,
+                "finish_reason": outcome.finish_reason, "latency_s": latency,
+                "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+
     def done(self, item: _Item, outcome: Completion | BackendError, latency: float,
-             attempts: int) -> None:
+             attempts: int, *, stored: Mapping[str, Any] | None = None) -> None:
+        """Record an outcome; an answer is stored in the cache first, unless ``stored`` is the
+        record the caller has already stored."""
         self.summary.requests += 1
         self.summary.model_calls += attempts
         self.summary.retries += max(0, attempts - 1)
-        now = dt.datetime.now(dt.timezone.utc).isoformat()
         if isinstance(outcome, Completion):
-            record = {"text": outcome.text, "prompt_tokens": outcome.prompt_tokens,
-                      "completion_tokens": outcome.completion_tokens,
-                      "finish_reason": outcome.finish_reason, "latency_s": latency,
-                      "created_at": now}
-            self.cache.put(item.key, record)
+            record = dict(stored) if stored is not None else self.record(outcome, latency)
+            if stored is None:
+                self.cache.put(item.key, record)
             cost = _cost(self.settings.price, outcome.prompt_tokens, outcome.completion_tokens)
             self.summary.prompt_tokens += outcome.prompt_tokens or 0
             self.summary.completion_tokens += outcome.completion_tokens or 0
@@ -242,7 +250,8 @@ class _Recorder:
             self.summary.failures_by_class[cls] = self.summary.failures_by_class.get(cls, 0) + 1
             self.rows[item.key] = {**self._row(item), "text": None, "prompt_tokens": None,
                                    "completion_tokens": None, "finish_reason": None,
-                                   "latency_s": latency, "created_at": now,
+                                   "latency_s": latency,
+                                   "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
                                    "from_cache": False, "status": "failed",
                                    "error_class": cls, "error": str(outcome)[:2000],
                                    "attempts": attempts, "cost_usd": None}
@@ -303,37 +312,85 @@ def _send_sync(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
 
 async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
                       settings: RunSettings) -> None:
+    """``max_concurrency`` workers share one queue of requests.
+
+    A worker that receives an answer records it and sends its next request in the same step
+    of the event loop. (With one task per request behind a semaphore, the waiting task would
+    only start after every answer that arrived alongside was processed, so the answers kept
+    arriving in bursts and each cycle took the latency plus a burst's worth of processing.)
+    A request to be retried goes back to the queue after its delay, freeing its worker
+    meanwhile; a ``Retry-After`` also pauses the rate limiter, so every worker holds off.
+    Answers are written to the cache by a small thread pool while the worker goes on with
+    its next request, so that a slow file system (a cluster's shared one) holds up neither
+    the event loop nor the requests in flight; the row is recorded once the answer is on disk.
+    """
+    if not items:
+        return
     backend = lazy.get()
     limiter = AsyncRateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
-    sem = asyncio.Semaphore(max(1, settings.max_concurrency))
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[_Item | None] = asyncio.Queue()
+    for it in items:
+        queue.put_nowait(it)
+    workers = max(1, min(settings.max_concurrency, len(items)))
+    attempts: dict[str, int] = {}
+    started: dict[str, float] = {}
+    remaining = len(items)
 
-    async def one(it: _Item) -> None:
-        attempt = 0
-        t0 = time.perf_counter()
-        while True:
-            attempt += 1
-            async with sem:
-                await limiter.acquire(estimate_tokens(it.prompt, it.decoding.max_tokens))
-                try:
-                    out: Completion | BackendError = await backend.agenerate(
-                        it.prompt, it.decoding, it.sample_index)
-                except Exception as exc:
-                    out = _as_error(exc)
+    def finished() -> None:
+        nonlocal remaining
+        remaining -= 1
+        if remaining == 0:
+            for _ in range(workers):
+                queue.put_nowait(None)
+
+    async def store(it: _Item, out: Completion, latency: float, attempt: int) -> None:
+        record = rec.record(out, latency)
+        await loop.run_in_executor(writer, rec.cache.put, it.key, record)
+        rec.done(it, out, latency, attempt, stored=record)
+        finished()
+
+    async def worker(group: asyncio.TaskGroup) -> None:
+        while (it := await queue.get()) is not None:
+            attempt = attempts[it.key] = attempts.get(it.key, 0) + 1
+            t0 = started.setdefault(it.key, time.perf_counter())
+            await limiter.acquire(estimate_tokens(it.prompt, it.decoding.max_tokens))
+            try:
+                out: Completion | BackendError = await backend.agenerate(
+                    it.prompt, it.decoding, it.sample_index)
+            except Exception as exc:
+                out = _as_error(exc)
             if (isinstance(out, BackendError) and not out.permanent
                     and attempt < settings.retry.max_attempts):
                 delay = settings.retry.delay(attempt, out.retry_after)
                 if out.retry_after:
-                    limiter.pause(out.retry_after)  # every worker holds off, not just this one
+                    limiter.pause(out.retry_after)
                 log.info("%s: %s, retry %d in %.1f s", it.request_id, out.error_class,
                          attempt, delay)
-                await asyncio.sleep(delay)
+                loop.call_later(delay, queue.put_nowait, it)
                 continue
-            rec.done(it, out, time.perf_counter() - t0, attempt)
-            return
+            latency = time.perf_counter() - t0
+            if isinstance(out, Completion):
+                group.create_task(store(it, out, latency, attempt))
+            else:
+                rec.done(it, out, latency, attempt)
+                finished()
 
+    writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="copyprobe-cache")
     try:
-        await asyncio.gather(*(one(it) for it in items))
+        try:
+            async with asyncio.TaskGroup() as group:  # one failing task cancels the others
+                for _ in range(workers):
+                    group.create_task(worker(group))
+        except BaseExceptionGroup as group_error:
+            # e.g. a full disk under the cache: raise the error itself, not a group of one
+            first, *others = group_error.exceptions
+            if others:
+                log.error("%d more error(s) in the same run: %s", len(others),
+                          "; ".join(f"{type(e).__name__}: {e}" for e in others))
+            raise first.with_traceback(first.__traceback__) from None
     finally:
+        writer.shutdown(wait=True)
         aclose = getattr(backend, "aclose", None)
         if aclose is not None:
             await aclose()

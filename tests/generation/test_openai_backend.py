@@ -143,6 +143,43 @@ def test_config_errors(fault_server: Any) -> None:
         assert ei.value.permanent and ei.value.error_class == "ConfigError"
 
 
+def test_credentials_in_base_url_are_refused(fault_server: Any) -> None:
+    url = fault_server.base_url.replace("http://", "http://user:hunter2@")
+    with pytest.raises(BackendError) as ei:
+        make_backend(fault_server, base_url=url)
+    assert ei.value.permanent and ei.value.error_class == "ConfigError"
+    assert "hunter2" not in str(ei.value) and "api_key_env" in str(ei.value)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_proxy_from_the_environment(mode: str, monkeypatch: pytest.MonkeyPatch,
+                                    fault_server: Any, fault_server_module: Any) -> None:
+    # the target has nothing listening: only a request through the proxy gets an answer
+    dead = fault_server_module.FaultServer().start()
+    target = dead.base_url
+    dead.stop()
+    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", fault_server.url)
+    b = make_backend(fault_server, base_url=target)
+    try:
+        assert call(mode, b, CHAT, Decoding()).text.startswith("echo: ")
+    finally:
+        b.close()
+    assert fault_server.last.target == target + "/chat/completions"
+    assert fault_server.last.api_key == KEY  # the key still travels to the API, as a header
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # bypassed: straight to the dead port
+    b = make_backend(fault_server, base_url=target)
+    try:
+        with pytest.raises(BackendError) as ei:
+            call(mode, b, CHAT, Decoding())
+    finally:
+        b.close()
+    assert ei.value.error_class == "ConnectionError" and not ei.value.permanent
+    assert fault_server.total_requests == 1
+
+
 # -- normal answers ----------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_chat_mapping(mode: str, fault_server: Any, fault_server_module: Any,
@@ -285,14 +322,15 @@ def test_timeout(mode: str, fault_server: Any) -> None:
     assert fault_server.total_requests == 1
 
 
-def test_connection_refused(fault_server_module: Any) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_connection_refused(mode: str, fault_server_module: Any) -> None:
     srv = fault_server_module.FaultServer().start()
     url = srv.base_url
     srv.stop()  # nothing listens on that port now
     b = OpenAIBackend.from_config({"model_id": "m", "base_url": url, "api_key_env": KEY_ENV,
                                    "request_timeout": 2}, None)
     with pytest.raises(BackendError) as ei:
-        b.generate(CHAT, Decoding())
+        call(mode, b, CHAT, Decoding())
     b.close()
     assert ei.value.error_class == "ConnectionError" and not ei.value.permanent
     assert_no_key(ei.value)

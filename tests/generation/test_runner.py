@@ -115,6 +115,52 @@ def test_concurrency_reaches_the_ideal_rate(fault_server, api_key, tmp_path):
     assert elapsed < 32 * 0.2 / 4  # far from sequential (ideal: 0.4 s)
 
 
+def test_requests_in_flight_reach_but_never_exceed_max_concurrency(fault_server, api_key,
+                                                                   tmp_path):
+    fault_server.latency = 0.1
+    fault_server.fail_when("number 3 ", "500")  # a retry re-enters the queue
+    _, summary = run(fault_server, tmp_path, prompts_table(40), max_concurrency=6)
+    assert summary.failed == 0 and summary.retries == 1
+    assert fault_server.max_in_flight == 6
+    assert fault_server.total_requests == 41
+
+
+class _FailingCache(GenerationCache):
+    """A cache whose disk fills up after ``ok`` answers (a failure a test cannot provoke on a
+    real disk without root-proof quotas)."""
+
+    def __init__(self, root, ok: int) -> None:
+        super().__init__(root)
+        self.ok = ok
+
+    def put(self, key, record):
+        if self.ok <= 0:
+            raise OSError(28, "No space left on device")
+        self.ok -= 1
+        super().put(key, record)
+
+
+def test_a_failing_cache_write_stops_the_run_and_keeps_what_was_stored(fault_server, api_key,
+                                                                      tmp_path):
+    spec = spec_for(fault_server)
+    fault_server.latency = 0.05
+
+    def go(cache):
+        return run_generation(
+            prompts_table(30), model="api", backend_name="openai",
+            identity=backend_identity(spec, None),
+            backend_factory=lambda: build_backend(spec, None), decoding=Decoding(max_tokens=16),
+            cache=cache, settings=RunSettings(max_concurrency=4))
+
+    with pytest.raises(OSError, match="No space left"):
+        go(_FailingCache(tmp_path / "cache", ok=10))
+    sent = fault_server.total_requests
+    assert 11 <= sent < 30  # stopped soon after the failure, not after every request
+    _, summary = go(GenerationCache(tmp_path / "cache"))
+    assert summary.cache_hits == 10 and summary.failed == 0
+    assert fault_server.total_requests - sent == 20  # only the unstored answers again
+
+
 def _write_config(path: Path, server, cache: Path) -> None:
     cfg = {
         "cache_dir": str(cache),

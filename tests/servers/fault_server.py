@@ -48,7 +48,13 @@ Recording
     without ``Authorization``, whether that header was present and the bearer key separately,
     the body hash, the fault applied). ``total_requests``, ``requests_by_hash`` (a Counter of
     canonical body hashes, to assert nothing was sent twice), ``served_by_hash`` (successful
-    200 answers delivered) and ``duplicates()`` summarise them.
+    200 answers delivered) and ``duplicates()`` summarise them. ``max_in_flight`` is the most
+    POSTs the server was handling at once.
+
+Proxy
+    A request in absolute form (``POST http://host:port/v1/chat/completions``, as clients send
+    to an HTTP proxy) is answered as if it had been sent to this server; its record keeps the
+    ``target`` URL, so a test can check that a client went through a proxy.
 
 Use::
 
@@ -81,6 +87,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 __all__ = ["FAULT_KINDS", "Fault", "FaultServer", "RequestRecord", "answer_text", "body_hash"]
 
@@ -126,6 +133,8 @@ class RequestRecord:
     received_at: float
     fault: str | None = None
     status: int | None = None
+    #: the absolute URL when the request came in proxy form, else None
+    target: str | None = None
 
     @property
     def text(self) -> str:
@@ -233,6 +242,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         owner = self.server.owner
+        owner._enter()
+        try:
+            self._post(owner)
+        finally:
+            owner._leave()
+
+    def _post(self, owner: FaultServer) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -242,8 +258,10 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization")
         key = auth[len("Bearer "):] if auth and auth.startswith("Bearer ") else None
         headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
-        path = self.path.split("?", 1)[0].rstrip("/")
+        target = self.path if "://" in self.path else None  # proxy (absolute) form
+        path = (urlsplit(self.path).path if target else self.path.split("?", 1)[0]).rstrip("/")
         record = owner._record(self.command, path, body, raw, headers, auth is not None, key)
+        record.target = target
         fault = owner._fault_for(record)
         record.fault = fault.kind if fault else None
 
@@ -389,6 +407,8 @@ class FaultServer:
         self.served_by_hash: collections.Counter[str] = collections.Counter()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._in_flight = 0
+        self.max_in_flight = 0
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> FaultServer:
@@ -472,6 +492,7 @@ class FaultServer:
             self._requests.clear()
             self.requests_by_hash.clear()
             self.served_by_hash.clear()
+            self.max_in_flight = self._in_flight
 
     # -- records ------------------------------------------------------------------------------
     @property
@@ -504,6 +525,15 @@ class FaultServer:
             self._requests.append(rec)
             self.requests_by_hash[h] += 1
         return rec
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def _served(self, record: RequestRecord) -> None:
         with self._lock:
