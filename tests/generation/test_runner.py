@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -132,12 +133,14 @@ class _FailingCache(GenerationCache):
     def __init__(self, root, ok: int) -> None:
         super().__init__(root)
         self.ok = ok
+        self._lock = threading.Lock()  # puts run in the runner's writer threads
 
     def put(self, key, record):
-        if self.ok <= 0:
-            raise OSError(28, "No space left on device")
-        self.ok -= 1
-        super().put(key, record)
+        with self._lock:
+            if self.ok <= 0:
+                raise OSError(28, "No space left on device")
+            self.ok -= 1
+            super().put(key, record)
 
 
 def test_a_failing_cache_write_stops_the_run_and_keeps_what_was_stored(fault_server, api_key,
