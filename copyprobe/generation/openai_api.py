@@ -672,7 +672,9 @@ class OpenAIBackend(Backend):
         if session is None or loop is None or session.closed:
             return
         if loop.is_closed():
-            session.detach()  # the loop took its connections with it; nothing left to await
+            # its loop is gone, so the session cannot be closed by awaiting; let it go
+            # (aiohttp warns about its connector when it is collected)
+            session.detach()
         elif loop.is_running():
             loop.call_soon_threadsafe(lambda: loop.create_task(session.close()))
         else:
