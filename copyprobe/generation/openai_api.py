@@ -55,6 +55,7 @@ condition                                  error_class                 permanent
 429 "Request too large" (over TPM limit)   ``RequestTooLarge``         yes
 timeout (client side), HTTP 408            ``Timeout``                 no
 connection refused/dropped/truncated       ``ConnectionError``         no
+server certificate not trusted             ``TLSError``                yes
 HTTP 5xx, 409                              ``ServerError``             no (``retry_after`` if sent)
 200 with invalid JSON / no ``choices``     ``MalformedResponse``       no
 4xx with context-length wording/code       ``ContextLengthError``      yes
@@ -82,6 +83,11 @@ answer or an error reads the same whichever path carried it. The aiohttp session
 the event loop that first uses it (a new one is made when a later ``asyncio.run`` uses the
 backend); call ``await backend.aclose()`` before that loop ends.
 
+Both paths verify TLS against the same trust store: the SDK transport's default context
+(``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else the system's CA bundle). A certificate that
+does not verify is a permanent ``TLSError`` (retrying cannot fix a trust store), so a run
+against a host behind an unknown CA fails fast, with the variable to set named.
+
 A ``base_url`` carrying credentials (``user:password@``) is refused: credentials belong in the
 environment variable, not in a config file that ends up in Snakemake's metadata.
 """
@@ -97,6 +103,7 @@ import math
 import mimetypes
 import os
 import re
+import ssl
 import threading
 import time
 import urllib.request
@@ -114,8 +121,10 @@ from copyprobe.models import ModelFile
 from copyprobe.prompts import Prompt
 
 try:  # the transport library of the installed openai release
+    import httpcore2 as _httpcore
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover - older openai releases use httpx
+    import httpcore as _httpcore  # type: ignore[no-redef]
     import httpx as _httpx  # type: ignore[no-redef]
 
 log = logging.getLogger(__name__)
@@ -267,6 +276,22 @@ def prepare_messages(prompt: Prompt) -> list[dict[str, Any]]:
             msg["content"] = [_convert_part(p) for p in content]
         out.append(msg)
     return out
+
+
+def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification failure behind ``exc`` (its cause or context chain, or
+    aiohttp's ``certificate_error``), if any."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return e
+        todo += [e.__cause__, e.__context__, getattr(e, "certificate_error", None)]
+    return None
 
 
 def _env_proxy(url: str) -> str | None:
@@ -494,8 +519,9 @@ class OpenAIBackend(Backend):
                 timeout=aiohttp.ClientTimeout(total=None,
                                               connect=min(10.0, self.request_timeout),
                                               sock_read=self.request_timeout),
-                # no pool limit: the runner bounds the requests in flight
-                connector=aiohttp.TCPConnector(limit=0),
+                # no pool limit: the runner bounds the requests in flight; the SDK
+                # transport's trust store, so both paths accept the same certificates
+                connector=aiohttp.TCPConnector(limit=0, ssl=_httpcore.default_ssl_context()),
                 # HTTP(S)_PROXY / NO_PROXY as the SDK's client honours them, read once here:
                 # aiohttp's trust_env would look them up in a thread for every request
                 proxy=_env_proxy(self._client_base_url))
@@ -549,8 +575,20 @@ class OpenAIBackend(Backend):
     def _where(self, endpoint: Endpoint) -> str:
         return f"{self.model_id} /{'chat/completions' if endpoint == 'chat' else 'completions'}"
 
+    def _tls_error(self, cert_error: ssl.SSLCertVerificationError,
+                   endpoint: Endpoint) -> BackendError:
+        inner = getattr(cert_error, "certificate_error", cert_error)  # aiohttp wraps it
+        detail = _shorten(redact(str(getattr(inner, "verify_message", None) or inner),
+                                 self._api_key))
+        return BackendError(f"{self._where(endpoint)}: the server's TLS certificate is not "
+                            f"trusted ({detail}); if it is signed by a private CA, set "
+                            "SSL_CERT_FILE to that CA's bundle", permanent=True,
+                            error_class="TLSError")
+
     def _map_exception(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
         where = self._where(endpoint)
+        if (cert_error := _certificate_error(exc)) is not None:
+            return self._tls_error(cert_error, endpoint)
         if isinstance(exc, openai.APITimeoutError):
             return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
                                 error_class="Timeout")
@@ -573,6 +611,8 @@ class OpenAIBackend(Backend):
 
     def _map_aiohttp_error(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
         where = self._where(endpoint)
+        if (cert_error := _certificate_error(exc)) is not None:
+            return self._tls_error(cert_error, endpoint)
         if isinstance(exc, TimeoutError):  # incl. aiohttp's connect and read timeouts
             return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
                                 error_class="Timeout")

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import email.utils
 import json
+import ssl
 import time
 import traceback
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import openai
 import pytest
+import trustme
 
 from copyprobe.generation.base import BACKENDS, BackendError, Decoding
 from copyprobe.generation.openai_api import (
@@ -178,6 +180,40 @@ def test_proxy_from_the_environment(mode: str, monkeypatch: pytest.MonkeyPatch,
         b.close()
     assert ei.value.error_class == "ConnectionError" and not ei.value.permanent
     assert fault_server.total_requests == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_tls_is_verified_against_the_same_trust_store_on_both_paths(
+        mode: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        fault_server_module: Any) -> None:
+    ca = trustme.CA()
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with fault_server_module.FaultServer(tls=server_ctx) as srv:
+        assert srv.base_url.startswith("https://")
+        # a private CA the client does not know: a permanent TLSError naming the fix
+        b = make_backend(srv)
+        try:
+            with pytest.raises(BackendError) as ei:
+                call(mode, b, CHAT, Decoding())
+        finally:
+            b.close()
+        assert ei.value.error_class == "TLSError" and ei.value.permanent
+        assert "SSL_CERT_FILE" in str(ei.value) and "certificate" in str(ei.value)
+        assert_no_key(ei.value)
+        assert srv.total_requests == 0  # nothing was sent over an unverified connection
+        # trusted through SSL_CERT_FILE, which the SDK's transport reads too
+        bundle = tmp_path / "ca.pem"
+        ca.cert_pem.write_to_path(str(bundle))
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+        b = make_backend(srv)
+        try:
+            assert call(mode, b, CHAT, Decoding()).text.startswith("echo: ")
+        finally:
+            b.close()
+        assert srv.last.api_key == KEY
 
 
 # -- normal answers ----------------------------------------------------------------------------

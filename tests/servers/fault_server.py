@@ -51,6 +51,10 @@ Recording
     200 answers delivered) and ``duplicates()`` summarise them. ``max_in_flight`` is the most
     POSTs the server was handling at once.
 
+TLS
+    ``FaultServer(tls=ctx)`` serves HTTPS with a server-side ``ssl.SSLContext`` (tests make one
+    with ``trustme``); ``url`` and ``base_url`` then start with ``https``.
+
 Proxy
     A request in absolute form (``POST http://host:port/v1/chat/completions``, as clients send
     to an HTTP proxy) is answered as if it had been sent to this server; its record keeps the
@@ -80,6 +84,7 @@ import math
 import random
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -391,8 +396,9 @@ class FaultServer:
     """An in-process OpenAI-compatible server on ``127.0.0.1`` (ephemeral port by default)."""
 
     def __init__(self, latency: float = 0.0, *, host: str = "127.0.0.1", port: int = 0,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, tls: ssl.SSLContext | None = None) -> None:
         self.latency = latency
+        self.tls = tls  # a server-side context: serve HTTPS
         self.host = host
         self.port = port
         self.verbose = verbose
@@ -416,6 +422,8 @@ class FaultServer:
             return self
         self._stop.clear()
         httpd = _Server((self.host, self.port), _Handler)
+        if self.tls is not None:
+            httpd.socket = self.tls.wrap_socket(httpd.socket, server_side=True)
         httpd.owner = self
         self._httpd = httpd
         self.port = httpd.server_address[1]
@@ -442,8 +450,8 @@ class FaultServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT`` (no path)."""
-        return f"http://{self.host}:{self.port}"
+        """``http://127.0.0.1:PORT`` (no path; ``https`` with ``tls``)."""
+        return f"{'https' if self.tls is not None else 'http'}://{self.host}:{self.port}"
 
     @property
     def base_url(self) -> str:
