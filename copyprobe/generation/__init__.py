@@ -23,6 +23,7 @@ from copyprobe.generation import (  # noqa: F401
 )
 from copyprobe.generation.cache import GenerationCache, cache_key
 from copyprobe.generation.runner import (
+    GenerationInterrupted,
     GenerationSummary,
     RunSettings,
     backend_identity,
@@ -38,6 +39,7 @@ __all__ = [
     "Completion",
     "Decoding",
     "GenerationCache",
+    "GenerationInterrupted",
     "GenerationSummary",
     "RunSettings",
     "backend_identity",

@@ -29,6 +29,8 @@ import json
 import logging
 import math
 import platform
+import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -94,6 +96,12 @@ class RunSettings:
             batch_timeout=req.get("batch_timeout"),
             price=spec.get("price"),
         )
+
+
+class GenerationInterrupted(RuntimeError):
+    """A run stopped by SIGTERM (a cluster's time limit, ``scancel``): the requests in flight
+    were abandoned, every answer already received was stored, and a rerun sends only the
+    rest."""
 
 
 @dataclass
@@ -323,12 +331,34 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
     Answers are written to the cache by a small thread pool while the worker goes on with
     its next request, so that a slow file system (a cluster's shared one) holds up neither
     the event loop nor the requests in flight; the row is recorded once the answer is on disk.
+
+    Stopping: Ctrl-C (SIGINT, which ``asyncio.run`` turns into cancellation) and SIGTERM (what
+    SLURM sends at a time limit or ``scancel``, before SIGKILL) cancel the requests in flight,
+    but every answer already received is still written (the writes are shielded from the
+    cancellation and the writer pool is drained), so the rerun pays for none of them again.
+    SIGTERM then raises :class:`GenerationInterrupted`.
     """
     if not items:
         return
     backend = lazy.get()
     limiter = AsyncRateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
     loop = asyncio.get_running_loop()
+    terminated = False
+    main_task = asyncio.current_task()
+
+    def on_sigterm() -> None:
+        nonlocal terminated
+        terminated = True
+        log.warning("SIGTERM: stopping; answers received so far are being stored")
+        if main_task is not None:
+            main_task.cancel()
+
+    sigterm = threading.current_thread() is threading.main_thread()
+    if sigterm:
+        try:
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        except (NotImplementedError, RuntimeError, ValueError):  # not Unix, or no main loop
+            sigterm = False
     queue: asyncio.Queue[_Item | None] = asyncio.Queue()
     for it in items:
         queue.put_nowait(it)
@@ -344,9 +374,19 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
             for _ in range(workers):
                 queue.put_nowait(None)
 
+    stored = 0
+    stored_lock = threading.Lock()
+
+    def put(key: str, record: Mapping[str, Any]) -> None:  # in a writer thread
+        nonlocal stored
+        rec.cache.put(key, record)
+        with stored_lock:
+            stored += 1
+
     async def store(it: _Item, out: Completion, latency: float, attempt: int) -> None:
         record = rec.record(out, latency)
-        await loop.run_in_executor(writer, rec.cache.put, it.key, record)
+        # shielded: a cancelled run still writes the answer (the pool is drained below)
+        await asyncio.shield(loop.run_in_executor(writer, put, it.key, record))
         rec.done(it, out, latency, attempt, stored=record)
         finished()
 
@@ -389,7 +429,17 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
                 log.error("%d more error(s) in the same run: %s", len(others),
                           "; ".join(f"{type(e).__name__}: {e}" for e in others))
             raise first.with_traceback(first.__traceback__) from None
+    except asyncio.CancelledError:
+        if terminated:
+            writer.shutdown(wait=True)
+            raise GenerationInterrupted(
+                f"stopped by SIGTERM: {stored} new answer(s) stored, {len(items) - stored} of "
+                f"{len(items)} request(s) without one (failed ones included); a rerun sends "
+                "only those") from None
+        raise
     finally:
+        if sigterm:
+            loop.remove_signal_handler(signal.SIGTERM)
         writer.shutdown(wait=True)
         aclose = getattr(backend, "aclose", None)
         if aclose is not None:

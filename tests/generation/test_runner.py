@@ -164,6 +164,72 @@ def test_a_failing_cache_write_stops_the_run_and_keeps_what_was_stored(fault_ser
     assert fault_server.total_requests - sent == 20  # only the unstored answers again
 
 
+_STOPPABLE_RUN = """
+import sys, time
+import pandas as pd
+from copyprobe.generation import (GenerationCache, RunSettings, backend_identity,
+                                  build_backend, run_generation)
+from copyprobe.generation.base import Decoding
+
+class SlowCache(GenerationCache):  # a slow shared file system: writes queue up
+    def put(self, key, record):
+        time.sleep(0.3)
+        super().put(key, record)
+
+spec = {"name": "api", "backend": "openai", "base_url": sys.argv[1],
+        "api_key_env": sys.argv[2], "model_id": "test-model"}
+run_generation(pd.read_parquet(sys.argv[3]), model="api", backend_name="openai",
+               identity=backend_identity(spec, None),
+               backend_factory=lambda: build_backend(spec, None),
+               decoding=Decoding(max_tokens=16), cache=SlowCache(sys.argv[4]),
+               settings=RunSettings(max_concurrency=8))
+"""
+
+
+@pytest.mark.parametrize(("sig", "expected"), [
+    (signal.SIGTERM, "GenerationInterrupted: stopped by SIGTERM: 8 new answer(s) stored"),
+    (signal.SIGINT, "KeyboardInterrupt"),
+], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_run_stores_every_answer_received(sig, expected, fault_server, api_key,
+                                                   tmp_path):
+    # SLURM sends SIGTERM at a time limit or scancel; Ctrl-C sends SIGINT. With slow cache
+    # writes (4 writer threads, 0.3 s each), 8 answers arrive together: 4 are being written and
+    # 4 wait when the signal comes. All 8 must reach the cache; the 8 requests in flight are
+    # abandoned.
+    srv = fault_server
+    srv.latency = 0.4
+    n = 24
+    prompts_path = tmp_path / "prompts.parquet"
+    prompts_table(n).to_parquet(prompts_path)
+    cache = tmp_path / "cache"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STOPPABLE_RUN, srv.base_url, KEY_ENV, str(prompts_path),
+         str(cache)], env={**os.environ, KEY_ENV: PLANTED}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while sum(srv.served_by_hash.values()) < 8 and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # the answers reach the client; the next 8 are 0.4 s from done
+    served = sum(srv.served_by_hash.values())
+    assert served == 8 and proc.poll() is None
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert expected in err, err[-2000:]
+    assert len(list((cache).glob("*/*.json"))) == 8
+    assert srv.total_requests == 16  # the second wave was sent, then abandoned
+
+    sent = srv.total_requests
+    _, summary = run_generation(
+        prompts_table(n), model="api", backend_name="openai",
+        identity=backend_identity(spec_for(srv), None),
+        backend_factory=lambda: build_backend(spec_for(srv), None),
+        decoding=Decoding(max_tokens=16), cache=GenerationCache(cache),
+        settings=RunSettings(max_concurrency=8))
+    assert summary.cache_hits == 8 and summary.failed == 0
+    assert srv.total_requests - sent == n - 8
+
+
 def _write_config(path: Path, server, cache: Path) -> None:
     cfg = {
         "cache_dir": str(cache),
