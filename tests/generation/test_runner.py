@@ -41,6 +41,12 @@ def prompts_table(n: int, chat: bool = True) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _prompts_file(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "prompts.parquet"
+    prompts_table(n).to_parquet(path)
+    return path
+
+
 @pytest.fixture()
 def api_key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, PLANTED)
@@ -199,8 +205,7 @@ def test_a_stopped_run_stores_every_answer_received(sig, expected, fault_server,
     srv = fault_server
     srv.latency = 0.4
     n = 24
-    prompts_path = tmp_path / "prompts.parquet"
-    prompts_table(n).to_parquet(prompts_path)
+    prompts_path = _prompts_file(tmp_path, n)
     cache = tmp_path / "cache"
     proc = subprocess.Popen(
         [sys.executable, "-c", _STOPPABLE_RUN, srv.base_url, KEY_ENV, str(prompts_path),
@@ -220,12 +225,7 @@ def test_a_stopped_run_stores_every_answer_received(sig, expected, fault_server,
     assert srv.total_requests == 16  # the second wave was sent, then abandoned
 
     sent = srv.total_requests
-    _, summary = run_generation(
-        prompts_table(n), model="api", backend_name="openai",
-        identity=backend_identity(spec_for(srv), None),
-        backend_factory=lambda: build_backend(spec_for(srv), None),
-        decoding=Decoding(max_tokens=16), cache=GenerationCache(cache),
-        settings=RunSettings(max_concurrency=8))
+    _, summary = run(srv, tmp_path, prompts_table(n), max_concurrency=8)  # same cache
     assert summary.cache_hits == 8 and summary.failed == 0
     assert srv.total_requests - sent == n - 8
 
@@ -246,8 +246,7 @@ def test_sigkill_mid_run_resends_only_unanswered_requests(fault_server, tmp_path
     srv = fault_server
     srv.latency = 0.25
     n = 40
-    prompts_path = tmp_path / "prompts.parquet"
-    prompts_table(n).to_parquet(prompts_path)
+    prompts_path = _prompts_file(tmp_path, n)
     cfg = tmp_path / "config.yaml"
     cache = tmp_path / "cache"
     _write_config(cfg, srv, cache)
