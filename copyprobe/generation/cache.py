@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import socket
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from copyprobe.generation.base import Decoding
 from copyprobe.prompts import Prompt
 
 KEY_VERSION = 1
+_HOST = socket.gethostname().replace("/", "_") or "host"
 
 
 def cache_key(*, backend: str, identity: Mapping[str, Any], decoding: Decoding, prompt: Prompt,
@@ -49,6 +51,7 @@ class GenerationCache:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._dirs: set[Path] = set()  # directories known to exist
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -64,15 +67,32 @@ class GenerationCache:
             return None  # a damaged entry is treated as missing and rewritten
 
     def put(self, key: str, record: Mapping[str, Any]) -> None:
+        """Store ``record`` under ``key`` (thread-safe; parallel processes may write the same
+        key: the last complete write wins, and no reader ever sees a partial entry)."""
         p = self._path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=p.parent)
+        if p.parent not in self._dirs:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(p.parent)
+        data = json.dumps(dict(record), ensure_ascii=False, sort_keys=True).encode("utf-8")
+        # One temporary name per host, process and thread (caches live on shared file systems):
+        # no other live writer can hold it, so a leftover of a killed writer is overwritten.
+        tmp = p.parent / f".tmp-{key}-{_HOST}-{os.getpid()}-{threading.get_ident()}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(dict(record), f, ensure_ascii=False, sort_keys=True)
+            try:
+                fd = os.open(tmp, flags, 0o644)
+            except FileNotFoundError:  # the directory was removed since it was made
+                p.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(tmp, flags, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
             os.replace(tmp, p)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
 
     def __contains__(self, key: str) -> bool:

@@ -512,16 +512,21 @@ class OpenAIBackend(Backend):
     def _async_session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session_loop is not loop or self._session.closed:
-            # connections of a session made in another (finished) loop cannot be reused
+            # connections of a session made in another (finished) loop cannot be reused.
+            # TLS: the SDK transport's trust store, so both paths accept the same certificates
+            # (loading it costs ~60 ms, so only for https; True: aiohttp's default context,
+            # should a redirect lead to https)
+            tls: ssl.SSLContext | bool = (
+                _httpcore.default_ssl_context()
+                if urlsplit(self._client_base_url).scheme.lower() == "https" else True)
             self._session = aiohttp.ClientSession(
                 headers={"Authorization": f"Bearer {self._api_key}",
                          "User-Agent": f"copyprobe/{_copyprobe_version}"},
                 timeout=aiohttp.ClientTimeout(total=None,
                                               connect=min(10.0, self.request_timeout),
                                               sock_read=self.request_timeout),
-                # no pool limit: the runner bounds the requests in flight; the SDK
-                # transport's trust store, so both paths accept the same certificates
-                connector=aiohttp.TCPConnector(limit=0, ssl=_httpcore.default_ssl_context()),
+                # no pool limit: the runner bounds the requests in flight
+                connector=aiohttp.TCPConnector(limit=0, ssl=tls),
                 # HTTP(S)_PROXY / NO_PROXY as the SDK's client honours them, read once here:
                 # aiohttp's trust_env would look them up in a thread for every request
                 proxy=_env_proxy(self._client_base_url))

@@ -416,7 +416,7 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
                 rec.done(it, out, latency, attempt)
                 finished()
 
-    writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="copyprobe-cache")
+    writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="copyprobe-cache")
     try:
         try:
             async with asyncio.TaskGroup() as group:  # one failing task cancels the others

@@ -199,8 +199,8 @@ run_generation(pd.read_parquet(sys.argv[3]), model="api", backend_name="openai",
 def test_a_stopped_run_stores_every_answer_received(sig, expected, fault_server, api_key,
                                                    tmp_path):
     # SLURM sends SIGTERM at a time limit or scancel; Ctrl-C sends SIGINT. With slow cache
-    # writes (4 writer threads, 0.3 s each), 8 answers arrive together: 4 are being written and
-    # 4 wait when the signal comes. All 8 must reach the cache; the 8 requests in flight are
+    # writes (0.3 s each, 2 writer threads), 8 answers arrive together: 2 are being written and
+    # 6 wait when the signal comes. All 8 must reach the cache; the 8 requests in flight are
     # abandoned.
     srv = fault_server
     srv.latency = 0.4
