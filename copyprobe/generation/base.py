@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from copyprobe.models import ModelFile
@@ -36,7 +36,9 @@ class Decoding:
         return self.temperature == 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # every field is a plain number: no need for dataclasses.asdict's deep copies, which
+        # were a third of the time of replaying cached requests
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)

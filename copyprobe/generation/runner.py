@@ -200,6 +200,7 @@ class _Recorder:
                  progress: Progress) -> None:
         self.summary = GenerationSummary()
         self.rows: dict[str, dict[str, Any]] = {}
+        self._decodings: dict[Decoding, str] = {}
         self.cache = cache
         self.settings = settings
         self.progress = progress
@@ -211,9 +212,15 @@ class _Recorder:
             "shard": shard,
         }
 
+    def _decoding_json(self, decoding: Decoding) -> str:
+        text = self._decodings.get(decoding)
+        if text is None:  # a run has few distinct decodings (per-request max_tokens)
+            text = self._decodings[decoding] = json.dumps(decoding.as_dict(), sort_keys=True)
+        return text
+
     def _row(self, item: _Item) -> dict[str, Any]:
         return {**self.base, "request_id": item.request_id, "cache_key": item.key,
-                "decoding": json.dumps(item.decoding.as_dict(), sort_keys=True),
+                "decoding": self._decoding_json(item.decoding),
                 "seed": item.decoding.seed, "sample_index": item.sample_index}
 
     def hit(self, item: _Item, record: Mapping[str, Any]) -> None:
