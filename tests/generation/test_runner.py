@@ -211,12 +211,13 @@ def test_a_stopped_run_stores_every_answer_received(sig, expected, fault_server,
         [sys.executable, "-c", _STOPPABLE_RUN, srv.base_url, KEY_ENV, str(prompts_path),
          str(cache)], env={**os.environ, KEY_ENV: PLANTED}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
+    # A worker sends its next request only once it has handled its answer, so when the
+    # second wave has reached the server, all 8 answers of the first are in the client; the
+    # second wave is then 0.4 s from being answered.
     deadline = time.time() + 60
-    while sum(srv.served_by_hash.values()) < 8 and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)  # the answers reach the client; the next 8 are 0.4 s from done
-    served = sum(srv.served_by_hash.values())
-    assert served == 8 and proc.poll() is None
+    while srv.total_requests < 16 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.005)
+    assert sum(srv.served_by_hash.values()) == 8 and proc.poll() is None
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0
