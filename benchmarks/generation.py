@@ -12,7 +12,7 @@
 
 Caches are written under ``--work-dir`` (default ``.cache/benchmarks`` in the project, on the
 file system where the pipeline's own cache lives by default) and removed afterwards. Creating
-files costs very different amounts on different file systems (on this machine ~0.02 ms in the
+files costs very different amounts on different file systems (on this machine ~0.02-0.2 ms in the
 project tree and ~0.3-0.5 ms in ``/tmp``); the cache writes run off the event loop, so they
 show in the client CPU figure more than in the rate.
 """
