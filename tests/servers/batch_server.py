@@ -58,13 +58,20 @@ import hashlib
 import itertools
 import json
 import math
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from email import policy
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+# the shared start/stop plumbing next to this file (the tests folder is not a package, so the
+# servers are loaded by path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from server_thread import ServerThread  # noqa: E402
 
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions")
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -163,7 +170,7 @@ class _HTTPError(Exception):
         self.status, self.message, self.type_, self.code = status, message, type_, code
 
 
-class BatchServer:
+class BatchServer(ServerThread):
     """See the module docstring."""
 
     def __init__(self, *, api_key: str | None = None,
@@ -191,36 +198,14 @@ class BatchServer:
         self.bodies: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
         self.uploads: list[bytes] = []
         self.http_log: list[tuple[str, str, int]] = []
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> BatchServer:
-        self._server = _Server(self)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> BatchServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _make_server(self) -> _Server:
+        return _Server(self)
 
     @property
     def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return self._server.server_address[1]
+        return self.server_port
 
     @property
     def base_url(self) -> str:

@@ -91,8 +91,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+# the shared start/stop plumbing next to this file (the tests folder is not a package, so the
+# servers are loaded by path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from server_thread import ServerThread  # noqa: E402
 
 __all__ = ["FAULT_KINDS", "Fault", "FaultServer", "RequestRecord", "answer_text", "body_hash"]
 
@@ -392,7 +398,7 @@ class _Server(ThreadingHTTPServer):
 Rule = Callable[[RequestRecord], "Fault | None"]
 
 
-class FaultServer:
+class FaultServer(ServerThread):
     """An in-process OpenAI-compatible server on ``127.0.0.1`` (ephemeral port by default)."""
 
     def __init__(self, latency: float = 0.0, *, host: str = "127.0.0.1", port: int = 0,
@@ -411,42 +417,21 @@ class FaultServer:
         self._requests: list[RequestRecord] = []
         self.requests_by_hash: collections.Counter[str] = collections.Counter()
         self.served_by_hash: collections.Counter[str] = collections.Counter()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._in_flight = 0
         self.max_in_flight = 0
 
     # -- lifecycle ------------------------------------------------------------------------
-    def start(self) -> FaultServer:
-        if self._httpd is not None:
-            return self
+    def _make_server(self) -> _Server:
         self._stop.clear()
         httpd = _Server((self.host, self.port), _Handler)
         if self.tls is not None:
             httpd.socket = self.tls.wrap_socket(httpd.socket, server_side=True)
         httpd.owner = self
-        self._httpd = httpd
         self.port = httpd.server_address[1]
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"fault-server-{self.port}", daemon=True)
-        self._thread.start()
-        return self
+        return httpd
 
-    def stop(self) -> None:
+    def _stopping(self) -> None:
         self._stop.set()  # wakes sleeping handlers (latency, slow)
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FaultServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
