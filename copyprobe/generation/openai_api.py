@@ -457,7 +457,7 @@ class OpenAIBackend(Backend):
         self.endpoint = endpoint
         self.max_tokens_param = max_tokens_param
         self.server_sampling_params = server_sampling_params
-        if base_url and (urlsplit(base_url).username or urlsplit(base_url).password):
+        if base_url and "@" in urlsplit(base_url).netloc:  # user:password@host
             raise BackendError(f"base_url {self.base_url} carries credentials (user:password@); "
                                f"put the key in the variable named by api_key_env instead",
                                permanent=True, error_class="ConfigError")
