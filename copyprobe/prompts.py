@@ -60,10 +60,14 @@ class Prompt:
     messages: tuple[Mapping[str, Any], ...] = ()
     text: str = ""
 
-    def to_json(self) -> str:
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object of :meth:`to_json` (``{"messages": [...]}`` or ``{"prompt": ...}``)."""
         if self.format == "chat":
-            return json.dumps({"messages": [dict(m) for m in self.messages]}, ensure_ascii=False)
-        return json.dumps({"prompt": self.text}, ensure_ascii=False)
+            return {"messages": [dict(m) for m in self.messages]}
+        return {"prompt": self.text}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), ensure_ascii=False)
 
     @classmethod
     def from_json(cls, raw: str) -> Prompt:

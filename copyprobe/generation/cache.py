@@ -39,7 +39,7 @@ def cache_key(*, backend: str, identity: Mapping[str, Any], decoding: Decoding, 
         "identity": dict(identity),
         "decoding": decoding.as_dict(),
         "sample_index": sample_index,
-        "prompt": json.loads(prompt.to_json()),
+        "prompt": prompt.as_dict(),
         "images": list(images),
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

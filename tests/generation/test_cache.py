@@ -23,6 +23,15 @@ def test_key_is_stable_and_hex():
     assert len(key()) == 64 and int(key(), 16) >= 0
 
 
+def test_key_values_are_pinned():
+    # Every stored answer is found by these values: a refactoring that changes them silently
+    # re-pays for every cached call. Change them only together with KEY_VERSION.
+    assert key() == "b3cfbfbfc8c1148524d8a42d84679da82765ce1ac8966cd73f7be7e4b3979299"
+    assert key(prompt=Prompt("completion", text="Call me Ishmael. «Ünïcode»"),
+               images=("0" * 64,)) == (
+        "8811836be719f6a72474fc2fbd02b8ded4f1e88cbdb901f12b1da3e7fc05bf1f")
+
+
 def test_every_field_changes_the_key():
     base = key()
     variants = [
