@@ -1,4 +1,4 @@
-# copyprobe: Many-Shot Regurgitation workflow.
+# copyprobe workflow: shared rules (corpus, generation) and one rule file per study.
 # Setup, includes and the target rule only; helpers live in rules/common.smk.
 
 from snakemake.utils import min_version
@@ -11,8 +11,8 @@ configfile: "config/config.yaml"
 
 include: "rules/common.smk"
 include: "rules/corpus.smk"
+include: "rules/generation.smk"
 include: "rules/msr.smk"
-include: "rules/report.smk"
 
 
 rule all:

@@ -43,7 +43,7 @@ from copyprobe.generation import (  # noqa: E402
     run_generation,
 )
 from copyprobe.generation.base import Decoding  # noqa: E402
-from copyprobe.prompts import Prompt  # noqa: E402
+from copyprobe.prompt import Prompt  # noqa: E402
 
 KEY_ENV = "COPYPROBE_BENCH_KEY"
 

@@ -18,7 +18,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
+#: The config schema ships inside the package, so ``pip install .`` validates configs too.
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config_schema.yaml"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MSR_KEYS = ("n", "num_words", "min_segment_words", "system_message", "prompt_format")
 
@@ -73,10 +74,10 @@ def validate_config(config: Mapping[str, Any], schema_path: Path | None = None) 
 
 
 def _semantic_checks(cfg: dict[str, Any]) -> None:
-    # Imported here: registering sources and backends imports their modules.
-    from copyprobe.generation import BACKENDS
+    # Only the registries' declarations are read: no backend or source module is imported.
+    from copyprobe.generation.base import BACKENDS, backend_facts
     from copyprobe.models import ModelFileError, locate
-    from copyprobe.sources import SOURCES
+    from copyprobe.sources.base import SOURCES
 
     for section in ("sources", "datasets", "models"):
         for name in cfg[section]:
@@ -109,8 +110,7 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
         for i, s in enumerate(spec.get("sources", [])):
             if s not in cfg["sources"]:
                 raise ConfigError(f"config key '{key}.sources.{i}': unknown source {s!r}")
-        backend = BACKENDS.get(spec["backend"])
-        if getattr(backend, "needs_model_file", False):
+        if backend_facts(spec["backend"])["needs_model_file"]:
             if "model_file" not in spec:
                 raise ConfigError(f"config key '{key}.model_file': required by backend "
                                   f"{spec['backend']!r}")

@@ -1,11 +1,30 @@
-"""A small named registry for interchangeable parts (sources, backends, ...)."""
+"""A small named registry for interchangeable parts (sources, backends, ...).
+
+A part is either registered directly (``@REGISTRY.register("name")`` on the class) or declared
+up front with the module that holds it and a few facts about it
+(``REGISTRY.declare("name", "package.module:Class", remote=True)``). A declared part is
+imported only when :meth:`Registry.get` asks for it, so code that only needs the facts (config
+validation, the Snakemake layer deciding threads and resources) never imports a backend's
+heavy or network libraries.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """Where a part lives (``module:attribute``) and what is known about it without importing it."""
+
+    name: str
+    target: str
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Registry(Generic[T]):
@@ -16,33 +35,73 @@ class Registry(Generic[T]):
     ... class A: ...
     >>> r.get("a") is A
     True
+    >>> r.declare("b", "collections:OrderedDict", cheap=True)
+    >>> r.facts("b")["cheap"], "b" in r, r.names()
+    (True, True, ['a', 'b'])
+    >>> r.get("b").__name__
+    'OrderedDict'
     """
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._declared: dict[str, Declaration] = {}
+
+    def declare(self, name: str, target: str, **facts: Any) -> None:
+        """Name a part that lives in ``target`` (``"module:attribute"``), importing nothing."""
+        if name in self._declared or name in self._items:
+            raise ValueError(f"{self.kind} {name!r} is registered twice")
+        if ":" not in target:
+            raise ValueError(f"{self.kind} {name!r}: target must be 'module:attribute', "
+                             f"got {target!r}")
+        self._declared[name] = Declaration(name, target, dict(facts))
 
     def register(self, name: str) -> Callable[[T], T]:
+        """Class decorator. A declared name accepts exactly the object its target names."""
+
         def decorator(obj: T) -> T:
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
+            decl = self._declared.get(name)
+            if decl is not None:
+                where = f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
+                if where != decl.target:
+                    raise ValueError(f"{self.kind} {name!r} is declared as {decl.target}, "
+                                     f"not {where}")
             self._items[name] = obj
             return obj
 
         return decorator
 
+    def _unknown(self, name: str) -> KeyError:
+        known = ", ".join(self.names()) or "(none)"
+        return KeyError(f"unknown {self.kind} {name!r}; known: {known}")
+
     def get(self, name: str) -> T:
-        try:
+        """The part itself, importing its module if it was only declared."""
+        if name in self._items:
             return self._items[name]
-        except KeyError:
-            known = ", ".join(sorted(self._items)) or "(none)"
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+        decl = self._declared.get(name)
+        if decl is None:
+            raise self._unknown(name)
+        module, attr = decl.target.split(":", 1)
+        obj = getattr(importlib.import_module(module), attr)
+        self._items.setdefault(name, obj)
+        return self._items[name]
+
+    def facts(self, name: str) -> Mapping[str, Any]:
+        """What the declaration says about a part (empty for parts registered directly)."""
+        if name in self._declared:
+            return self._declared[name].facts
+        if name in self._items:
+            return {}
+        raise self._unknown(name)
 
     def names(self) -> list[str]:
-        return sorted(self._items)
+        return sorted({*self._items, *self._declared})
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._declared
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._items))
+        return iter(self.names())

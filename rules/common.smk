@@ -5,14 +5,14 @@
 from pathlib import Path
 
 import copyprobe.config as cpc
+from copyprobe.generation.base import backend_facts
 
 # Raises ConfigError naming the key, before any job is scheduled.
-_validated = cpc.validate_config(config, Path(workflow.basedir) / "config" / "schema.yaml")
+_validated = cpc.validate_config(config)
 config.clear()
 config.update(_validated)
 
 MODELS = list(config["models"])
-API_BACKENDS = ("openai", "openai_batch")
 
 
 wildcard_constraints:
@@ -49,14 +49,18 @@ def msr_params(wildcards):
     return cpc.model_slice(config, wildcards.model)["msr"]
 
 
+def is_remote(wildcards):
+    return backend_facts(config["models"][wildcards.model]["backend"])["remote"]
+
+
 def generate_threads(wildcards):
     """Local engines use the cores they are given; API clients need one."""
-    return 1 if config["models"][wildcards.model]["backend"] in API_BACKENDS else 2
+    return 1 if is_remote(wildcards) else 2
 
 
 def api_slots(wildcards):
     """A custom resource: cap concurrent API jobs with --resources llm_api=N."""
-    return 1 if config["models"][wildcards.model]["backend"] in API_BACKENDS else 0
+    return 1 if is_remote(wildcards) else 0
 
 
 def generation_shards(wildcards):

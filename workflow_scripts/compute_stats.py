@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from copyprobe.analysis import analyse
+from copyprobe.msr.analysis import analyse
 from copyprobe.artifacts import CORPUS, MATCHES, provenance, read_table, write_json
 from copyprobe.workflow import setup_logging
 

@@ -1,7 +1,7 @@
 """Rule count_matches: paper-mode and word-mode matches for one model and source."""
 
 from copyprobe.artifacts import GENERATIONS, MATCHES, PROMPTS, provenance, read_table, write_table
-from copyprobe.scoring import score
+from copyprobe.msr.scoring import score
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821

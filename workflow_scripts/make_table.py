@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from copyprobe.artifacts import write_text
-from copyprobe.tables import table_rows, to_markdown
+from copyprobe.msr.tables import table_rows, to_markdown
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821

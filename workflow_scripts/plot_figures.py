@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from copyprobe.figures import plot_fk, plot_per_document
+from copyprobe.msr.figures import plot_fk, plot_per_document
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821

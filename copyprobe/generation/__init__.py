@@ -1,7 +1,8 @@
 """Generation: the backend interface and registry, the call cache and the runner.
 
-Importing this package registers the built-in backends. Backends whose libraries are heavy or
-optional import them only when instantiated.
+The built-in backends are declared in :mod:`copyprobe.generation.base`; each backend's module
+(and its libraries: llama.cpp, torch, vLLM, the OpenAI SDK) is imported only when a model of
+that kind is built.
 """
 
 from copyprobe.generation.base import (
@@ -10,16 +11,7 @@ from copyprobe.generation.base import (
     BackendError,
     Completion,
     Decoding,
-)
-# Each import registers a backend; heavy libraries (torch, vllm, onnxruntime) load only when
-# a backend of that kind is built.
-from copyprobe.generation import (  # noqa: F401
-    hf,
-    llamacpp,
-    ocr_cascade,
-    openai_api,
-    openai_batch,
-    vllm_backend,
+    backend_facts,
 )
 from copyprobe.generation.cache import GenerationCache, cache_key
 from copyprobe.generation.runner import (
@@ -42,6 +34,7 @@ __all__ = [
     "GenerationInterrupted",
     "GenerationSummary",
     "RunSettings",
+    "backend_facts",
     "backend_identity",
     "generate_shard",
     "build_backend",

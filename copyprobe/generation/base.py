@@ -1,4 +1,4 @@
-"""The backend interface. A backend turns one :class:`~copyprobe.prompts.Prompt` into one
+"""The backend interface. A backend turns one :class:`~copyprobe.prompt.Prompt` into one
 :class:`Completion`; everything else (caching, retries, shards, provenance) lives in the runner,
 so a new backend (API, batch, GPU) is one module and one registry entry.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from copyprobe.models import ModelFile
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 from copyprobe.registry import Registry
 
 
@@ -95,8 +95,6 @@ class Backend(ABC):
     """One loaded model behind one generation library or service."""
 
     name: ClassVar[str]
-    #: True when the backend loads local weights given by ``model_file`` in config.
-    needs_model_file: ClassVar[bool] = False
     #: True when :meth:`agenerate` is implemented; the runner then sends requests
     #: concurrently (bounded by the model's max_concurrency and rate limits).
     supports_async: ClassVar[bool] = False
@@ -157,6 +155,33 @@ class Backend(ABC):
 
 
 BACKENDS: Registry[type[Backend]] = Registry("backend")
+
+# The built-in backends and the facts that config validation and the workflow need without
+# importing them (each module loads its libraries: llama.cpp, torch, vLLM, the OpenAI SDK):
+#   remote            calls a service over the network (one thread per job; capped by the
+#                     llm_api resource; the key is checked before any job starts)
+#   needs_model_file  loads local weights named by ``model_file``, which must exist
+#   gpu               wants a GPU on a cluster node
+BACKENDS.declare("llamacpp", "copyprobe.generation.llamacpp:LlamaCppBackend",
+                 remote=False, needs_model_file=True, gpu=False)
+BACKENDS.declare("hf", "copyprobe.generation.hf:HFBackend",
+                 remote=False, needs_model_file=False, gpu=True)
+BACKENDS.declare("vllm", "copyprobe.generation.vllm_backend:VLLMBackend",
+                 remote=False, needs_model_file=False, gpu=True)
+BACKENDS.declare("openai", "copyprobe.generation.openai_api:OpenAIBackend",
+                 remote=True, needs_model_file=False, gpu=False)
+BACKENDS.declare("openai_batch", "copyprobe.generation.openai_batch:OpenAIBatchBackend",
+                 remote=True, needs_model_file=False, gpu=False)
+BACKENDS.declare("ocr_cascade", "copyprobe.generation.ocr_cascade:OCRCascadeBackend",
+                 remote=False, needs_model_file=False, gpu=False)
+
+
+def backend_facts(name: str) -> dict[str, Any]:
+    """What is known about a backend without importing it: ``remote``, ``needs_model_file``,
+    ``gpu`` (all False for a backend registered without a declaration)."""
+    facts = {"remote": False, "needs_model_file": False, "gpu": False}
+    facts.update(BACKENDS.facts(name))
+    return facts
 
 
 class BatchedBackend(Backend):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from copyprobe.generation.base import Decoding
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 KEY_VERSION = 1
 _HOST = socket.gethostname().replace("/", "_") or "host"

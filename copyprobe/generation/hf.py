@@ -42,7 +42,7 @@ from copyprobe.generation.base import (
     Decoding,
 )
 from copyprobe.models import ModelFile, sha256_file
-from copyprobe.prompts import Prompt, image_bytes
+from copyprobe.prompt import Prompt, image_bytes
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,6 @@ def _text_content(content: Any, *, allow_images: bool) -> str:
 @BACKENDS.register("hf")
 class HFBackend(BatchedBackend):
     name = "hf"
-    needs_model_file = False  # model_file is optional (GGUF); model_id otherwise
 
     def __init__(self, *, model_id: str, revision: str, weights_sha256: str,
                  load_dir: str, gguf_file: str | None, dtype: str = "float32",

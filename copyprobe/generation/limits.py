@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copyprobe.generation.base import BackendError
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 __all__ = [
     "IMAGE_TOKENS",

@@ -15,13 +15,12 @@ from typing import Any
 
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.models import ModelFile
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 
 @BACKENDS.register("llamacpp")
 class LlamaCppBackend(Backend):
     name = "llamacpp"
-    needs_model_file = True
 
     def __init__(self, model_path: str | Path, *, weights_sha256: str, model_id: str,
                  n_ctx: int = 4096, n_threads: int | None = None) -> None:

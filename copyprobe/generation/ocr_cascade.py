@@ -32,7 +32,7 @@ from typing import Any
 
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.models import ModelFile, materialise
-from copyprobe.prompts import Prompt, image_bytes, image_parts
+from copyprobe.prompt import Prompt, image_bytes, image_parts
 
 OCR_HEADER = "[Text read from the image by OCR]"
 UPSCALE = 2
@@ -180,7 +180,6 @@ class OCRCascadeBackend(Backend):
     """OCR for the images, then a text model: named as what it is, never a VLM."""
 
     name = "ocr_cascade"
-    needs_model_file = False  # the inner backend's model file sits in text_backend
 
     def __init__(self, inner: Backend) -> None:
         self.inner = inner

@@ -118,7 +118,7 @@ import openai
 from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.models import ModelFile
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 try:  # the transport library of the installed openai release
     import httpcore2 as _httpcore

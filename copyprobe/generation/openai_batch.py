@@ -90,7 +90,7 @@ from copyprobe.generation.openai_api import (
     redact,
 )
 from copyprobe.models import ModelFile
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENDPOINTS = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}

@@ -54,7 +54,7 @@ from copyprobe.generation.cache import GenerationCache, cache_key
 from copyprobe.generation.limits import AsyncRateLimiter, RateLimiter, RetryPolicy, estimate_tokens
 from copyprobe.models import ModelFile
 from copyprobe.progress import Progress
-from copyprobe.prompts import Prompt, image_digests
+from copyprobe.prompt import Prompt, image_digests
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from copyprobe.generation.base import (
 )
 from copyprobe.generation.openai_api import prepare_messages
 from copyprobe.models import ModelFile
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 NOT_INSTALLED = "vllm is not installed; pip install copyprobe[vllm] on a CUDA node"
 
@@ -86,7 +86,6 @@ def _context_error(exc: Exception) -> BackendError:
 @BACKENDS.register("vllm")
 class VLLMBackend(BatchedBackend):
     name = "vllm"
-    needs_model_file = False  # model_file (GGUF) is optional
 
     def __init__(self, llm: Any, sampling_params_cls: Any, *, batch_size: int = 256) -> None:
         self.llm = llm

@@ -1,6 +1,6 @@
-"""Document sources. Importing this package registers every built-in source."""
+"""Document sources: a registry of named producers of dated documents (declared in
+:mod:`copyprobe.sources.base`, imported when used)."""
 
 from copyprobe.sources.base import SOURCES, Document, Source, SourceError, SourceResult, build_source
-from copyprobe.sources import installed_licences, local, wikipedia_offline  # noqa: F401  (register)
 
 __all__ = ["SOURCES", "Document", "Source", "SourceError", "SourceResult", "build_source"]

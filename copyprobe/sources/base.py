@@ -96,6 +96,11 @@ class Source(ABC):
 
 SOURCES: Registry[type[Source]] = Registry("source")
 
+# The built-in sources; each module is imported only when a source of its kind is built.
+SOURCES.declare("wikipedia_offline", "copyprobe.sources.wikipedia_offline:WikipediaOffline")
+SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:InstalledLicences")
+SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
+
 
 def text_id(*parts: str, length: int = 16) -> str:
     """A stable short id from text parts (sha256 prefix)."""

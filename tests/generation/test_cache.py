@@ -5,7 +5,7 @@ import sys
 
 from copyprobe.generation.base import Decoding
 from copyprobe.generation.cache import GenerationCache, cache_key
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 P = Prompt("chat", messages=({"role": "user", "content": "hello"},))
 ID = {"model_id": "m.gguf", "weights_sha256": "abc", "n_ctx": 4096}

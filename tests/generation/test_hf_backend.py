@@ -16,9 +16,15 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
-from copyprobe.generation.base import BACKENDS, BackendError, Completion, Decoding  # noqa: E402
+from copyprobe.generation.base import (  # noqa: E402
+    BACKENDS,
+    BackendError,
+    Completion,
+    Decoding,
+    backend_facts,
+)
 from copyprobe.generation.hf import HFBackend  # noqa: E402
-from copyprobe.prompts import Prompt  # noqa: E402
+from copyprobe.prompt import Prompt  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +56,7 @@ def singles(hf):
 
 def test_registered():
     assert "hf" in BACKENDS and BACKENDS.get("hf") is HFBackend
-    assert HFBackend.needs_model_file is False
+    assert backend_facts("hf")["needs_model_file"] is False
 
 
 def test_chat_and_completion_answers(hf, singles):

@@ -19,7 +19,7 @@ from copyprobe.generation.limits import (
     RetryPolicy,
     estimate_tokens,
 )
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 
 # -- RetryPolicy -------------------------------------------------------------------------------

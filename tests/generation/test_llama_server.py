@@ -14,7 +14,7 @@ import pytest
 
 from copyprobe.generation.base import Decoding
 from copyprobe.generation.openai_api import OpenAIBackend
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from copyprobe.artifacts import GENERATIONS, to_table
 from copyprobe.generation import GenerationCache, run_generation
 from copyprobe.generation.base import BackendError, Decoding
 from copyprobe.generation.llamacpp import LlamaCppBackend
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 CHAT = Prompt("chat", messages=(
     {"role": "system", "content": "Continue the text."},

@@ -19,7 +19,7 @@ from copyprobe.generation.ocr_cascade import (  # noqa: E402
     ocr_image,
     to_text_prompt,
 )
-from copyprobe.prompts import Prompt, image_parts  # noqa: E402
+from copyprobe.prompt import Prompt, image_parts  # noqa: E402
 
 LINES = ["The quick brown fox jumps over the lazy dog.",
          "Copyright 2024 Example Press. All rights reserved."]

@@ -16,7 +16,7 @@ import openai
 import pytest
 import trustme
 
-from copyprobe.generation.base import BACKENDS, BackendError, Decoding
+from copyprobe.generation.base import BACKENDS, BackendError, Decoding, backend_facts
 from copyprobe.generation.openai_api import (
     DEFAULT_BASE_URL,
     OpenAIBackend,
@@ -26,7 +26,7 @@ from copyprobe.generation.openai_api import (
     prepare_messages,
     redact,
 )
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 KEY_ENV = "COPYPROBE_TEST_OPENAI_KEY"
 KEY = "sk-test-Zq8yLm3Pw7Rt2Vx9Nb4Kc6Hd1Fg5Js0Ae"
@@ -86,7 +86,7 @@ def assert_no_key(exc: BaseException) -> None:
 def test_registered() -> None:
     assert BACKENDS.get("openai") is OpenAIBackend
     assert OpenAIBackend.supports_async is True
-    assert OpenAIBackend.needs_model_file is False
+    assert backend_facts("openai") == {"remote": True, "needs_model_file": False, "gpu": False}
 
 
 def test_identity_has_no_key_and_strips_url() -> None:

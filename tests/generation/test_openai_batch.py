@@ -22,7 +22,7 @@ from copyprobe.generation.batch_runner import (
 )
 from copyprobe.generation.openai_api import OpenAIBackend
 from copyprobe.generation.openai_batch import OpenAIBatchBackend
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 
 def _load_server_module():

@@ -21,7 +21,7 @@ from copyprobe.generation import GenerationCache, RunSettings, backend_identity,
 from copyprobe.generation import run_generation
 from copyprobe.generation.base import Decoding
 from copyprobe.generation.limits import RetryPolicy
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 KEY_ENV = "COPYPROBE_TEST_API_KEY"
 PLANTED = "sk-planted-9f8e7d6c5b4a39281706f5e4d3c2b1a0"

@@ -9,7 +9,7 @@ import pytest
 
 from copyprobe.generation.base import BACKENDS, BackendError, Completion, Decoding
 from copyprobe.generation.vllm_backend import NOT_INSTALLED, VLLMBackend, to_vllm_messages
-from copyprobe.prompts import Prompt
+from copyprobe.prompt import Prompt
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 

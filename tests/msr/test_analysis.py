@@ -4,11 +4,11 @@ import json
 
 import pandas as pd
 
-from copyprobe.analysis import analyse
+from copyprobe.msr.analysis import analyse
 from copyprobe.artifacts import MATCHES, to_table
-from copyprobe.prompts import Prompt
-from copyprobe.scoring import score
-from copyprobe.tables import table_rows, to_markdown
+from copyprobe.prompt import Prompt
+from copyprobe.msr.scoring import score
+from copyprobe.msr.tables import table_rows, to_markdown
 
 STATS = {"n_boot": 200, "seed": 0, "blind_folds": 2, "blind_warn_auc": 0.75}
 

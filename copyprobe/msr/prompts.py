@@ -1,6 +1,7 @@
 """MSR prompts: segmentation and the faux conversation (chat) or plain continuation (completion).
 
-Semantics reproduce the MSR authors' scripts exactly (see FACTS section 1):
+Semantics reproduce the MSR authors' released scripts (luffycodes/Many-Shot-Regurgitation-MIA)
+exactly:
 
 * the text is cut at the first occurrence of ``cut_at`` (Wikipedia: ``"References"``), split on
   whitespace and truncated to ``num_words`` words;
@@ -15,16 +16,13 @@ Semantics reproduce the MSR authors' scripts exactly (see FACTS section 1):
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
 from copyprobe.artifacts import PROMPTS
-
-PromptFormat = Literal["chat", "completion"]
+from copyprobe.prompt import Prompt, PromptFormat
 
 
 class TooShort(ValueError):
@@ -48,64 +46,6 @@ def segment(text: str, n: int, num_words: int | None = None, cut_at: str | None 
     parts = [" ".join(words[i * per:(i + 1) * per]) for i in range(n - 1)]
     parts.append(" ".join(words[(n - 1) * per:]))
     return parts
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """What is sent to a model: chat messages or a plain-text prompt."""
-
-    format: PromptFormat
-    #: chat messages; ``content`` is a string or a list of OpenAI-style content parts
-    #: (``{"type": "text", "text": ...}``, ``{"type": "image_url", "image_url": {"url": ...}}``)
-    messages: tuple[Mapping[str, Any], ...] = ()
-    text: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON object of :meth:`to_json` (``{"messages": [...]}`` or ``{"prompt": ...}``)."""
-        if self.format == "chat":
-            return {"messages": [dict(m) for m in self.messages]}
-        return {"prompt": self.text}
-
-    def to_json(self) -> str:
-        return json.dumps(self.as_dict(), ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, raw: str) -> Prompt:
-        obj = json.loads(raw)
-        if "messages" in obj:
-            return cls("chat", messages=tuple(obj["messages"]))
-        return cls("completion", text=obj["prompt"])
-
-
-def image_parts(prompt: Prompt) -> list[dict[str, Any]]:
-    """The image content parts of a chat prompt (OpenAI style: ``{"type": "image_url",
-    "image_url": {"url": "file:///...png" | "data:image/png;base64,..."}}``)."""
-    out: list[dict[str, Any]] = []
-    for m in prompt.messages:
-        content = m.get("content")
-        if isinstance(content, list):
-            out.extend(p for p in content if isinstance(p, dict) and p.get("type") == "image_url")
-    return out
-
-
-def image_bytes(part: Mapping[str, Any]) -> bytes:
-    """The bytes of one image part (a ``file://`` path or a base64 ``data:`` URL)."""
-    import base64
-    from pathlib import Path
-    from urllib.parse import unquote, urlparse
-
-    url = part["image_url"]["url"] if isinstance(part.get("image_url"), dict) else part["url"]
-    if url.startswith("data:"):
-        return base64.b64decode(url.split(",", 1)[1])
-    parsed = urlparse(url)
-    if parsed.scheme in ("file", ""):
-        return Path(unquote(parsed.path)).read_bytes()
-    raise ValueError(f"image URL scheme {parsed.scheme!r} not supported (use file:// or data:)")
-
-
-def image_digests(prompt: Prompt) -> tuple[str, ...]:
-    """sha256 of every image in the prompt, in order (they enter the cache key)."""
-    return tuple(hashlib.sha256(image_bytes(p)).hexdigest() for p in image_parts(prompt))
 
 
 def build_prompt(parts: list[str], prompt_format: PromptFormat,

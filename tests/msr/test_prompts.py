@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from copyprobe.prompts import Prompt, TooShort, build_prompt, segment
+from copyprobe.prompt import Prompt
+from copyprobe.msr.prompts import TooShort, build_prompt, segment
 
 
 def test_segment_equal_parts_last_takes_remainder():
