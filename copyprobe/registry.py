@@ -35,11 +35,13 @@ class Registry(Generic[T]):
     ... class A: ...
     >>> r.get("a") is A
     True
-    >>> r.declare("b", "collections:OrderedDict", cheap=True)
+    >>> r.declare("b", "json:JSONDecoder", cheap=True)
     >>> r.facts("b")["cheap"], "b" in r, r.names()
     (True, True, ['a', 'b'])
-    >>> r.get("b").__name__
-    'OrderedDict'
+    >>> r.get("b")
+    Traceback (most recent call last):
+    ...
+    LookupError: thing 'b' is declared in json, which does not register it
     """
 
     def __init__(self, kind: str) -> None:
@@ -78,15 +80,18 @@ class Registry(Generic[T]):
         return KeyError(f"unknown {self.kind} {name!r}; known: {known}")
 
     def get(self, name: str) -> T:
-        """The part itself, importing its module if it was only declared."""
+        """The part itself, importing its module if it was only declared (the module must
+        register it with :meth:`register`)."""
         if name in self._items:
             return self._items[name]
         decl = self._declared.get(name)
         if decl is None:
             raise self._unknown(name)
-        module, attr = decl.target.split(":", 1)
-        obj = getattr(importlib.import_module(module), attr)
-        self._items.setdefault(name, obj)
+        module = decl.target.split(":", 1)[0]
+        importlib.import_module(module)  # its @register decorator checks the target
+        if name not in self._items:
+            raise LookupError(f"{self.kind} {name!r} is declared in {module}, which does not "
+                              "register it")
         return self._items[name]
 
     def facts(self, name: str) -> Mapping[str, Any]:
