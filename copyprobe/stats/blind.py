@@ -46,10 +46,10 @@ def blind_baseline(
     texts: Sequence[str],
     labels: Sequence[int],
     *,
-    folds: int = 5,
-    seed: int = 0,
-    warn_auc: float = 0.75,
-    n_boot: int = 1000,
+    folds: int,
+    seed: int,
+    warn_auc: float,
+    n_boot: int,
     ci: float = 0.95,
 ) -> dict[str, Any]:
     """Out-of-fold AUC of a text-only classifier predicting D_pre (1) vs D_post (0).

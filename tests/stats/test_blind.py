@@ -7,7 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from copyprobe.stats import blind_baseline
+from copyprobe.stats import blind_baseline as _blind_baseline
+
+
+
+def blind_baseline(texts, labels, **kw):
+    """The function with fixed settings (5 folds, seed 0, warn at 0.75, 1000 replicates)."""
+    return _blind_baseline(texts, labels, **{"folds": 5, "seed": 0, "warn_auc": 0.75,
+                                             "n_boot": 1000, **kw})
+
 
 KEYS = {"auc", "auc_ci", "accuracy", "folds", "n_pre", "n_post", "warning", "message", "notes"}
 
