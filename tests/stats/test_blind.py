@@ -109,3 +109,14 @@ def test_caller_errors_raise() -> None:
         blind_baseline(["a b"], [1, 0])
     with pytest.raises(ValueError):
         blind_baseline(["a b", "c d"], [1, 2])
+
+
+def test_auc_pinned() -> None:
+    """The out-of-fold AUC computed by the hand-written ROC code that scikit-learn's replaced."""
+    rng = np.random.default_rng(5)
+    vocab_a = [f"a{i}" for i in range(10)] + [f"s{i}" for i in range(60)]
+    vocab_b = [f"b{i}" for i in range(10)] + [f"s{i}" for i in range(60)]
+    texts = _docs(vocab_a, 30, rng, 15) + _docs(vocab_b, 30, rng, 15)
+    r = blind_baseline(texts, [1] * 30 + [0] * 30, n_boot=0)
+    assert r["auc"] == pytest.approx(0.9866666666666666, abs=1e-12)
+    assert r["accuracy"] == pytest.approx(0.95, abs=1e-12)

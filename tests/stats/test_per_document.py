@@ -72,6 +72,22 @@ def test_roc_matches_sklearn(seed: int) -> None:
     assert roc_auc(scores, labels) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
 
 
+# Values computed by the hand-written ROC code that scikit-learn's replaced; they must not move.
+PINNED_ROC = {0: (0.7307777777777777, 0.1), 1: (0.7402485380116959, 0.07368421052631578),
+              2: (0.685534420289855, 0.034782608695652174), 3: (0.6789691358024692, 0.014814814814814815)}
+
+
+@pytest.mark.parametrize("seed", sorted(PINNED_ROC))
+def test_roc_numbers_pinned(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pre = rng.poisson(9, 150 + seed * 40).astype(float)
+    post = rng.poisson(7, 120 + seed * 60).astype(float)
+    r = per_document_stats(pre, post, n_boot=0)
+    auc, tpr = PINNED_ROC[seed]
+    assert r["roc_auc"] == pytest.approx(auc, abs=1e-12)
+    assert r["tpr_at_1pct_fpr"] == pytest.approx(tpr, abs=1e-12)
+
+
 # ---------------------------------------------------------------------------- main function
 
 
