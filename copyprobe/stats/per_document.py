@@ -4,8 +4,8 @@ The MSR paper compares eight cumulative counts per set; comparing the per-docume
 directly uses every document as an observation and gives effect sizes with bootstrap
 confidence intervals and membership-inference metrics (ROC AUC, TPR at 1% FPR).
 
-Sign convention (as in the Many-Shot Regurgitation paper): Cliff's delta is ``P(post > pre) - P(post < pre)``, so
-"D_pre higher" is negative. For the ROC, D_pre is the positive ("member") class and a
+Sign convention (as in the Many-Shot Regurgitation paper): Cliff's delta is
+``P(post > pre) - P(post < pre)``, so "D_pre higher" is negative. For the ROC, D_pre is the positive ("member") class and a
 document is called a member when its score is >= the threshold; hence
 ``roc_auc == (1 - cliffs_delta) / 2``.
 
