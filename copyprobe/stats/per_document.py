@@ -5,9 +5,9 @@ directly uses every document as an observation and gives effect sizes with boots
 confidence intervals and membership-inference metrics (ROC AUC, TPR at 1% FPR).
 
 Sign convention (as in the Many-Shot Regurgitation paper): Cliff's delta is
-``P(post > pre) - P(post < pre)``, so "D_pre higher" is negative. For the ROC, D_pre is the positive ("member") class and a
-document is called a member when its score is >= the threshold; hence
-``roc_auc == (1 - cliffs_delta) / 2``.
+``P(post > pre) - P(post < pre)``, so "D_pre higher" is negative. For the ROC, D_pre is the
+positive ("member") class and a document is called a member when its score is >= the
+threshold; hence ``roc_auc == (1 - cliffs_delta) / 2``.
 
 With fewer than :data:`MIN_DOCUMENTS` documents in either set the result says so
 (``small_sample`` and ``small_sample_warning``): a handful of documents gives p-values and
