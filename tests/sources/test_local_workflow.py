@@ -81,3 +81,21 @@ def test_a_new_unlisted_file_in_a_subfolder_reruns_the_source(workdir):
     _edit(workdir / "docs" / "sub" / "draft.txt", "A draft nobody listed.")
     out = _snakemake(workdir, "--dry-run")
     assert _planned(out) == ["collect_corpus"], out[-3000:]
+
+
+def test_an_unlisted_document_fails_the_job_with_one_clear_line(tmp_path, workflow_copy):
+    wd = workflow_copy(tmp_path, documents=2, folder="docs")
+    (wd / "docs" / "sub").mkdir()
+    (wd / "docs" / "sub" / "draft.md").write_text("Nobody listed this.", encoding="utf-8")
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config()))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", TARGET], cwd=wd,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    log = (wd / "logs" / "collect_corpus" / "docs.log").read_text(encoding="utf-8")
+    assert "Traceback" not in log
+    [line] = log.splitlines()
+    assert line.endswith(
+        f"ERROR copyprobe: source docs: source local: 1 document file(s) in {wd / 'docs'} have "
+        f"no row in metadata table {wd / 'docs' / 'metadata.csv'}: 'sub/draft.md'; add a row "
+        "(file, title, published) for each, move them out of the folder, or set on_error: skip")
+    assert not (wd / TARGET).exists()
