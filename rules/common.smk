@@ -6,6 +6,7 @@ from pathlib import Path
 
 import copyprobe.config as cpc
 from copyprobe.generation.base import backend_facts
+from copyprobe.sources import source_input_files
 
 # Raises ConfigError naming the key, before any job is scheduled.
 _validated = cpc.validate_config(config)
@@ -27,14 +28,8 @@ def source_params(wildcards):
 
 
 def source_files(wildcards):
-    """Inputs of file-based sources, so that editing a document reruns its source."""
-    spec = config["sources"][wildcards.source]
-    if spec["kind"] != "local":
-        return []
-    folder = Path(spec["path"])
-    meta = spec.get("metadata", str(folder / "metadata.csv"))
-    docs = sorted(str(p) for p in folder.iterdir() if p.suffix in (".txt", ".md"))
-    return [meta, *docs]
+    """The files the source reads (it says which), so that editing one reruns the source."""
+    return source_input_files(cpc.source_spec(config, wildcards.source))
 
 
 def cut_at(wildcards):

@@ -73,7 +73,7 @@ def analyse(matches: pd.DataFrame, corpus: pd.DataFrame, *, model: str, dataset:
                 for r in docs.itertuples(index=False)]
     blind = blind_baseline([t for t, _ in labelled], [y for _, y in labelled],
                            folds=statistics["blind_folds"], seed=statistics["seed"],
-                           warn_auc=statistics["blind_warn_auc"])
+                           warn_auc=statistics["blind_warn_auc"], n_boot=statistics["n_boot"])
     if blind.get("warning"):
         notes.append("blind baseline: " + blind["message"])
     by_source = (docs.groupby(["source", "split"]).size().rename("documents").reset_index()

@@ -59,6 +59,15 @@ class Source(ABC):
         """Record that the item ``ref`` (a file, title or row) was not used, and why."""
         self.skipped.append((ref, reason))
 
+    @classmethod
+    def input_files(cls, params: Mapping[str, Any]) -> list[str]:
+        """The files a source built from ``params`` (its config entry without ``kind``) reads.
+
+        The workflow lists them as inputs of the ``collect_corpus`` job, so that editing one
+        runs the source again. Default: none (the source reads nothing the user edits).
+        """
+        return []
+
     @abstractmethod
     def documents(self) -> Iterable[Document]:
         """Yield the documents of this source (call :meth:`skip` for unusable items)."""
@@ -106,6 +115,14 @@ def text_id(*parts: str, length: int = 16) -> str:
     """A stable short id from text parts (sha256 prefix)."""
     h = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return h[:length]
+
+
+def source_input_files(spec: Mapping[str, Any]) -> list[str]:
+    """The files the source of config entry ``{kind: ..., **params}`` reads (see
+    :meth:`Source.input_files`)."""
+    params = dict(spec)
+    kind = params.pop("kind")
+    return SOURCES.get(kind).input_files(params)
 
 
 def build_source(source_name: str, spec: Mapping[str, Any]) -> Source:

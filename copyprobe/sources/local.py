@@ -5,14 +5,18 @@ document with the columns ``file`` (path relative to the folder), ``title`` and 
 (ISO date), and optionally ``url`` and ``licence``. Rows are read in table order; row numbers
 in messages count data rows from 1 (for a CSV, line = row + 1 because of the header).
 
+Documents may sit in subfolders (``file`` = ``sub/doc.txt``); folders and files whose name
+starts with "." are ignored.
+
 Problems with a listed document (file missing, not a .txt/.md file, not UTF-8, empty or
 whitespace-only, unparseable date, listed twice, same doc_id as another row, path outside the
 folder) raise :class:`SourceError` naming the metadata table, the row and the file with
 ``on_error: raise`` (the default), or are recorded with :meth:`Source.skip` with
-``on_error: skip``. A ``.txt``/``.md`` file in the folder that the table does not list is
-always skipped with reason "not listed in metadata" (a top-level ``README.md`` that is not
-listed is ignored silently). A table without a required column is always an error naming
-the table and the column.
+``on_error: skip``. A ``.txt``/``.md`` file in the folder (or a subfolder) that the table does
+not list is likewise an error naming the file under ``raise`` and a skip with reason "not
+listed in metadata" under ``skip``; only a top-level ``README.md`` that is not listed is
+ignored silently. A table without a required column is always an error naming the table and
+the column.
 
 Params (config keys):
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -108,6 +112,27 @@ class LocalFolder(Source):
                 f"source local: param 'on_error' = {on_error!r} must be 'raise' or 'skip'"
             )
         self.on_error: str = on_error
+
+    @classmethod
+    def input_files(cls, params: Mapping[str, Any]) -> list[str]:
+        """The metadata table and every document file in the folder and its subfolders."""
+        src = cls(**params)
+        return [str(src.metadata), *(str(src.folder / rel) for rel in src.document_files())]
+
+    def document_files(self) -> list[str]:
+        """Paths (POSIX, relative to the folder) of the ``.txt``/``.md`` files in the folder and
+        its subfolders, hidden ones excepted; empty when the folder does not exist."""
+        if not self.folder.is_dir():
+            return []
+        out = []
+        for p in sorted(self.folder.rglob("*")):
+            if not p.is_file() or p.suffix.lower() not in SUFFIXES or p == self.metadata:
+                continue
+            rel_parts = p.relative_to(self.folder).parts
+            if any(part.startswith(".") for part in rel_parts):
+                continue
+            out.append(str(PurePosixPath(*rel_parts)))
+        return out
 
     # ------------------------------------------------------------------------------------
 
@@ -205,15 +230,15 @@ class LocalFolder(Source):
                 },
             )
 
-        for p in sorted(self.folder.rglob("*")):
-            if not p.is_file() or p.suffix.lower() not in SUFFIXES:
-                continue
-            rel_parts = p.relative_to(self.folder).parts
-            if any(part.startswith(".") for part in rel_parts):
-                continue
-            rel = str(PurePosixPath(*rel_parts))
-            if rel in listed or p == self.metadata:
-                continue
-            if rel.lower() == "readme.md":
-                continue
+        unlisted = [rel for rel in self.document_files()
+                    if rel not in listed and rel.lower() != "readme.md"]
+        if unlisted and self.on_error == "raise":
+            shown = ", ".join(repr(r) for r in unlisted[:10])
+            more = f" and {len(unlisted) - 10} more" if len(unlisted) > 10 else ""
+            raise SourceError(
+                f"source local: {len(unlisted)} document file(s) in {self.folder} have no row in "
+                f"metadata table {self.metadata}: {shown}{more}; add a row (file, title, "
+                "published) for each, move them out of the folder, or set on_error: skip"
+            )
+        for rel in unlisted:
             self.skip(rel, "not listed in metadata")

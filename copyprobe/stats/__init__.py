@@ -8,12 +8,17 @@
   means the date split is confounded by topic or style drift.
 * :func:`cliffs_delta` -- ``P(x > y) - P(x < y)`` for two samples.
 
+The helpers these modules share (clean samples, p-value text, Cliff's delta along an axis,
+ROC AUC and TPR at a false-positive rate from scikit-learn, percentile bootstrap intervals
+from scipy) live in :mod:`copyprobe.stats.common`.
+
 Every function returns plain JSON-serialisable dicts: undefined values are ``None`` with a
 reason in ``notes``; nothing is NaN or infinite.
 """
 
 from copyprobe.stats.blind import blind_baseline
+from copyprobe.stats.common import cliffs_delta
 from copyprobe.stats.paper import paper_stats
-from copyprobe.stats.per_document import cliffs_delta, per_document_stats
+from copyprobe.stats.per_document import per_document_stats
 
 __all__ = ["blind_baseline", "cliffs_delta", "paper_stats", "per_document_stats"]

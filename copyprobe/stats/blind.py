@@ -27,8 +27,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
 
-from copyprobe.stats.paper import _finite_or_none
-from copyprobe.stats.per_document import _bootstrap, _percentile_ci, roc_auc
+from copyprobe.stats.common import bootstrap_ci, cliffs_delta, finite_or_none, roc_auc
 
 __all__ = ["blind_baseline"]
 
@@ -42,14 +41,19 @@ def _pipeline() -> Pipeline:
     )
 
 
+def _auc(pre: np.ndarray, post: np.ndarray, axis: int = -1) -> np.ndarray:
+    """ROC AUC of D_pre (positive) against D_post along ``axis``: ``(1 - delta(post, pre)) / 2``."""
+    return (1.0 - cliffs_delta(post, pre, axis=axis)) / 2.0
+
+
 def blind_baseline(
     texts: Sequence[str],
     labels: Sequence[int],
     *,
-    folds: int = 5,
-    seed: int = 0,
-    warn_auc: float = 0.75,
-    n_boot: int = 1000,
+    folds: int,
+    seed: int,
+    warn_auc: float,
+    n_boot: int,
     ci: float = 0.95,
 ) -> dict[str, Any]:
     """Out-of-fold AUC of a text-only classifier predicting D_pre (1) vs D_post (0).
@@ -146,12 +150,12 @@ def blind_baseline(
             f"logistic regression did not fully converge in {converge_issues} fold(s)"
         )
 
-    auc = _finite_or_none(roc_auc(proba, y))
+    auc = finite_or_none(roc_auc(proba, y))
     out["auc"] = auc
-    out["accuracy"] = _finite_or_none(np.mean((proba >= 0.5).astype(np.int64) == y))
+    out["accuracy"] = finite_or_none(np.mean((proba >= 0.5).astype(np.int64) == y))
     if n_boot:
-        reps = _bootstrap(proba[y == 1], proba[y == 0], n_boot, np.random.default_rng(seed))
-        out["auc_ci"] = _percentile_ci((1.0 - reps["delta"]) / 2.0, ci)
+        (out["auc_ci"],) = bootstrap_ci([proba[y == 1], proba[y == 0]], _auc, n_boot=n_boot,
+                                        ci=ci, seed=seed)
     else:
         notes.append("AUC confidence interval not computed: n_boot=0")
     if n_pre + n_post < 20:

@@ -15,14 +15,10 @@ eight ``f_k`` are cumulative, monotone counts of the same documents at different
 thresholds, not independent observations, so these p-values follow the authors'
 convention and are descriptive. :mod:`copyprobe.stats.per_document` gives tests over the
 per-document scores themselves.
-
-Also holds the small helpers shared by the other ``copyprobe.stats`` modules: every
-number that leaves this package is a finite Python ``float``/``int`` or ``None``.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -30,60 +26,19 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sps
 
+from copyprobe.stats.common import clean_sample, finite_or_none, fmt_p
+
 __all__ = ["paper_stats"]
-
-
-# ---------------------------------------------------------------------------------------
-# shared helpers (private; imported by per_document.py and blind.py)
-# ---------------------------------------------------------------------------------------
-
-
-def _finite_or_none(x: Any) -> float | None:
-    """``float(x)`` when finite, else ``None`` (covers NaN, +/-inf, None)."""
-    if x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def _clean_sample(values: Sequence[float], name: str, notes: list[str]) -> np.ndarray:
-    """1-D float array of the finite entries of ``values``; dropped entries go to ``notes``."""
-    try:
-        arr = np.asarray(values, dtype=float).ravel()
-    except (TypeError, ValueError):
-        arr = np.array(
-            [v for v in (_finite_or_none(x) for x in values) if v is not None], dtype=float
-        )
-        notes.append(f"{name}: non-numeric values were dropped")
-        return arr
-    finite = np.isfinite(arr)
-    n_bad = int(arr.size - finite.sum())
-    if n_bad:
-        notes.append(f"{name}: {n_bad} non-finite value(s) (NaN or infinity) were dropped")
-        arr = arr[finite]
-    return arr
-
-
-def _fmt_p(p: float | None) -> str:
-    """A p-value as text: 4 decimals, scientific notation below 0.0001."""
-    if p is None:
-        return "p undefined"
-    if p < 1e-4:
-        return f"p={p:.1e}"
-    return f"p={p:.4f}"
-
-
-def _fmt_list(arr: np.ndarray) -> list[float]:
-    """Plain list of Python floats (ints kept integral-looking, e.g. 32.0)."""
-    return [float(v) for v in arr]
 
 
 # ---------------------------------------------------------------------------------------
 # the paper's statistics
 # ---------------------------------------------------------------------------------------
+
+
+def _fmt_list(arr: np.ndarray) -> list[float]:
+    """Plain list of Python floats (ints kept integral-looking, e.g. 32.0)."""
+    return [float(v) for v in arr]
 
 
 def paper_stats(
@@ -110,8 +65,8 @@ def paper_stats(
     degenerate data (empty, constant, all-zero or single-value vectors).
     """
     notes: list[str] = []
-    pre = _clean_sample(f_pre, "f_pre", notes)
-    post = _clean_sample(f_post, "f_post", notes)
+    pre = clean_sample(f_pre, "f_pre", notes)
+    post = clean_sample(f_post, "f_post", notes)
     n_pre, n_post = int(pre.size), int(post.size)
 
     for name, arr in (("f_pre", pre), ("f_post", post)):
@@ -157,22 +112,22 @@ def paper_stats(
         ks = _sps.ks_2samp(post, pre)
         kw = None if constant else _sps.kruskal(post, pre)
 
-    u = _finite_or_none(mw.statistic)
+    u = finite_or_none(mw.statistic)
     if u is None:
         notes.append("Cliff's delta undefined: Mann-Whitney U could not be computed")
     else:
-        out["cliffs_delta"] = _finite_or_none(2.0 * u / (n_pre * n_post) - 1.0)
+        out["cliffs_delta"] = finite_or_none(2.0 * u / (n_pre * n_post) - 1.0)
 
-    out["ks"] = _finite_or_none(ks.statistic)
-    out["ks_p"] = _finite_or_none(ks.pvalue)
+    out["ks"] = finite_or_none(ks.statistic)
+    out["ks_p"] = finite_or_none(ks.pvalue)
     if out["ks"] is None or out["ks_p"] is None:
         notes.append("KS statistic or p-value undefined")
 
     if constant:
         notes.append("Kruskal-Wallis undefined: all values identical")
     else:
-        out["kw_h"] = _finite_or_none(kw.statistic)
-        out["kw_p"] = _finite_or_none(kw.pvalue)
+        out["kw_h"] = finite_or_none(kw.statistic)
+        out["kw_p"] = finite_or_none(kw.pvalue)
         if out["kw_h"] is None or out["kw_p"] is None:
             notes.append("Kruskal-Wallis undefined: scipy returned no finite value")
 
@@ -190,10 +145,10 @@ def paper_stats(
     elif out["kw_p"] is None:
         out["verdict"] = "no test possible: Kruskal-Wallis undefined"
     elif n_pre == n_post and bool(np.array_equal(pre, post)):
-        out["verdict"] = f"identical vectors: no difference detected ({_fmt_p(out['kw_p'])})"
+        out["verdict"] = f"identical vectors: no difference detected ({fmt_p(out['kw_p'])})"
     elif out["kw_p"] < alpha and out["cliffs_delta"] is not None and out["cliffs_delta"] != 0:
         side = "D_pre" if out["cliffs_delta"] < 0 else "D_post"
-        out["verdict"] = f"{side} higher ({_fmt_p(out['kw_p'])})"
+        out["verdict"] = f"{side} higher ({fmt_p(out['kw_p'])})"
     else:
-        out["verdict"] = f"no difference detected ({_fmt_p(out['kw_p'])})"
+        out["verdict"] = f"no difference detected ({fmt_p(out['kw_p'])})"
     return out

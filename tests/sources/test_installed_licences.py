@@ -13,20 +13,16 @@ import pytest
 
 from copyprobe.artifacts import CORPUS, to_table
 from copyprobe.sources import SOURCES, SourceError
-from copyprobe.sources.installed_licences import (
-    FAMILIES,
-    InstalledLicences,
-    Occurrence,
+from copyprobe.sources.installed_licences import InstalledLicences, is_licence_file
+from copyprobe.sources.licences.families import FAMILIES
+from copyprobe.sources.licences.text import (
     comparison_key,
     detect_family,
-    group_variants,
-    is_licence_file,
-    jaccard,
     normalise_text,
-    shingles,
     split_licences,
     strip_copyright_lines,
 )
+from copyprobe.sources.licences.variants import Occurrence, group_variants, jaccard, shingles
 
 MIT = """\
 Permission is hereby granted, free of charge, to any person obtaining a copy
@@ -412,7 +408,7 @@ def test_real_installed_packages(real):
 
 
 def test_every_detectable_family_has_a_date():
-    from copyprobe.sources import installed_licences as il
+    from copyprobe.sources.licences import detectors as il
 
     possible = {d.classify("") for d in il.DETECTORS}
     possible |= {il._classify_bsd(t) for t in (bsd2(), bsd3(), bsd3() + " All advertising materials mentioning")}

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from copyprobe.artifacts import CORPUS, to_table
-from copyprobe.sources import SOURCES, SourceError, build_source
+from copyprobe.sources import SOURCES, SourceError, build_source, source_input_files
 from copyprobe.sources.local import LocalFolder
 
 GOOD = {
@@ -130,17 +130,44 @@ def test_problem_skipped_with_on_error_skip(tmp_path, case):
     assert "row 3" in r.skipped["reason"].iloc[0]
 
 
-def test_unlisted_files_are_skipped_never_raised(tmp_path):
-    files = {**GOOD, "extra.txt": "not in the table", "sub/more.md": "nor this",
-             "README.md": "about this folder", "image.png": "not text",
-             ".hidden/secret.txt": "hidden"}
-    folder = make_folder(tmp_path / "docs", files=files)
-    r = LocalFolder(path=str(folder)).load("mine")  # on_error=raise: still no error
-    assert len(r.corpus) == 2
+UNLISTED = {**GOOD, "extra.txt": "not in the table", "sub/more.md": "nor this",
+            "README.md": "about this folder", "image.png": "not text",
+            ".hidden/secret.txt": "hidden"}
+
+
+def test_unlisted_files_raise_naming_each_file(tmp_path):
+    folder = make_folder(tmp_path / "docs", files=UNLISTED)
+    with pytest.raises(SourceError) as err:
+        LocalFolder(path=str(folder)).load("mine")  # on_error=raise, the default
+    msg = str(err.value)
+    assert "2 document file(s)" in msg and "have no row in metadata table" in msg
+    assert "'extra.txt'" in msg and "'sub/more.md'" in msg
+    assert str(folder / "metadata.csv") in msg
+    assert "README.md" not in msg and "secret" not in msg and "image.png" not in msg
+
+
+def test_unlisted_files_skipped_with_reason_under_skip(tmp_path):
+    folder = make_folder(tmp_path / "docs", files=UNLISTED)
+    r = LocalFolder(path=str(folder), on_error="skip").load("mine")
+    assert r.corpus["doc_id"].tolist() == ["local:essay", "local:notes"]
     assert dict(zip(r.skipped["ref"], r.skipped["reason"])) == {
         "extra.txt": "not listed in metadata",
         "sub/more.md": "not listed in metadata",
     }
+
+
+def test_input_files_list_metadata_and_documents_in_subfolders(tmp_path, monkeypatch):
+    folder = make_folder(tmp_path / "docs", files=UNLISTED)
+    assert LocalFolder.input_files({"path": str(folder)}) == [
+        str(folder / name) for name in
+        ("metadata.csv", "README.md", "essay.txt", "extra.txt", "notes.md", "sub/more.md")
+    ]
+    monkeypatch.chdir(tmp_path)
+    spec = {"kind": "local", "path": "docs", "metadata": "meta.parquet"}
+    assert source_input_files(spec)[0] == str(tmp_path / "meta.parquet")
+    assert LocalFolder.input_files({"path": "nowhere"}) == [str(tmp_path / "nowhere/metadata.csv")]
+    with pytest.raises(SourceError, match="on_error"):
+        LocalFolder.input_files({"path": "docs", "on_error": "ignore"})
 
 
 def test_listed_readme_and_subfolder_are_used(tmp_path):

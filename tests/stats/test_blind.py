@@ -7,7 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from copyprobe.stats import blind_baseline
+from copyprobe.stats import blind_baseline as _blind_baseline
+
+
+
+def blind_baseline(texts, labels, **kw):
+    """The function with fixed settings (5 folds, seed 0, warn at 0.75, 1000 replicates)."""
+    return _blind_baseline(texts, labels, **{"folds": 5, "seed": 0, "warn_auc": 0.75,
+                                             "n_boot": 1000, **kw})
+
 
 KEYS = {"auc", "auc_ci", "accuracy", "folds", "n_pre", "n_post", "warning", "message", "notes"}
 
@@ -54,8 +62,8 @@ def test_deterministic_given_seed() -> None:
     a = blind_baseline(texts, labels, seed=3)
     b = blind_baseline(texts, labels, seed=3)
     assert a == b
-    c = blind_baseline(texts, labels, seed=4)
-    assert set(c) == KEYS
+    c = blind_baseline(texts, labels, seed=4)  # other folds and resamples
+    assert set(c) == KEYS and (c["auc"], c["auc_ci"]) != (a["auc"], a["auc_ci"])
 
 
 def test_warn_threshold_parameter() -> None:
@@ -101,3 +109,14 @@ def test_caller_errors_raise() -> None:
         blind_baseline(["a b"], [1, 0])
     with pytest.raises(ValueError):
         blind_baseline(["a b", "c d"], [1, 2])
+
+
+def test_auc_pinned() -> None:
+    """The out-of-fold AUC computed by the hand-written ROC code that scikit-learn's replaced."""
+    rng = np.random.default_rng(5)
+    vocab_a = [f"a{i}" for i in range(10)] + [f"s{i}" for i in range(60)]
+    vocab_b = [f"b{i}" for i in range(10)] + [f"s{i}" for i in range(60)]
+    texts = _docs(vocab_a, 30, rng, 15) + _docs(vocab_b, 30, rng, 15)
+    r = blind_baseline(texts, [1] * 30 + [0] * 30, n_boot=0)
+    assert r["auc"] == pytest.approx(0.9866666666666666, abs=1e-12)
+    assert r["accuracy"] == pytest.approx(0.95, abs=1e-12)

@@ -11,13 +11,13 @@ from sklearn.metrics import roc_auc_score
 from sklearn.metrics import roc_curve as sk_roc_curve
 
 from copyprobe.stats import cliffs_delta, per_document_stats
-from copyprobe.stats.per_document import roc_auc, roc_curve
+from copyprobe.stats.per_document import MIN_DOCUMENTS
 
 KEYS = {
     "n_pre", "n_post", "mean_pre", "mean_post", "median_pre", "median_post",
     "mean_pre_ci", "mean_post_ci", "cliffs_delta", "cliffs_delta_ci", "ks", "ks_p",
     "kw_h", "kw_p", "mw_u", "mw_p", "roc_auc", "roc_auc_ci", "tpr_at_1pct_fpr",
-    "notes", "verdict",
+    "small_sample", "small_sample_warning", "notes", "verdict",
 }
 
 
@@ -56,20 +56,36 @@ def test_cliffs_delta_edges() -> None:
         cliffs_delta([float("nan")], [1.0])
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_roc_matches_sklearn(seed: int) -> None:
+def test_cliffs_delta_along_an_axis_matches_each_row() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 6, (7, 11)).astype(float)
+    y = rng.integers(0, 6, (7, 5)).astype(float)
+    rows = cliffs_delta(x, y, axis=-1)
+    assert rows.shape == (7,)
+    for i in range(7):
+        assert rows[i] == pytest.approx(_brute_delta(x[i], y[i]), abs=1e-12)
+    cols = cliffs_delta(x.T, y.T, axis=0)
+    np.testing.assert_allclose(cols, rows, atol=1e-12)
+
+
+# Values computed by the hand-written ROC code that scikit-learn's replaced; they must not move.
+PINNED_ROC = {
+    0: (0.7307777777777777, 0.1),
+    1: (0.7402485380116959, 0.07368421052631578),
+    2: (0.685534420289855, 0.034782608695652174),
+    3: (0.6789691358024692, 0.014814814814814815),
+}
+
+
+@pytest.mark.parametrize("seed", sorted(PINNED_ROC))
+def test_roc_numbers_pinned(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(5, 200))
-    labels = rng.integers(0, 2, n)
-    labels[:2] = [0, 1]
-    scores = rng.integers(0, 8, n) + labels * rng.integers(0, 3, n)  # ties on purpose
-    fpr, tpr, thr = roc_curve(scores, labels)
-    sk_fpr, sk_tpr, sk_thr = sk_roc_curve(labels, scores, drop_intermediate=False)
-    np.testing.assert_allclose(fpr, sk_fpr)
-    np.testing.assert_allclose(tpr, sk_tpr)
-    np.testing.assert_array_equal(thr[1:], sk_thr[1:])
-    assert np.isinf(thr[0])
-    assert roc_auc(scores, labels) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    pre = rng.poisson(9, 150 + seed * 40).astype(float)
+    post = rng.poisson(7, 120 + seed * 60).astype(float)
+    r = per_document_stats(pre, post, n_boot=0)
+    auc, tpr = PINNED_ROC[seed]
+    assert r["roc_auc"] == pytest.approx(auc, abs=1e-12)
+    assert r["tpr_at_1pct_fpr"] == pytest.approx(tpr, abs=1e-12)
 
 
 # ---------------------------------------------------------------------------- main function
@@ -222,3 +238,24 @@ def test_bad_parameters_raise() -> None:
         per_document_stats([1], [2], ci=1.5)
     with pytest.raises(ValueError):
         per_document_stats([1], [2], n_boot=-1)
+
+
+# ---------------------------------------------------------------------------- small samples
+
+
+@pytest.mark.parametrize("n_pre, n_post, small", [(3, 3, True), (MIN_DOCUMENTS - 1, 50, True),
+                                                  (50, MIN_DOCUMENTS - 1, True),
+                                                  (MIN_DOCUMENTS, MIN_DOCUMENTS, False),
+                                                  (0, 40, True)])
+def test_small_sample_flag(n_pre: int, n_post: int, small: bool) -> None:
+    pre, post = _samples(2, n_pre, n_post)
+    r = per_document_stats(pre, post, n_boot=100)
+    _check_clean(r)
+    assert MIN_DOCUMENTS == 10
+    assert r["small_sample"] is small
+    if small:
+        assert r["small_sample_warning"] == (
+            f"small sample: D_pre has {n_pre} and D_post has {n_post} document(s), fewer than "
+            "10 in a set; the tests, intervals and verdict carry little information")
+    else:
+        assert r["small_sample_warning"] == ""

@@ -1,0 +1,3 @@
+"""Licence recognition for the ``installed_licences`` source: families and their publication
+dates (:mod:`.families`), opening/closing-phrase detectors (:mod:`.detectors`), text
+normalisation and splitting (:mod:`.text`) and near-duplicate grouping (:mod:`.variants`)."""
