@@ -118,6 +118,9 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
                 locate(spec["model_file"], key=f"{key}.model_file")
             except ModelFileError as exc:
                 raise ConfigError(f"config key {exc}") from None
+    from copyprobe.experiments import check as check_experiments
+
+    check_experiments(cfg)
 
 
 def _check_msr(msr: Mapping[str, Any], key: str) -> None:

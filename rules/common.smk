@@ -5,6 +5,7 @@
 from pathlib import Path
 
 import copyprobe.config as cpc
+import copyprobe.experiments as cpx
 from copyprobe.generation.base import backend_facts
 from copyprobe.sources import source_input_files
 
@@ -21,6 +22,8 @@ wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    variant=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
 def source_params(wildcards):
@@ -37,11 +40,22 @@ def cut_at(wildcards):
 
 
 def model_params(wildcards):
-    return cpc.model_slice(config, wildcards.model)
+    """The model's slice with its variant's decoding and MSR overrides applied."""
+    return cpx.run_slice(config, wildcards.model, wildcards.variant)
 
 
 def msr_params(wildcards):
-    return cpc.model_slice(config, wildcards.model)["msr"]
+    return cpx.run_slice(config, wildcards.model, wildcards.variant)["msr"]
+
+
+def matching_params(wildcards):
+    """The thresholds k of a (model, variant): k_max auto resolved."""
+    return cpx.run_matching(config, wildcards.model, wildcards.variant)
+
+
+def run_settings(wildcards):
+    """Decoding, MSR settings and thresholds of a (model, variant), kept in its stats JSON."""
+    return cpx.run_settings(config, wildcards.model, wildcards.variant)
 
 
 def is_remote(wildcards):
@@ -59,7 +73,7 @@ def api_slots(wildcards):
 
 
 def generation_shards(wildcards):
-    """Shard files of one (model, source), known once its prompts exist (checkpoint)."""
+    """Shard files of one (model, variant, source), known once its prompts exist (checkpoint)."""
     import pandas as pd
     from copyprobe.generation.runner import shard_count
 
@@ -67,7 +81,8 @@ def generation_shards(wildcards):
     size = config["models"][wildcards.model].get("shard_size")
     n = shard_count(pd.read_parquet(prompts, columns=["status"]), size)
     return [
-        f"results/generations/{wildcards.model}/{wildcards.source}/shards/{i:05d}-of-{n:05d}.parquet"
+        f"results/generations/{wildcards.model}/{wildcards.variant}/{wildcards.source}/shards/"
+        f"{i:05d}-of-{n:05d}.parquet"
         for i in range(n)
     ]
 
@@ -86,8 +101,9 @@ def dataset_members(wildcards):
 
 def dataset_matches(wildcards):
     return expand(
-        "results/matches/{model}/{source}.parquet",
+        "results/matches/{model}/{variant}/{source}.parquet",
         model=wildcards.model,
+        variant=wildcards.variant,
         source=dataset_members(wildcards),
     )
 
@@ -97,16 +113,103 @@ def dataset_corpora(wildcards):
 
 
 def all_stats():
+    """The stats JSON of every (model, variant, dataset) run."""
+    return [f"results/stats/{m}/{v}/{d}.json" for m, v, d in cpx.runs(config)]
+
+
+def main_stats():
+    """The stats JSON of every model on every dataset without a variant's overrides."""
+    return [p for p in all_stats() if p.split("/")[3] == cpx.MAIN]
+
+
+def dataset_models_stats(wildcards):
+    """Figures 1 and 2: every model's main run on one dataset."""
     return [
-        f"results/stats/{m}/{d}.json" for m in MODELS for d in cpc.model_datasets(config, m)
+        f"results/stats/{m}/{cpx.MAIN}/{wildcards.dataset}.json"
+        for m in config["models"]
+        if wildcards.dataset in cpx.run_datasets(config, m, cpx.MAIN)
+    ]
+
+
+def experiment_stats(wildcards):
+    """The stats JSON of an experiment's variants of one model, in the experiment's order."""
+    e = config["experiments"][wildcards.experiment]
+    return [
+        f"results/stats/{wildcards.model}/{v}/{e['dataset']}.json"
+        for v in cpx.experiment_variants(e)
+    ]
+
+
+def experiment_params(wildcards):
+    """What the aggregate scripts of an experiment need: kind, labels, parameter, title."""
+    e = config["experiments"][wildcards.experiment]
+    return {
+        "name": wildcards.experiment,
+        "kind": e["kind"],
+        "dataset": e["dataset"],
+        "labels": cpx.experiment_labels(e),
+        "parameter": e.get("parameter", "setting"),
+        "split": e.get("split", "pre"),
+        "title": e.get("title", f"{wildcards.experiment} on {e['dataset']}"),
+    }
+
+
+def experiments_of(kind):
+    return [n for n, e in config["experiments"].items() if e["kind"] == kind]
+
+
+def experiment_figures():
+    return [
+        f"results/figures/experiments/{n}/{m}.png"
+        for n in config["experiments"]
+        for m in cpx.experiment_models(config, n)
+    ]
+
+
+def sweep_stats(wildcards):
+    """Every model's stats of one sweep, model by model in the experiment's order."""
+    e = config["experiments"][wildcards.experiment]
+    return [
+        f"results/stats/{m}/{v}/{e['dataset']}.json"
+        for m in cpx.experiment_models(config, wildcards.experiment)
+        for v in cpx.experiment_variants(e)
+    ]
+
+
+def all_comparisons():
+    return [
+        f"results/comparisons/{n}/{m}.json"
+        for n in experiments_of("comparison")
+        for m in cpx.experiment_models(config, n)
     ]
 
 
 def all_targets():
     figures = [
-        f"results/figures/{m}/{d}_{kind}.png"
-        for m in MODELS
-        for d in cpc.model_datasets(config, m)
-        for kind in ("fk", "per_document")
+        f"results/figures/{m}/{v}/{d}_{kind}.png"
+        for m, v, d in cpx.runs(config)
+        for kind in ("fk", "per_document", "helm")
     ]
-    return ["results/tables/msr_table.csv", "results/tables/msr_table.md", *figures]
+    datasets = sorted({d for _, _, d in cpx.runs(config)})
+    models = [f"results/figures/{d}_fk_models.png" for d in datasets]
+    sweeps = [
+        f"results/tables/sweep_{n}.{ext}" for n in experiments_of("sweep") for ext in ("csv", "md")
+    ]
+    comparisons = ["results/tables/comparisons.csv", "results/tables/comparisons.md"]
+    return [
+        "results/tables/msr_table.csv",
+        "results/tables/msr_table.md",
+        *figures,
+        *models,
+        *experiment_figures(),
+        *sweeps,
+        *(comparisons if all_comparisons() else []),
+    ]
+
+
+def print_table():
+    """After a successful run that made the results table, print it (Markdown)."""
+    if any(job.rule.name == "make_table" for job in workflow.dag.jobs):
+        table = Path("results/tables/msr_table.md")
+        if table.is_file():
+            print(f"\n{table}:\n\n{table.read_text()}", flush=True)

@@ -1,17 +1,18 @@
-# Shared generation layer: one job per shard of a (model, source)'s prompts, then a merge.
+# Shared generation layer: one job per shard of a (model, variant, source)'s prompts, then a
+# merge.
 # Any study's prompts table (results/prompts/...) runs through these rules.
 
 
 rule generate:
     input:
-        prompts="results/prompts/{model}/{source}.parquet",
+        prompts="results/prompts/{model}/{variant}/{source}.parquet",
         model="results/models/{model}.json",
     output:
-        "results/generations/{model}/{source}/shards/{shard}.parquet",
+        "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet",
     log:
-        "logs/generate/{model}/{source}/{shard}.log",
+        "logs/generate/{model}/{variant}/{source}/{shard}.log",
     benchmark:
-        "logs/benchmarks/generate/{model}/{source}/{shard}.tsv"
+        "logs/benchmarks/generate/{model}/{variant}/{source}/{shard}.tsv"
     params:
         model=model_params,
     threads: generate_threads
@@ -27,8 +28,8 @@ rule merge_generations:
     input:
         generation_shards,
     output:
-        "results/generations/{model}/{source}.parquet",
+        "results/generations/{model}/{variant}/{source}.parquet",
     log:
-        "logs/merge_generations/{model}/{source}.log",
+        "logs/merge_generations/{model}/{variant}/{source}.log",
     script:
         "../workflow_scripts/merge_generations.py"

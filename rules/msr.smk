@@ -1,4 +1,7 @@
-# The Many-Shot Regurgitation study: prompts, matches, statistics, figures and the table.
+# The Many-Shot Regurgitation study: prompts, matches, statistics, figures and tables.
+# Every per-model step runs once per variant ({variant}: "main", or a named override of the
+# decoding, the MSR settings or the thresholds k); experiments draw variants into the paper's
+# ablation figures, Table 2 and settings comparisons.
 
 
 checkpoint build_prompts:
@@ -6,9 +9,9 @@ checkpoint build_prompts:
         corpus="results/corpus/{source}.parquet",
         curated="results/curated/{model}/{source}.parquet",
     output:
-        "results/prompts/{model}/{source}.parquet",
+        "results/prompts/{model}/{variant}/{source}.parquet",
     log:
-        "logs/build_prompts/{model}/{source}.log",
+        "logs/build_prompts/{model}/{variant}/{source}.log",
     params:
         msr=msr_params,
         cut_at=cut_at,
@@ -18,14 +21,14 @@ checkpoint build_prompts:
 
 rule count_matches:
     input:
-        prompts="results/prompts/{model}/{source}.parquet",
-        generations="results/generations/{model}/{source}.parquet",
+        prompts="results/prompts/{model}/{variant}/{source}.parquet",
+        generations="results/generations/{model}/{variant}/{source}.parquet",
     output:
-        "results/matches/{model}/{source}.parquet",
+        "results/matches/{model}/{variant}/{source}.parquet",
     log:
-        "logs/count_matches/{model}/{source}.log",
+        "logs/count_matches/{model}/{variant}/{source}.log",
     params:
-        matching=config["matching"],
+        matching=matching_params,
     script:
         "../workflow_scripts/count_matches.py"
 
@@ -35,44 +38,148 @@ rule compute_stats:
         matches=dataset_matches,
         corpora=dataset_corpora,
     output:
-        "results/stats/{model}/{dataset}.json",
+        "results/stats/{model}/{variant}/{dataset}.json",
     log:
-        "logs/compute_stats/{model}/{dataset}.log",
+        "logs/compute_stats/{model}/{variant}/{dataset}.log",
     params:
         statistics=config["statistics"],
-        matching=config["matching"],
+        matching=matching_params,
+        settings=run_settings,
     script:
         "../workflow_scripts/compute_stats.py"
 
 
 rule plot_figures:
     input:
-        stats="results/stats/{model}/{dataset}.json",
+        stats="results/stats/{model}/{variant}/{dataset}.json",
     output:
         fk=report(
-            "results/figures/{model}/{dataset}_fk.png",
+            "results/figures/{model}/{variant}/{dataset}_fk.png",
             caption="../resources/report/fk.rst",
             category="f_k per model",
+            subcategory="{variant}",
         ),
         per_document=report(
-            "results/figures/{model}/{dataset}_per_document.png",
+            "results/figures/{model}/{variant}/{dataset}_per_document.png",
             caption="../resources/report/per_document.rst",
             category="per-document longest match",
+            subcategory="{variant}",
+        ),
+        helm=report(
+            "results/figures/{model}/{variant}/{dataset}_helm.png",
+            caption="../resources/report/helm.rst",
+            category="HELM prefix and edit similarity",
+            subcategory="{variant}",
         ),
     log:
-        "logs/plot_figures/{model}/{dataset}.log",
+        "logs/plot_figures/{model}/{variant}/{dataset}.log",
     script:
         "../workflow_scripts/plot_figures.py"
+
+
+rule plot_models:
+    input:
+        dataset_models_stats,
+    output:
+        report(
+            "results/figures/{dataset}_fk_models.png",
+            caption="../resources/report/fk_models.rst",
+            category="f_k of every model",
+        ),
+    log:
+        "logs/plot_models/{dataset}.log",
+    params:
+        title="f_k per model on {dataset} (paper mode)",
+    localrule: True
+    script:
+        "../workflow_scripts/plot_models.py"
+
+
+rule plot_experiment:
+    input:
+        experiment_stats,
+    output:
+        report(
+            "results/figures/experiments/{experiment}/{model}.png",
+            caption="../resources/report/experiment.rst",
+            category="experiments",
+            subcategory="{experiment}",
+        ),
+    log:
+        "logs/plot_experiment/{experiment}/{model}.log",
+    params:
+        experiment=experiment_params,
+    localrule: True
+    script:
+        "../workflow_scripts/plot_experiment.py"
+
+
+rule make_sweep_table:
+    input:
+        sweep_stats,
+    output:
+        csv=report(
+            "results/tables/sweep_{experiment}.csv",
+            caption="../resources/report/sweep_table.rst",
+            category="tables",
+        ),
+        md="results/tables/sweep_{experiment}.md",
+    log:
+        "logs/make_sweep_table/{experiment}.log",
+    params:
+        experiment=experiment_params,
+    localrule: True
+    script:
+        "../workflow_scripts/make_sweep_table.py"
+
+
+rule compare_settings:
+    input:
+        experiment_stats,
+    output:
+        "results/comparisons/{experiment}/{model}.json",
+    log:
+        "logs/compare_settings/{experiment}/{model}.log",
+    params:
+        experiment=experiment_params,
+    localrule: True
+    script:
+        "../workflow_scripts/compare_settings.py"
+
+
+rule make_comparison_table:
+    input:
+        all_comparisons(),
+    output:
+        csv=report(
+            "results/tables/comparisons.csv",
+            caption="../resources/report/comparisons.rst",
+            category="tables",
+        ),
+        md="results/tables/comparisons.md",
+    log:
+        "logs/make_comparison_table/all.log",
+    localrule: True
+    script:
+        "../workflow_scripts/make_comparison_table.py"
 
 
 rule make_table:
     input:
         all_stats(),
     output:
-        csv="results/tables/msr_table.csv",
+        csv=report(
+            "results/tables/msr_table.csv",
+            caption="../resources/report/msr_table.rst",
+            category="tables",
+        ),
         md="results/tables/msr_table.md",
     log:
         "logs/make_table/all.log",
     localrule: True
     script:
         "../workflow_scripts/make_table.py"
+
+
+onsuccess:
+    print_table()

@@ -1,4 +1,6 @@
-"""Rule make_table: the results table (CSV and Markdown) over every model and dataset."""
+"""Rule make_table: the results table (CSV and Markdown) over every model, variant and dataset.
+
+A run of a variant other than "main" is listed as ``model [variant]``."""
 
 import json
 from pathlib import Path
@@ -8,7 +10,14 @@ from copyprobe.msr.tables import table_rows, to_markdown
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
-results = [json.loads(Path(p).read_text()) for p in snakemake.input]  # noqa: F821
+
+
+def labelled(result: dict) -> dict:
+    variant = result.get("settings", {}).get("variant", "main")
+    return result if variant == "main" else {**result, "model": f"{result['model']} [{variant}]"}
+
+
+results = [labelled(json.loads(Path(p).read_text())) for p in snakemake.input]  # noqa: F821
 df = table_rows(results)
 write_text(snakemake.output.csv, df.to_csv(index=False))  # noqa: F821
 write_text(snakemake.output.md, to_markdown(df))  # noqa: F821

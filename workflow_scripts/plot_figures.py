@@ -1,12 +1,13 @@
-"""Rule plot_figures: f_k and per-document figures for one model and dataset."""
+"""Rule plot_figures: f_k, per-document and HELM figures for one model (variant) and dataset."""
 
 import json
 from pathlib import Path
 
-from copyprobe.msr.figures import plot_fk, plot_per_document
+from copyprobe.msr.figures import plot_fk, plot_helm, plot_per_document
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 result = json.loads(Path(snakemake.input.stats).read_text())  # noqa: F821
 plot_fk(result, snakemake.output.fk)  # noqa: F821
 plot_per_document(result, snakemake.output.per_document)  # noqa: F821
+plot_helm(result, snakemake.output.helm)  # noqa: F821

@@ -109,6 +109,7 @@ SOURCES: Registry[type[Source]] = Registry("source")
 SOURCES.declare("wikipedia_offline", "copyprobe.sources.wikipedia_offline:WikipediaOffline")
 SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:InstalledLicences")
 SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
+SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
 
 
 def text_id(*parts: str, length: int = 16) -> str:

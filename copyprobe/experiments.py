@@ -1,0 +1,219 @@
+"""Variants and experiments: the paper's ablations as configuration.
+
+A *variant* is a named override of a model's decoding, of the MSR settings (``n``,
+``num_words``, ...) or of the matching thresholds (``k_min``, ``k_max``). Every model also runs
+the variant :data:`MAIN`, which overrides nothing. A run is one (model, variant); the workflow
+gives each variant its own ``{variant}`` wildcard, so adding a variant schedules only its jobs
+(plus the aggregates), and requests that are identical to another variant's (same prompt, same
+decoding) are answered from the generation cache.
+
+``k_max: auto`` ends the thresholds at the words per segment, ``num_words // n`` (the MSR
+paper's input-length ablation sets its largest threshold to L / s), and never beyond the
+``k_max`` the variant would otherwise have: the paper's Table 2 reports, at 1,000 words, the
+same statistics as its main run over k = 5..12.
+
+An *experiment* groups runs into a figure and a table: ``sweep`` (one parameter over several
+variants of each model: the shot-count and input-length ablations) or ``comparison`` (two
+variants of each model compared with the paper-mode statistics: the temperature ablation).
+
+Only the config is read here: nothing imports a study package or a backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from copyprobe.config import NAME_RE, ConfigError, model_datasets, model_slice
+
+MAIN = "main"
+EXPERIMENT_KINDS = ("sweep", "comparison")
+
+
+# ---- variants -----------------------------------------------------------------------------
+
+def variant_names(cfg: Mapping[str, Any]) -> list[str]:
+    """Every variant of the config, :data:`MAIN` first."""
+    return [MAIN, *cfg.get("variants", {})]
+
+
+def _variant(cfg: Mapping[str, Any], variant: str) -> Mapping[str, Any]:
+    if variant == MAIN:
+        return {}
+    try:
+        return cfg.get("variants", {})[variant]
+    except KeyError:
+        raise ConfigError(f"unknown variant {variant!r}; known: "
+                          f"{', '.join(variant_names(cfg))}") from None
+
+
+def applies(cfg: Mapping[str, Any], model: str, variant: str) -> bool:
+    """Whether ``model`` runs ``variant`` (a variant without ``models`` applies to all)."""
+    models = _variant(cfg, variant).get("models")
+    return models is None or model in models
+
+
+def run_datasets(cfg: Mapping[str, Any], model: str, variant: str) -> list[str]:
+    """The datasets a (model, variant) run is analysed on: the model's datasets, restricted to
+    the variant's ``datasets`` when it names some."""
+    if not applies(cfg, model, variant):
+        return []
+    wanted = _variant(cfg, variant).get("datasets")
+    return [d for d in model_datasets(cfg, model) if wanted is None or d in wanted]
+
+
+def run_sources(cfg: Mapping[str, Any], model: str, variant: str) -> list[str]:
+    """The sources a (model, variant) run needs prompts and generations for."""
+    return sorted({s for d in run_datasets(cfg, model, variant) for s in cfg["datasets"][d]})
+
+
+def runs(cfg: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Every (model, variant, dataset) with statistics to compute."""
+    return [(m, v, d) for m in cfg["models"] for v in variant_names(cfg)
+            for d in run_datasets(cfg, m, v)]
+
+
+def run_slice(cfg: Mapping[str, Any], model: str, variant: str) -> dict[str, Any]:
+    """The model's slice (:func:`copyprobe.config.model_slice`) with the variant's decoding and
+    MSR overrides applied, and its ``variant`` name."""
+    spec = model_slice(cfg, model)
+    v = _variant(cfg, variant)
+    spec["decoding"] = {**spec.get("decoding", {}), **v.get("decoding", {})}
+    spec["msr"] = {**spec["msr"], **v.get("msr", {})}
+    spec["variant"] = variant
+    return spec
+
+
+def run_matching(cfg: Mapping[str, Any], model: str, variant: str) -> dict[str, Any]:
+    """The matching thresholds of a run: the config's, the variant's overrides, and
+    ``k_max: auto`` resolved to ``min(k_max, num_words // n)``."""
+    base = dict(cfg["matching"])
+    over = dict(_variant(cfg, variant).get("matching", {}))
+    auto = over.get("k_max") == "auto"
+    if auto:
+        del over["k_max"]
+    m = {**base, **over}
+    if auto:
+        msr = run_slice(cfg, model, variant)["msr"]
+        m["k_max"] = min(m["k_max"], msr["num_words"] // msr["n"])
+    return m
+
+
+def run_settings(cfg: Mapping[str, Any], model: str, variant: str) -> dict[str, Any]:
+    """How a run's generations were made and matched, as recorded in its stats JSON."""
+    spec = run_slice(cfg, model, variant)
+    keep = ("backend", "model_id", "revision", "prompt_format")
+    return {
+        "variant": variant,
+        "backend": spec["backend"],
+        **{k: spec[k] for k in keep if k in spec},
+        "decoding": spec.get("decoding", {}),
+        "msr": {k: spec["msr"][k] for k in ("n", "num_words", "min_segment_words",
+                                             "prompt_format")},
+        "matching": run_matching(cfg, model, variant),
+    }
+
+
+# ---- experiments --------------------------------------------------------------------------
+
+def experiment_models(cfg: Mapping[str, Any], name: str) -> list[str]:
+    """The models an experiment is drawn for: its ``models``, else every model that runs all of
+    its variants on its dataset."""
+    e = cfg["experiments"][name]
+    if "models" in e:
+        return list(e["models"])
+    return [m for m in cfg["models"]
+            if all(e["dataset"] in run_datasets(cfg, m, v) for v in experiment_variants(e))]
+
+
+def experiment_variants(spec: Mapping[str, Any]) -> list[str]:
+    """The variants an experiment reads, in its order (a comparison: a, then b)."""
+    if spec["kind"] == "sweep":
+        return [s["variant"] for s in spec["settings"]]
+    return [spec["a"]["variant"], spec["b"]["variant"]]
+
+
+def experiment_labels(spec: Mapping[str, Any]) -> list[str]:
+    """The labels of an experiment's variants, in :func:`experiment_variants` order."""
+    if spec["kind"] == "sweep":
+        return [str(s["label"]) for s in spec["settings"]]
+    return [str(spec["a"]["label"]), str(spec["b"]["label"])]
+
+
+# ---- checks -------------------------------------------------------------------------------
+
+def check(cfg: Mapping[str, Any]) -> None:
+    """Raise ConfigError (naming the key) for a variant or experiment that cannot run."""
+    for name, v in cfg.get("variants", {}).items():
+        key = f"variants.{name}"
+        if name == MAIN:
+            raise ConfigError(f"config key {key!r}: {MAIN!r} is the variant without overrides "
+                              "that every model runs; choose another name")
+        if not NAME_RE.match(name):
+            raise ConfigError(f"config key {key!r}: names may use letters, digits, '_', '.', "
+                              "'-' only")
+        for i, m in enumerate(v.get("models", [])):
+            if m not in cfg["models"]:
+                raise ConfigError(f"config key '{key}.models.{i}': unknown model {m!r}")
+        for i, d in enumerate(v.get("datasets", [])):
+            if d not in cfg["datasets"]:
+                raise ConfigError(f"config key '{key}.datasets.{i}': unknown dataset {d!r}")
+        for m in cfg["models"]:
+            if applies(cfg, m, name):
+                _check_run(cfg, m, name, key)
+    for name, e in cfg.get("experiments", {}).items():
+        _check_experiment(cfg, name, e)
+
+
+def _check_run(cfg: Mapping[str, Any], model: str, variant: str, key: str) -> None:
+    msr = run_slice(cfg, model, variant)["msr"]
+    if msr["n"] % 2:
+        raise ConfigError(f"config key '{key}.msr.n': must be even (got {msr['n']}): the "
+                          "held-out last segment must fall on an assistant turn")
+    if msr["num_words"] < msr["n"]:
+        raise ConfigError(f"config key '{key}.msr.num_words': must be at least n ({msr['n']})")
+    m = run_matching(cfg, model, variant)
+    if m["k_min"] > m["k_max"]:
+        raise ConfigError(f"config key '{key}.matching': k_min {m['k_min']} exceeds k_max "
+                          f"{m['k_max']} for model {model!r} (k_max auto = num_words // n = "
+                          f"{msr['num_words']} // {msr['n']})")
+
+
+def _check_experiment(cfg: Mapping[str, Any], name: str, e: Mapping[str, Any]) -> None:
+    key = f"experiments.{name}"
+    if not NAME_RE.match(name):
+        raise ConfigError(f"config key {key!r}: names may use letters, digits, '_', '.', '-' "
+                          "only")
+    if e["dataset"] not in cfg["datasets"]:
+        raise ConfigError(f"config key '{key}.dataset': unknown dataset {e['dataset']!r}")
+    variants = experiment_variants(e)
+    for v in variants:
+        if v != MAIN and v not in cfg.get("variants", {}):
+            raise ConfigError(f"config key {key!r}: unknown variant {v!r}; known: "
+                              f"{', '.join(variant_names(cfg))}")
+    labels = experiment_labels(e)
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"config key {key!r}: labels must differ (got {labels})")
+    for i, m in enumerate(e.get("models", [])):
+        if m not in cfg["models"]:
+            raise ConfigError(f"config key '{key}.models.{i}': unknown model {m!r}")
+        for v in variants:
+            if e["dataset"] not in run_datasets(cfg, m, v):
+                raise ConfigError(f"config key '{key}.models.{i}': model {m!r} does not run "
+                                  f"variant {v!r} on dataset {e['dataset']!r}")
+    if not experiment_models(cfg, name):
+        raise ConfigError(f"config key {key!r}: no model runs all of {variants} on dataset "
+                          f"{e['dataset']!r}")
+    if e["kind"] == "comparison":
+        for m in experiment_models(cfg, name):
+            a, b = (run_matching(cfg, m, v) for v in variants)
+            if (a["k_min"], a["k_max"]) != (b["k_min"], b["k_max"]):
+                raise ConfigError(f"config key {key!r}: variants {variants[0]!r} and "
+                                  f"{variants[1]!r} of model {m!r} use different thresholds "
+                                  f"(k {a['k_min']}..{a['k_max']} vs {b['k_min']}..{b['k_max']}): "
+                                  "the paper-mode comparison needs the same k values")
+
+
+__all__ = ["EXPERIMENT_KINDS", "MAIN", "applies", "check", "experiment_labels",
+           "experiment_models", "experiment_variants", "run_datasets", "run_matching",
+           "run_settings", "run_slice", "run_sources", "runs", "variant_names"]

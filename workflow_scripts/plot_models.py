@@ -1,0 +1,12 @@
+"""Rule plot_models: f_k of every model on one dataset (the MSR paper's Figures 1 and 2)."""
+
+import json
+from pathlib import Path
+
+from copyprobe.msr.figures import plot_fk_models
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+results = [json.loads(Path(p).read_text()) for p in snakemake.input]  # noqa: F821
+plot_fk_models(results, snakemake.output[0], title=snakemake.params.title)  # noqa: F821
+log.info("%d models: %s", len(results), ", ".join(r["model"] for r in results))
