@@ -1,9 +1,10 @@
 """End to end: the Snakemake workflow on a tiny config with the real SmolLM2 model.
 
-Runs the workflow in a copy of the repository's workflow files, checks every artifact against
-its schema, reruns ("nothing to be done"), forces the generation rule again (zero model calls:
-every answer comes from the cache), and dry-runs after adding a model (only that model's jobs
-plus the aggregate table are scheduled).
+Runs the workflow in a copy of the repository's workflow files, with three variants and two
+experiments (a sweep and a settings comparison), checks every artifact against its schema,
+reruns ("nothing to be done"), forces the generation rule again (zero model calls: every
+answer comes from the cache), and dry-runs after adding a model or a variant (only its jobs
+plus the aggregates are scheduled).
 """
 
 from __future__ import annotations
@@ -54,6 +55,23 @@ def _config(workdir: Path) -> dict:
                 "decoding": {"max_tokens": 32},
             }
         },
+        "variants": {
+            # the main run's requests, counted for k = 4..15: answered from the cache
+            "greedy_k4": {"matching": {"k_min": 4, "k_max": 15}},
+            "warm_k4": {"decoding": {"temperature": 0.7},
+                        "matching": {"k_min": 4, "k_max": 15}},
+            # 40 words in n = 4 segments: k ends at 40 // 4 = 10
+            "words40": {"datasets": ["wiki"], "msr": {"num_words": 40},
+                        "matching": {"k_max": "auto"}},
+        },
+        "experiments": {
+            "length": {"kind": "sweep", "dataset": "wiki", "parameter": "input length",
+                       "settings": [{"label": 40, "variant": "words40"},
+                                    {"label": 200, "variant": "main"}]},
+            "temperature": {"kind": "comparison", "dataset": "wiki",
+                            "a": {"label": "greedy", "variant": "greedy_k4"},
+                            "b": {"label": "t0.7", "variant": "warm_k4"}},
+        },
     }
 
 
@@ -86,29 +104,83 @@ def test_artifacts_have_their_schemas(workdir, first_run):
     cur = read_table(r / "curated/smol/wiki.parquet", CURATED)
     assert set(cur["split"]) == {"pre"} and cur["kept"].all()
     assert set(read_table(r / "curated/smol/controls.parquet", CURATED)["split"]) == {"post"}
-    prompts = read_table(r / "prompts/smol/wiki.parquet", PROMPTS)
+    prompts = read_table(r / "prompts/smol/main/wiki.parquet", PROMPTS)
     assert (prompts["status"] == "ready").all() and (prompts["n"] == 4).all()
     msgs = json.loads(prompts["prompt"].iloc[0])["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
-    gens = read_table(r / "generations/smol/wiki.parquet", GENERATIONS)
+    gens = read_table(r / "generations/smol/main/wiki.parquet", GENERATIONS)
     assert len(gens) == 3 and (gens["status"] == "ok").all()
     assert gens["revision"].str.fullmatch(r"[0-9a-f]{64}").all()
-    assert not gens["from_cache"].any()
-    meta = read_meta(r / "generations/smol/wiki/shards/00000-of-00001.parquet")
-    assert meta["summary"]["model_calls"] == 3 and meta["step"] == "generate"
-    matches = read_table(r / "matches/smol/wiki.parquet", MATCHES)
-    assert len(matches) == 3 and (matches["word_longest"] >= 0).all()
+    meta = read_meta(r / "generations/smol/main/wiki/shards/00000-of-00001.parquet")
+    assert meta["step"] == "generate"
+    matches = read_table(r / "matches/smol/main/wiki.parquet", MATCHES)
+    assert len(matches) == 3 and matches["word_longest"].notna().all()
     assert matches["word_kgram_counts"].map(len).eq(8).all()
-    stats = json.loads((r / "stats/smol/wiki.json").read_text())
-    assert stats["n_pre"] == 3 and stats["n_post"] == 3 and stats["ks"] == list(range(5, 13))
+    stats = json.loads((r / "stats/smol/main/wiki.json").read_text())
+    assert stats["documents_pre"] == 3 and stats["documents_post"] == 3
+    assert stats["k_values"] == list(range(5, 13)) and stats["schema_version"] == 2
     assert len(stats["paper"]["f_pre"]) == 8
+    assert stats["settings"]["variant"] == "main" and stats["settings"]["msr"]["n"] == 4
     table = pd.read_csv(r / "tables/msr_table.csv")
-    assert list(table[["dataset", "model"]].itertuples(index=False, name=None)) == [("wiki", "smol")]
+    rows = set(table[["dataset", "model"]].itertuples(index=False, name=None))
+    assert rows == {("wiki", "smol"), ("wiki", "smol [greedy_k4]"), ("wiki", "smol [warm_k4]"),
+                    ("wiki", "smol [words40]")}
     md = (r / "tables/msr_table.md").read_text()
     assert "| wiki | smol |" in md
-    for kind in ("fk", "per_document"):
-        png = r / f"figures/smol/wiki_{kind}.png"
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for kind in ("fk", "per_document", "helm"):
+        png = r / f"figures/smol/main/wiki_{kind}.png"
+        assert png.read_bytes()[:8] == PNG
+    assert (r / "figures/wiki_fk_models.png").read_bytes()[:8] == PNG
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_table_is_printed_at_the_end(first_run):
+    out = first_run.stdout
+    assert "results/tables/msr_table.md:" in out and "| wiki | smol |" in out
+
+
+def test_a_variant_with_the_same_requests_shares_the_cache(workdir, first_run):
+    r = workdir / "results"
+    main = read_table(r / "generations/smol/main/wiki.parquet", GENERATIONS)
+    same = read_table(r / "generations/smol/greedy_k4/wiki.parquet", GENERATIONS)
+    warm = read_table(r / "generations/smol/warm_k4/wiki.parquet", GENERATIONS)
+    assert sorted(main["cache_key"]) == sorted(same["cache_key"])
+    assert sorted(main["text"]) == sorted(same["text"])
+    assert not set(warm["cache_key"]) & set(main["cache_key"])
+    assert {json.loads(d)["temperature"] for d in warm["decoding"]} == {0.7}
+    assert {json.loads(d)["temperature"] for d in main["decoding"]} == {0.0}
+    stats = json.loads((r / "stats/smol/greedy_k4/wiki.json").read_text())
+    assert stats["k_values"] == list(range(4, 16))
+
+
+def test_k_max_auto_ends_at_the_words_per_segment(workdir, first_run):
+    r = workdir / "results"
+    prompts = read_table(r / "prompts/smol/words40/wiki.parquet", PROMPTS)
+    assert (prompts["num_words"] == 40).all()
+    assert prompts["reference"].str.split().str.len().eq(10).all()
+    stats = json.loads((r / "stats/smol/words40/wiki.json").read_text())
+    assert stats["k_values"] == list(range(5, 11))
+    assert stats["settings"]["matching"] == {"k_min": 5, "k_max": 10}
+
+
+def test_experiments_write_figures_tables_and_comparisons(workdir, first_run):
+    r = workdir / "results"
+    sweep = pd.read_csv(r / "tables/sweep_length.csv", dtype={"setting": str})
+    assert list(sweep["setting"]) == ["40", "200"] and set(sweep["model"]) == {"smol"}
+    assert list(sweep["k_values"]) == ["5-10", "5-12"]
+    assert "input length" in (r / "tables/sweep_length.md").read_text()
+    comp = json.loads((r / "comparisons/temperature/smol.json").read_text())
+    assert (comp["label_a"], comp["label_b"], comp["split"]) == ("greedy", "t0.7", "pre")
+    assert comp["k_values"] == list(range(4, 16)) and len(comp["paper"]["f_a"]) == 12
+    a = json.loads((r / "stats/smol/greedy_k4/wiki.json").read_text())
+    assert comp["paper"]["f_a"] == a["paper"]["f_pre"]
+    table = pd.read_csv(r / "tables/comparisons.csv")
+    assert list(table[["experiment", "model", "label_a", "label_b"]].itertuples(
+        index=False, name=None)) == [("temperature", "smol", "greedy", "t0.7")]
+    for name in ("length", "temperature"):
+        assert (r / f"figures/experiments/{name}/smol.png").read_bytes()[:8] == PNG
 
 
 def test_rerun_does_nothing(workdir, first_run):
@@ -119,11 +191,12 @@ def test_rerun_does_nothing(workdir, first_run):
 def test_forced_generation_makes_zero_model_calls(workdir, first_run):
     run(workdir, "--forcerun", "generate")
     r = workdir / "results"
-    for source in ("wiki", "controls"):
-        gens = read_table(r / f"generations/smol/{source}.parquet", GENERATIONS)
-        assert gens["from_cache"].all()
-        shard = r / f"generations/smol/{source}/shards/00000-of-00001.parquet"
-        assert read_meta(shard)["summary"]["model_calls"] == 0
+    shards = sorted(r.glob("generations/smol/*/*/shards/*.parquet"))
+    # main and three variants, each on two sources
+    assert len(shards) == 8
+    for shard in shards:
+        assert read_meta(shard)["summary"]["model_calls"] == 0, shard
+        assert read_table(shard, GENERATIONS)["from_cache"].all(), shard
 
 
 def _planned_jobs(proc: subprocess.CompletedProcess) -> list[tuple[str, str]]:
@@ -148,17 +221,37 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
     proc = run(workdir, "--dry-run", "--configfile", str(alt))
     jobs = _planned_jobs(proc)
     assert jobs, proc.stdout
-    per_model = [(rule, w) for rule, w in jobs if rule not in ("make_table", "all")]
+    per_model = [(rule, w) for rule, w in jobs if rule not in AGGREGATES]
     assert per_model and all("model=smol-b" in w for _, w in per_model), jobs
     assert ("make_table", "") in jobs
     rules = {rule for rule, _ in per_model}
     # generate's shard jobs (and the prepare_model step they need) are known only once the
     # prompts exist (build_prompts is a checkpoint): a dry run lists the merge that waits.
     assert {"curate", "build_prompts", "merge_generations", "count_matches",
-            "compute_stats", "plot_figures"} <= rules <= {
+            "compute_stats", "plot_figures", "plot_experiment", "compare_settings"} <= rules <= {
         "prepare_model", "curate", "build_prompts", "generate", "merge_generations",
-        "count_matches", "compute_stats", "plot_figures"}
+        "count_matches", "compute_stats", "plot_figures", "plot_experiment", "compare_settings"}
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
+
+
+AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table", "all")
+
+
+def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
+    cfg = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    alt = workdir / "config" / "config_shots.yaml"
+    alt.write_text(yaml.safe_dump({"variants": {**cfg["variants"], "shots2": {"msr": {"n": 2}}}}))
+    proc = run(workdir, "--dry-run", "--configfile", str(alt))
+    jobs = _planned_jobs(proc)
+    per_run = [(rule, w) for rule, w in jobs if rule not in AGGREGATES]
+    assert per_run and all("variant=shots2" in w for _, w in per_run), jobs
+    assert {rule for rule, _ in per_run} == {"build_prompts", "merge_generations",
+                                              "count_matches", "compute_stats", "plot_figures"}
+    # one (model, variant) on the two sources of one dataset; corpus, curation and the model
+    # file are the main run's; no experiment reads the new variant
+    assert sorted(w for rule, w in per_run if rule == "build_prompts") == [
+        "model=smol, variant=shots2, source=controls", "model=smol, variant=shots2, source=wiki"]
+    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "all"}
 
 
 def test_bad_config_fails_before_any_job(workdir, first_run):
