@@ -43,11 +43,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES)
 	@echo
-	@cat results/tables/msr_table.md
-	@echo
-	@echo "Table:   results/tables/msr_table.csv and results/tables/msr_table.md"
-	@echo "Figures: results/figures/<model>/<dataset>_fk.png and _per_document.png"
-	@echo "Stats:   results/stats/<model>/<dataset>.json"
+	@echo "Table:   results/tables/msr_table.csv and results/tables/msr_table.md (printed above when made)"
+	@echo "Figures: results/figures/<model>/<variant>/<dataset>_fk.png, _per_document.png, _helm.png;"
+	@echo "         results/figures/<dataset>_fk_models.png; results/figures/experiments/"
+	@echo "Stats:   results/stats/<model>/<variant>/<dataset>.json (variant main: no override)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests

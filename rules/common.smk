@@ -208,8 +208,9 @@ def all_targets():
 
 
 def print_table():
-    """After a successful run that made the results table, print it (Markdown)."""
-    if any(job.rule.name == "make_table" for job in workflow.dag.jobs):
+    """After a successful run that (re)made the results table, print it (Markdown)."""
+    made = workflow.dag.needrun_jobs(exclude_finished=False)
+    if any(job.rule.name == "make_table" for job in made):
         table = Path("results/tables/msr_table.md")
         if table.is_file():
             print(f"\n{table}:\n\n{table.read_text()}", flush=True)
