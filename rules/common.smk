@@ -117,11 +117,6 @@ def all_stats():
     return [f"results/stats/{m}/{v}/{d}.json" for m, v, d in cpx.runs(config)]
 
 
-def main_stats():
-    """The stats JSON of every model on every dataset without a variant's overrides."""
-    return [p for p in all_stats() if p.split("/")[3] == cpx.MAIN]
-
-
 def dataset_models_stats(wildcards):
     """Figures 1 and 2: every model's main run on one dataset."""
     return [

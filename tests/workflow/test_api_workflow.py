@@ -65,10 +65,10 @@ def test_api_model_shards_and_never_leaks_the_key(tmp_path, root, workflow_copy)
         assert "requests failed" in bad.stderr and "max_failure_share" in bad.stderr
         assert "ContextLengthError" in bad.stderr
         assert PLANTED not in bad.stdout + bad.stderr
-    shards = sorted((wd / "results/generations/api/docs/shards").glob("*.parquet"))
+    shards = sorted((wd / "results/generations/api/main/docs/shards").glob("*.parquet"))
     assert [p.name for p in shards] == ["00000-of-00003.parquet", "00001-of-00003.parquet",
                                         "00002-of-00003.parquet"]
-    gens = read_table(wd / "results/generations/api/docs.parquet", GENERATIONS)
+    gens = read_table(wd / "results/generations/api/main/docs.parquet", GENERATIONS)
     assert len(gens) == 5 and (gens["status"] == "ok").all()
     assert (gens["cost_usd"] > 0).all() and gens["attempts"].sum() == 7
     assert PLANTED not in proc.stdout + proc.stderr
