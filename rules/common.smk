@@ -66,7 +66,7 @@ def api_slots(wildcards):
 def generation_shards(wildcards):
     """Shard files of one (model, source), known once its prompts exist (checkpoint)."""
     import pandas as pd
-    from copyprobe.generation.runner import shard_count
+    from copyprobe.generation.shards import shard_count
 
     prompts = checkpoints.build_prompts.get(**wildcards).output[0]
     size = config["models"][wildcards.model].get("shard_size")

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
-from copyprobe.generation.runner import generate_shard
+from copyprobe.generation.shards import generate_shard
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821

@@ -82,8 +82,9 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe.generation.openai_api import (
-    OpenAIBackend,
+from copyprobe.generation.openai_api import OpenAIBackend
+from copyprobe.generation.openai_protocol import (
+    DEFAULT_BASE_URL,
     map_status_error,
     prepare_messages,
     read_choice,
@@ -92,7 +93,6 @@ from copyprobe.generation.openai_api import (
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENDPOINTS = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
 #: OpenAI limits for one batch input file.
 MAX_REQUESTS_PER_BATCH = 50_000

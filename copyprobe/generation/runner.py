@@ -32,7 +32,7 @@ import platform
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -548,64 +548,3 @@ def run_generation(
     df = pd.DataFrame(rows, columns=GENERATIONS.columns)
     df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
     return df, rec.summary
-
-
-def shard_rows(prompts: pd.DataFrame, shard_size: int | None) -> list[pd.DataFrame]:
-    """Split the ready prompts into consecutive shards of ``shard_size`` rows."""
-    ready = prompts[prompts["status"] == "ready"].reset_index(drop=True)
-    if not shard_size or len(ready) <= shard_size:
-        return [ready]
-    return [ready.iloc[i:i + shard_size] for i in range(0, len(ready), shard_size)]
-
-
-def shard_count(prompts: pd.DataFrame, shard_size: int | None) -> int:
-    return len(shard_rows(prompts, shard_size))
-
-
-def merge_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Assemble shard tables into the model's table; a request must appear in one shard."""
-    df = pd.concat(list(frames), ignore_index=True) if frames else pd.DataFrame(
-        columns=GENERATIONS.columns)
-    dup = df[["request_id", "sample_index"]].duplicated()
-    if dup.any():
-        raise ValueError(f"{int(dup.sum())} request(s) appear in more than one shard")
-    return df
-
-
-def parse_shard(shard: str) -> tuple[int, int]:
-    """``"00002-of-00005"`` -> (2, 5)."""
-    try:
-        i, n = (int(x) for x in shard.split("-of-"))
-    except ValueError:
-        raise ValueError(f"bad shard name {shard!r}; expected like 00000-of-00001") from None
-    if not 0 <= i < n:
-        raise ValueError(f"bad shard name {shard!r}")
-    return i, n
-
-
-def generate_shard(prompts: pd.DataFrame, spec: Mapping[str, Any],
-                   manifest: Mapping[str, Any], *,
-                   shard: str = "00000-of-00001") -> tuple[pd.DataFrame, GenerationSummary]:
-    """Generate one shard of a PROMPTS table for a model's config slice.
-
-    ``manifest`` is the output of the prepare_model step ({path, sha256, size, origin}, with
-    ``path`` None for remote models).
-    """
-    model_file = ModelFile.from_manifest(manifest)
-    spec = dict(spec)
-    if model_file is not None:
-        spec.setdefault("model_id", model_file.path.name)
-    i, n = parse_shard(shard)
-    parts = shard_rows(prompts, spec.get("shard_size"))
-    if len(parts) != n:
-        raise ValueError(f"shard {shard}: the prompts now make {len(parts)} shard(s), not {n}; "
-                         "rerun the workflow so the shard list is rebuilt")
-    cache_dir = Path(spec["cache_dir"])
-    return run_generation(
-        parts[i], model=spec["name"], backend_name=spec["backend"],
-        identity=backend_identity(spec, model_file),
-        backend_factory=lambda: build_backend(spec, model_file),
-        decoding=Decoding.from_config(spec.get("decoding", {})),
-        cache=GenerationCache(cache_dir / "generations"),
-        settings=RunSettings.from_config(spec), shard=shard,
-        state_dir=cache_dir / "batches" / spec["name"])
