@@ -270,7 +270,7 @@ class _Recorder:
                                    "from_cache": False, "status": "failed",
                                    "error_class": cls, "error": str(outcome)[:2000],
                                    "attempts": attempts, "cost_usd": None}
-        self.progress.update()
+        self.progress.update(failed=int(not isinstance(outcome, Completion)))
 
 
 def _as_error(exc: Exception) -> BackendError:
@@ -542,8 +542,7 @@ def run_generation(
                 _send_sync(lazy, pending, rec, settings)
         finally:
             lazy.close()
-    progress.close()
-    log.info("%s: %s", model, rec.summary.describe())
+    progress.close(rec.summary.describe())
     rows = [{**rec.rows[it.key], "request_id": it.request_id} for it in items]
     df = pd.DataFrame(rows, columns=GENERATIONS.columns)
     df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
