@@ -76,8 +76,10 @@ environment variable, not in a config file that ends up in Snakemake's metadata.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
+import socket
 import ssl
 import threading
 import urllib.request
@@ -311,7 +313,14 @@ class OpenAIBackend(Backend):
         return endpoint, params
 
     def _where(self, endpoint: Endpoint) -> str:
-        return f"{self.model_id} /{'chat/completions' if endpoint == 'chat' else 'completions'}"
+        """The model and the endpoint's URL (normalised: no credentials, no query)."""
+        path = "/chat/completions" if endpoint == "chat" else "/completions"
+        return f"{self.model_id} at {self.base_url}{path}"
+
+    def _unreachable(self, where: str, cause: str, exc: BaseException) -> BackendError:
+        detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
+        return BackendError(f"{where}: cannot connect: {cause} ({detail})",
+                            error_class="ConnectionError", unreachable=True)
 
     def _tls_error(self, cert_error: ssl.SSLCertVerificationError,
                    endpoint: Endpoint) -> BackendError:
@@ -323,10 +332,39 @@ class OpenAIBackend(Backend):
                             "SSL_CERT_FILE to that CA's bundle", permanent=True,
                             error_class="TLSError")
 
+    def _connect_failure(self, exc: BaseException) -> str | None:
+        """Why no connection could be made, in words, when ``exc`` (or an exception in its
+        chain) says so; None when a connection was made (or it is not known)."""
+        chain: list[BaseException] = []
+        todo: list[BaseException | None] = [exc]
+        while todo:
+            e = todo.pop()
+            if e is None or any(e is seen for seen in chain):
+                continue
+            chain.append(e)
+            todo += [e.__cause__, e.__context__, getattr(e, "os_error", None)]
+        errnos = {getattr(e, "errno", None) for e in chain}
+        if any(isinstance(e, ConnectionRefusedError) for e in chain) or \
+                errno.ECONNREFUSED in errnos:
+            return "connection refused"
+        if any(isinstance(e, aiohttp.ClientConnectorDNSError | socket.gaierror) for e in chain):
+            return "host name not found"
+        if errnos & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
+            return "no route to host"
+        if any(isinstance(e, aiohttp.ConnectionTimeoutError | _httpx.ConnectTimeout)
+               for e in chain):
+            return f"no connection within {min(10.0, self.request_timeout):g} s"
+        for e in chain:
+            if isinstance(e, aiohttp.ClientConnectorError | _httpx.ConnectError):
+                return str(getattr(e, "strerror", None) or e)
+        return None
+
     def _map_exception(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
         where = self._where(endpoint)
         if (cert_error := _certificate_error(exc)) is not None:
             return self._tls_error(cert_error, endpoint)
+        if (cause := self._connect_failure(exc)) is not None:
+            return self._unreachable(where, cause, exc.__cause__ or exc)
         if isinstance(exc, openai.APITimeoutError):
             return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
                                 error_class="Timeout")
@@ -351,7 +389,9 @@ class OpenAIBackend(Backend):
         where = self._where(endpoint)
         if (cert_error := _certificate_error(exc)) is not None:
             return self._tls_error(cert_error, endpoint)
-        if isinstance(exc, TimeoutError):  # incl. aiohttp's connect and read timeouts
+        if (cause := self._connect_failure(exc)) is not None:
+            return self._unreachable(where, cause, exc)
+        if isinstance(exc, TimeoutError):  # aiohttp's read timeouts
             return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
                                 error_class="Timeout")
         detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
