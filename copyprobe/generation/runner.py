@@ -13,7 +13,9 @@ it received. How requests are sent depends on what the backend can do:
   ``max_batch_size`` (1 for llama.cpp).
 
 Transient failures (rate limits, 5xx, timeouts, dropped connections, malformed answers) are
-retried with exponential backoff and jitter, honouring Retry-After. A request that still fails,
+retried with exponential backoff and jitter, honouring Retry-After; on the concurrent path, a
+run whose first attempts (one per worker) all fail to connect stops there, recording every
+request as failed with that error, instead of retrying each. A request that still fails,
 or fails permanently, becomes a row with ``status='failed'`` and its error class and message:
 never text that a scorer would count. The model is loaded only when the first uncached request
 needs it.
@@ -392,9 +394,9 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
     remaining = len(items)
     # Requests waiting out a retry delay, so that stopping early can take them back at once.
     waiting: dict[str, tuple[asyncio.TimerHandle, _Item]] = {}
-    # Stopping early: when the first attempts of the first wave (one per worker) all fail to
-    # connect and nothing has answered, the endpoint is wrong or down; retrying every request
-    # would only spend the retry ladder's minutes before saying the same thing.
+    # Stopping early: when the first `workers` first attempts all fail to connect and nothing
+    # has answered, the endpoint is wrong or down; retrying every request would only spend the
+    # retry ladder's minutes before saying the same thing.
     first_wave = workers
     unreachable_first = 0
     reached = False
