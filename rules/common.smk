@@ -18,12 +18,18 @@ MODELS = list(config["models"])
 
 
 
-# The API keys of the models, checked once the jobs are planned and before the first starts,
-# naming the model and the variable, never a value. Snakemake runs onstart neither in a dry run
-# (which sends nothing, so plans and config checks need no secrets) nor when nothing is to be
-# done.
+# The API keys of the models that will run, checked once the jobs are planned and before the
+# first starts, naming the model and the variable, never a value. Snakemake runs onstart neither
+# in a dry run (which sends nothing, so plans and config checks need no secrets) nor when
+# nothing is to be done.
 onstart:
-    check_api_keys(config["models"])
+    check_api_keys(models_to_run())
+
+
+def models_to_run():
+    """The config of every model with a job to run in this invocation."""
+    names = {getattr(job.wildcards, "model", None) for job in workflow.dag.needrun_jobs()}
+    return {m: spec for m, spec in config["models"].items() if m in names}
 
 
 wildcard_constraints:

@@ -118,6 +118,8 @@ def test_a_wrong_port_fails_fast_naming_the_endpoint_and_keeps_the_failures(tmp_
                 in no_key.stderr)
         assert "api_key_optional: true" in no_key.stderr
         assert not (wd / "results").exists()  # no job started
+        # a run that needs none of that model's jobs needs no key
+        assert snakemake("results/corpus/docs.parquet").returncode == 0
 
         cfg["models"]["local"]["api_key_optional"] = True
         (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
