@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from copyprobe.generation.base import DEFAULT_LOCAL_THREADS
 from copyprobe.models import sha256_file
 
 pytestmark = pytest.mark.slow
@@ -59,9 +60,16 @@ def test_model_file_and_threads(tmp_path, workflow_copy, smollm2_file):
     assert "threads: 2" in job_block(first, "generate")
     log = (wd / "logs/generate/smol/docs/00000-of-00001.log").read_text()
     assert "n_threads 2, n_threads_batch 2" in log
-    # with cores to spare the job reserves the model's n_threads
-    plan = snakemake(wd, "--cores", "4", "--dry-run", "--forcerun", "generate", TARGET)
+    # one progress summary line per job, no line per request
+    assert sum("copyprobe.progress" in line for line in log.splitlines()) == 1
+    # with cores to spare the job reserves the model's n_threads, or the default when unset
+    plan = snakemake(wd, "--cores", "8", "--dry-run", "--forcerun", "generate", TARGET)
     assert "threads: 3" in job_block(plan, "generate")
+    unset = wd / "config" / "unset.yaml"
+    unset.write_text(yaml.safe_dump({"models": {"smol": {**cfg["models"]["smol"],
+                                                         "n_threads": None}}}))
+    plan = snakemake(wd, TARGET, "--cores", "8", "--dry-run", "--configfile", str(unset))
+    assert f"threads: {DEFAULT_LOCAL_THREADS}" in job_block(plan, "generate")
 
     manifest = wd / "results/models/smol.json"
     old = json.loads(manifest.read_text())["sha256"]
