@@ -63,7 +63,8 @@ def test_terminal_rewrites_one_line_in_place(caplog):
         progress.update(failed=1)
     text = term.getvalue()
     assert "\n" not in text  # never a new line: the same line is redrawn
-    assert text.count("\r") == 24 and text.endswith("\rwork: 96/100, 96 failed (4.00/s, ETA 1s)\033[K")
+    assert text.count("\r") == 24
+    assert text.endswith("\rwork: 96/100, 96 failed (4.00/s, ETA 1s)\033[K")
     with caplog.at_level(logging.INFO, logger="copyprobe.progress"):
         progress.close()
         progress.close()  # idempotent
