@@ -94,11 +94,9 @@ from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
-    PLACEHOLDER_KEY,
     json_or_text,
     map_status_error,
     normalize_base_url,
-    parse_retry_after,
     prepare_messages,
     read_choice,
     read_key,
@@ -117,18 +115,7 @@ except ImportError:  # pragma: no cover - older openai releases use httpx
 
 log = logging.getLogger(__name__)
 
-# The protocol helpers are re-exported: they were first defined here.
-__all__ = [
-    "DEFAULT_BASE_URL",
-    "PLACEHOLDER_KEY",
-    "OpenAIBackend",
-    "map_status_error",
-    "normalize_base_url",
-    "parse_retry_after",
-    "prepare_messages",
-    "read_choice",
-    "redact",
-]
+__all__ = ["OpenAIBackend"]
 
 Endpoint = Literal["chat", "completions"]
 _INVALID = object()

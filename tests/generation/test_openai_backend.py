@@ -17,9 +17,9 @@ import pytest
 import trustme
 
 from copyprobe.generation.base import BACKENDS, BackendError, Decoding, backend_facts
-from copyprobe.generation.openai_api import (
+from copyprobe.generation.openai_api import OpenAIBackend
+from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
-    OpenAIBackend,
     map_status_error,
     normalize_base_url,
     parse_retry_after,
