@@ -45,12 +45,11 @@ def missing_api_keys(models: Mapping[str, Mapping[str, Any]],
     return problems
 
 
-def check_api_keys(models: Mapping[str, Mapping[str, Any]], *, dry_run: bool = False,
-                   environ: Mapping[str, str] | None = None) -> list[str]:
-    """Raise :class:`MissingAPIKey` when a model lacks its key. A dry run sends no request, so
-    there the problems are only returned (for the caller to print as a warning): a run can be
-    planned, and a config checked, on a machine without the keys."""
+def check_api_keys(models: Mapping[str, Mapping[str, Any]],
+                   environ: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`MissingAPIKey` when a model lacks its key. The workflow calls this once
+    the jobs are planned, for the models with a job to run, and not in a dry run (which sends
+    nothing, so a run can be planned and a config checked without the keys)."""
     problems = missing_api_keys(models, environ)
-    if problems and not dry_run:
+    if problems:
         raise MissingAPIKey("API keys missing (no job was started):\n  " + "\n  ".join(problems))
-    return problems

@@ -31,12 +31,11 @@ def test_missing_keys_name_model_and_variable():
     assert len(missing_api_keys({"gpt": MODELS["gpt"]}, environ={"MY_GPT_KEY": ""})) == 1
 
 
-def test_a_run_stops_a_dry_run_only_reports():
+def test_check_raises_naming_every_model():
     env = {"MY_GPT_KEY": "sk-secret-value-1234567"}
     with pytest.raises(MissingAPIKey) as ei:
         check_api_keys(MODELS, environ=env)
     text = str(ei.value)
     assert text.startswith("API keys missing (no job was started):\n  model 'default-var'")
-    assert "sk-secret" not in text
-    assert len(check_api_keys(MODELS, dry_run=True, environ=env)) == 2
-    assert check_api_keys({"local": MODELS["local"]}, environ={}) == []
+    assert "model 'batch'" in text and "sk-secret" not in text
+    check_api_keys({"local": MODELS["local"], "gpt": MODELS["gpt"]}, environ=env)  # no error
