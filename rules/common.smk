@@ -17,7 +17,6 @@ config.update(_validated)
 MODELS = list(config["models"])
 
 
-
 # The API keys of the models that will run, checked once the jobs are planned and before the
 # first starts, naming the model and the variable, never a value. Snakemake runs onstart neither
 # in a dry run (which sends nothing, so plans and config checks need no secrets) nor when
