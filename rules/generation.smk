@@ -9,7 +9,9 @@ rule generate:
     output:
         "results/generations/{model}/{source}/shards/{shard}.parquet",
     log:
-        "logs/generate/{model}/{source}/{shard}.log",
+        main="logs/generate/{model}/{source}/{shard}.log",
+        # the failed requests (Parquet): Snakemake keeps logs of failed jobs
+        failures="logs/generate/{model}/{source}/{shard}.failures.parquet",
     benchmark:
         "logs/benchmarks/generate/{model}/{source}/{shard}.tsv"
     params:
