@@ -82,13 +82,15 @@ def per_document_scores(ok: pd.DataFrame, ks: list[int], k_min: int) -> pd.DataF
             *[f"kgrams_k{k}" for k in ks]]
     if ok.empty:
         return pd.DataFrame(columns=cols)
-    ok = ok.copy()
-    ok["paper_score"] = ok["paper_lcs_words"].where(ok["paper_unique"].astype(bool), 0)
-    for k in ks:
-        ok[f"kgrams_k{k}"] = ok["word_kgram_counts"].map(lambda c, i=k - k_min: int(c[i]))
-    ok = ok.rename(columns=_WORD_SCORES)
+    # word_kgram_counts holds the counts for k = k_min, k_min + 1, ... in order
+    kgrams = pd.DataFrame([[int(c[k - k_min]) for k in ks] for c in ok["word_kgram_counts"]],
+                          columns=[f"kgrams_k{k}" for k in ks], index=ok.index)
+    paper = ok["paper_lcs_words"].where(ok["paper_unique"].astype(bool), 0)
+    ok = pd.concat([ok.rename(columns=_WORD_SCORES), paper.rename("paper_score"), kgrams],
+                   axis=1)
     agg: dict[str, Any] = {"split": "first", **{c: "max" for c in cols[3:]}}
-    docs = ok.groupby(["source", "doc_id"], as_index=False).agg(agg)
+    docs = ok[["source", "doc_id", *cols[2:]]].groupby(["source", "doc_id"],
+                                                         as_index=False).agg(agg)
     for c in ["paper_score", "longest", "longest_common_prefix", *cols[7:]]:
         docs[c] = docs[c].astype(int)
     docs["edit_similarity"] = docs["edit_similarity"].astype(float)
