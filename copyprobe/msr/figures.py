@@ -51,10 +51,16 @@ def _count_axis(ax: Axes, counts: Iterable[float], label: str) -> None:
     ax.set_ylim(0, max(top, 1.0) * 1.08)
 
 
-def _legend(ax: Axes, entries: int) -> None:
-    """Below the axes, so that it never hides a curve, in as many columns as fit."""
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-              ncol=2 if entries > 3 else 1, frameon=False)
+def _legend(ax: Axes, entries: int, *, pairs: bool = False) -> None:
+    """Below the axes, so that it never hides a curve. With ``pairs`` (lines drawn as D_pre,
+    D_post, D_pre, ...) the D_pre entries fill the first column and D_post the second, so each
+    row of the legend is one model or setting."""
+    handles, labels = ax.get_legend_handles_labels()
+    if pairs:
+        order = [*range(0, len(handles), 2), *range(1, len(handles), 2)]
+        handles, labels = [handles[i] for i in order], [labels[i] for i in order]
+    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              ncol=2 if entries > 3 or pairs else 1, frameon=False)
 
 
 def _save(fig: Figure, path: str | Path) -> Figure:
@@ -133,7 +139,7 @@ def plot_fk_models(results: Sequence[Mapping[str, Any]], path: str | Path, *,
     _count_axis(ax, counts, "f_k (documents, paper mode)")
     ax.set_title(title, fontsize=10)
     _no_data_text(ax, counts, min(ks) if ks else None)
-    _legend(ax, 2 * len(results))
+    _legend(ax, 2 * len(results), pairs=True)
     return _save(fig, path)
 
 
@@ -151,7 +157,7 @@ def plot_fk_sweep(results_by_label: Mapping[str, Mapping[str, Any]], path: str |
     _count_axis(ax, counts, "f_k (documents, paper mode)")
     ax.set_title(title, fontsize=10)
     _no_data_text(ax, counts, min(ks) if ks else None)
-    _legend(ax, 2 * len(series))
+    _legend(ax, 2 * len(series), pairs=True)
     return _save(fig, path)
 
 
@@ -161,27 +167,30 @@ def _split(result: Mapping[str, Any], split: str, score: str) -> np.ndarray:
 
 
 def plot_per_document(result: Mapping[str, Any], path: str | Path) -> Figure:
-    """Share of documents whose longest common word substring is longer than x words."""
+    """Share of documents whose longest common word substring is longer than x words, for
+    every whole x from 0 to one past the longest match (D_pre solid, D_post dashed)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    top = 0.0
-    for split, label, color in (("pre", "D_pre", "tab:blue"), ("post", "D_post", "tab:orange")):
-        arr = _split(result, split, "longest")
+    data = {s: _split(result, s, "longest") for s in ("pre", "post")}
+    top = int(max((a.max() for a in data.values() if a.size), default=0))
+    xs = np.arange(0, top + 2)
+    for split, label, color, style in (("pre", "D_pre", "tab:blue", "-"),
+                                       ("post", "D_post", "tab:orange", "--")):
+        arr = data[split]
         if arr.size:
-            xs = np.sort(arr)
-            top = max(top, float(xs[-1]))
-            ax.step(xs, 1.0 - np.arange(1, xs.size + 1) / xs.size, where="post", color=color,
+            share = [(arr > x).mean() for x in xs]
+            ax.step(xs, share, where="post", color=color, linestyle=style, linewidth=1.8,
                     label=f"{label} ({_documents(arr.size)}, median {np.median(arr):g}, "
                           f"max {arr.max():g})")
     d = result["per_document"]
     auc = d.get("roc_auc")
     ax.set_xlabel("longest common word substring with the held-out segment (words)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlim(0, max(top, 1.0))
+    ax.set_xlim(0, top + 1)
     ax.set_ylabel("share of documents with a longer match")
     auc_text = f"ROC-AUC {auc:.3f}" if auc is not None else "ROC-AUC undefined"
     ax.set_title(f"{result['model']} on {result['dataset']}: per document\n{auc_text}",
                  fontsize=9)
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.02)
     _legend(ax, 2)
     return _save(fig, path)
 

@@ -64,10 +64,15 @@ def test_fk_counts_and_legend(tmp_path, make_result):
 
 def test_per_document_x_axis_has_whole_words_only(tmp_path, make_result):
     fig = plot_per_document(make_result(ZEROS), tmp_path / "pd.png")
-    assert ticks(fig, fig.axes[0], "x") == ["0", "1"]  # max match 1 word: no 0.2 .. 1.2
+    assert ticks(fig, fig.axes[0], "x") == ["0", "1", "2"]  # max match 1 word: no 0.2 .. 1.2
     fig = plot_per_document(make_result(PRE_POST), tmp_path / "pd.png")
-    assert ticks(fig, fig.axes[0], "x") == [str(i) for i in range(10)]
-    assert legend(fig.axes[0])[0] == "D_pre (2 documents, median 8, max 9)"
+    ax = fig.axes[0]
+    assert ticks(fig, ax, "x") == [str(i) for i in range(11)]
+    assert legend(ax)[0] == "D_pre (2 documents, median 8, max 9)"
+    # D_pre matches 9 and 7 words: all longer than 0..6, one longer than 7 and 8, none at 9
+    pre = ax.get_lines()[0]
+    assert list(pre.get_xdata()) == list(range(11))
+    assert list(pre.get_ydata()) == [1.0] * 7 + [0.5, 0.5, 0.0, 0.0]
     assert_png(tmp_path / "pd.png")
 
 
@@ -76,8 +81,12 @@ def test_fk_models_one_colour_per_model(tmp_path, make_result):
     fig = plot_fk_models(results, tmp_path / "fig1.png", title="Figure 1: Wikipedia")
     ax = fig.axes[0]
     assert ax.get_title() == "Figure 1: Wikipedia"
-    assert legend(ax) == ["gpt-3.5: D_pre (2 documents)", "gpt-3.5: D_post (2 documents)",
-                          "llama: D_pre (1 document)", "llama: D_post (1 document)"]
+    # two columns, D_pre left and D_post right: one legend row per model
+    assert legend(ax) == ["gpt-3.5: D_pre (2 documents)", "llama: D_pre (1 document)",
+                          "gpt-3.5: D_post (2 documents)", "llama: D_post (1 document)"]
+    fig.canvas.draw()
+    x0 = [t.get_window_extent().x0 for t in ax.get_legend().get_texts()]
+    assert x0[0] == x0[1] < x0[2] == x0[3]
     lines = ax.get_lines()
     assert lines[0].get_color() == lines[1].get_color() != lines[2].get_color()
     assert (lines[0].get_linestyle(), lines[1].get_linestyle()) == ("-", "--")
