@@ -27,6 +27,8 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from copyprobe.msr.analysis import split_scores  # noqa: E402
+
 PRE_STYLE = {"linestyle": "-", "marker": "o"}
 POST_STYLE = {"linestyle": "--", "marker": "s"}
 
@@ -162,8 +164,7 @@ def plot_fk_sweep(results_by_label: Mapping[str, Mapping[str, Any]], path: str |
 
 
 def _split(result: Mapping[str, Any], split: str, score: str) -> np.ndarray:
-    return np.asarray([d[score] for d in result["documents"] if d["split"] == split],
-                      dtype=float)
+    return np.asarray(split_scores(result, split, score), dtype=float)
 
 
 def plot_per_document(result: Mapping[str, Any], path: str | Path) -> Figure:

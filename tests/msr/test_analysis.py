@@ -2,15 +2,15 @@
 
 import json
 
+import pandas as pd
 import pytest
 
-import pandas as pd
-
-from copyprobe.msr.analysis import analyse
 from copyprobe.artifacts import MATCHES, to_table
-from copyprobe.prompt import Prompt
+from copyprobe.cli import main
+from copyprobe.msr.analysis import SCHEMA_VERSION, _small_sample, analyse, compare_settings
 from copyprobe.msr.scoring import score
 from copyprobe.msr.tables import table_rows, to_markdown
+from copyprobe.prompt import Prompt
 
 STATS = {"n_boot": 200, "seed": 0, "blind_folds": 2, "blind_warn_auc": 0.75}
 
@@ -93,14 +93,6 @@ def test_highly_repetitive_pair_is_scored_with_a_larger_budget():
 
 
 # --- stats JSON layout, pooling, HELM measures, small samples, settings comparisons ---------
-
-from copyprobe.cli import main  # noqa: E402
-from copyprobe.msr.analysis import (  # noqa: E402
-    SCHEMA_VERSION,
-    _small_sample,
-    compare_settings,
-)
-
 KS = list(range(5, 13))
 
 
