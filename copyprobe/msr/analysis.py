@@ -22,14 +22,16 @@ import pandas as pd
 
 from copyprobe.matching import paper_fk_counts, word_fk_counts
 from copyprobe.stats import blind_baseline, cliffs_delta, paper_stats, per_document_stats
+from copyprobe.stats.per_document import MIN_DOCUMENTS
 
 #: Version of the stats JSON layout; 2 renamed the ambiguous keys of version 1 (``ks``,
 #: ``n_pre``, ``n_post``, ``failed``) and added ``settings``, ``helm`` and ``documents``.
 SCHEMA_VERSION = 2
 
-#: Fewer documents than this in either set and the per-document statistics (and the eight
-#: f_k values built from the same documents) are flagged as a small sample.
-SMALL_SAMPLE_DOCUMENTS = 10
+#: Fewer documents than this in either set and the per-document statistics (and the f_k
+#: values built from the same documents) are flagged as a small sample; the threshold is the
+#: per-document statistics' own.
+SMALL_SAMPLE_DOCUMENTS = MIN_DOCUMENTS
 
 PAPER_DIRECTION = ("paper mode: Cliff's delta = P(f_post > f_pre) - P(f_post < f_pre) over "
                    "the f_k values; negative: D_pre has more matching documents")
@@ -131,8 +133,9 @@ def analyse(matches: pd.DataFrame, corpus: pd.DataFrame, *, model: str, dataset:
                      "either set")
     per_doc = _document_section(pre["longest"], post["longest"], statistics, DOC_DIRECTION)
     if per_doc["small_sample"]:
-        notes.append(f"small sample: {len(pre)} D_pre vs {len(post)} D_post documents (fewer "
-                     f"than {SMALL_SAMPLE_DOCUMENTS} in a set): every statistic is fragile")
+        notes.append(per_doc.get("small_sample_warning") or
+                     f"small sample: D_pre has {len(pre)} and D_post has {len(post)} "
+                     f"document(s), fewer than {SMALL_SAMPLE_DOCUMENTS} in a set")
     helm = {
         name: _document_section(pre[name], post[name], statistics,
                                 DOC_DIRECTION.replace("longer matches", f"higher {name}"))

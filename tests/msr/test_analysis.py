@@ -172,7 +172,8 @@ def test_small_sample_is_derived_from_document_counts():
     r = analyse(m, _corpus([f"p{i}" for i in range(3)] + [f"q{i}" for i in range(3)]),
                 model="m", dataset="d", k_min=5, k_max=12, statistics=STATS)
     assert r["per_document"]["small_sample"] is True
-    assert any(n.startswith("small sample: 3 D_pre vs 3 D_post documents") for n in r["notes"])
+    assert any(n.startswith("small sample: D_pre has 3 and D_post has 3 document(s), fewer "
+                            "than 10 in a set") for n in r["notes"])
     assert _small_sample({}, 3, 30) is True and _small_sample({}, 10, 10) is False
     assert _small_sample({"small_sample": True}, 50, 50) is True  # the stats' own flag counts
 
