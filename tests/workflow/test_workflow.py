@@ -100,7 +100,8 @@ def test_artifacts_have_their_schemas(workdir, first_run):
     assert len(matches) == 3 and (matches["word_longest"] >= 0).all()
     assert matches["word_kgram_counts"].map(len).eq(8).all()
     stats = json.loads((r / "stats/smol/wiki.json").read_text())
-    assert stats["n_pre"] == 3 and stats["n_post"] == 3 and stats["ks"] == list(range(5, 13))
+    assert stats["documents_pre"] == 3 and stats["documents_post"] == 3
+    assert stats["k_values"] == list(range(5, 13)) and stats["schema_version"] == 2
     assert len(stats["paper"]["f_pre"]) == 8
     table = pd.read_csv(r / "tables/msr_table.csv")
     assert list(table[["dataset", "model"]].itertuples(index=False, name=None)) == [("wiki", "smol")]
