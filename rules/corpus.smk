@@ -17,6 +17,8 @@ rule collect_corpus:
 
 
 rule prepare_model:
+    input:
+        model_file_inputs,
     output:
         "results/models/{model}.json",
     log:

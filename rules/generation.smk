@@ -1,6 +1,5 @@
 # Shared generation layer: one job per shard of a (model, variant, source)'s prompts, then a
-# merge.
-# Any study's prompts table (results/prompts/...) runs through these rules.
+# merge. Any study's prompts table (results/prompts/...) runs through these rules.
 
 
 rule generate:
@@ -10,7 +9,9 @@ rule generate:
     output:
         "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet",
     log:
-        "logs/generate/{model}/{variant}/{source}/{shard}.log",
+        main="logs/generate/{model}/{variant}/{source}/{shard}.log",
+        # the failed requests (Parquet): Snakemake keeps logs of failed jobs
+        failures="logs/generate/{model}/{variant}/{source}/{shard}.failures.parquet",
     benchmark:
         "logs/benchmarks/generate/{model}/{variant}/{source}/{shard}.tsv"
     params:

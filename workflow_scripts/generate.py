@@ -1,25 +1,35 @@
-"""Rule generate: run one model on one shard of a source's prompts, through the call cache."""
+"""Rule generate: run one model on one shard of a source's prompts, through the call cache.
+
+The failed requests are also written to the rule's second log, a Parquet file: Snakemake deletes
+a failed job's outputs but keeps its logs, so the error classes and messages survive for
+inspection.
+"""
 
 import json
+import sys
 from pathlib import Path
 
 from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
-from copyprobe.generation.runner import generate_shard
+from copyprobe.generation.base import backend_facts
+from copyprobe.generation.shards import generate_shard
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 spec = dict(snakemake.params.model)  # noqa: F821
-spec["n_threads"] = spec.get("n_threads") or snakemake.threads  # noqa: F821
+if not backend_facts(spec["backend"])["remote"]:
+    # the cores Snakemake reserved for this job (n_threads, at most --cores)
+    spec["n_threads"] = snakemake.threads  # noqa: F821
 manifest = json.loads(Path(snakemake.input.model).read_text())  # noqa: F821
 df, summary = generate_shard(read_table(snakemake.input.prompts, PROMPTS), spec,  # noqa: F821
                              manifest, shard=snakemake.wildcards.shard)  # noqa: F821
+settings = {k: v for k, v in spec.items() if k != "cache_dir"}
+write_table(df[df["status"] != "ok"], snakemake.log.failures, GENERATIONS,  # noqa: F821
+            provenance("generate", settings, summary=summary.as_dict()))
 write_table(df, snakemake.output[0], GENERATIONS,  # noqa: F821
-            provenance("generate", {k: v for k, v in spec.items() if k != "cache_dir"},
-                       summary=summary.as_dict()))
-log.info("generation summary: %s", summary.describe())
-limit = spec.get("requests", {}).get("max_failure_share", 0.05)
-if summary.failure_share > limit:
-    # Answers received are in the cache: a rerun retries only the failed requests.
-    raise SystemExit(f"{summary.failed} of {summary.requests} requests failed "
-                     f"({summary.failure_share:.1%} > max_failure_share {limit:.1%}): "
-                     f"{json.dumps(summary.failures_by_class)}")
+            provenance("generate", settings, summary=summary.as_dict()))
+report = summary.failure_report(spec.get("requests", {}).get("max_failure_share", 0.05))
+if report is not None:
+    # logged (to the job's log file, which --show-failed-logs prints, and once to stderr), then
+    # a plain exit status: SystemExit(message) would print to stderr only, and a second time
+    log.error("%s\nfailed requests: %s", report, snakemake.log.failures)  # noqa: F821
+    sys.exit(1)

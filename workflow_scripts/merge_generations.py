@@ -1,7 +1,7 @@
 """Rule merge_generations: assemble a (model, source)'s shard tables into one table."""
 
 from copyprobe.artifacts import GENERATIONS, provenance, read_table, write_table
-from copyprobe.generation.runner import merge_shards
+from copyprobe.generation.shards import merge_shards
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821

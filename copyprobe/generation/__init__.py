@@ -20,9 +20,9 @@ from copyprobe.generation.runner import (
     RunSettings,
     backend_identity,
     build_backend,
-    generate_shard,
     run_generation,
 )
+from copyprobe.generation.shards import generate_shard, merge_shards, shard_count
 
 __all__ = [
     "BACKENDS",
@@ -36,8 +36,10 @@ __all__ = [
     "RunSettings",
     "backend_facts",
     "backend_identity",
-    "generate_shard",
     "build_backend",
+    "generate_shard",
+    "merge_shards",
+    "shard_count",
     "cache_key",
     "run_generation",
 ]

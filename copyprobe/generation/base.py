@@ -56,16 +56,21 @@ class BackendError(RuntimeError):
     transient ones (429, 5xx, timeouts, dropped connections) are retried by the runner with
     exponential backoff and jitter, waiting at least ``retry_after`` seconds when the service
     said so. ``error_class`` is a short stable name (``RateLimitError``, ``ContextLengthError``,
-    ...) used in failure summaries. Messages must never contain credentials.
+    ...) used in failure summaries. ``unreachable`` says that no connection to the service
+    could be made at all (refused, unknown host, no route, connect timeout): when every first
+    attempt of a run says so, the runner stops instead of retrying. Messages must never contain
+    credentials.
     """
 
     def __init__(self, message: str, *, permanent: bool = False, error_class: str | None = None,
-                 retry_after: float | None = None, status_code: int | None = None):
+                 retry_after: float | None = None, status_code: int | None = None,
+                 unreachable: bool = False):
         super().__init__(message)
         self.permanent = permanent
         self.error_class = error_class or type(self).__name__
         self.retry_after = retry_after
         self.status_code = status_code
+        self.unreachable = unreachable
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,9 @@ BACKENDS: Registry[type[Backend]] = Registry("backend")
 #                     llm_api resource; the key is checked before any job starts)
 #   needs_model_file  loads local weights named by ``model_file``, which must exist
 #   gpu               wants a GPU on a cluster node
+#   api_key_env       the variable holding its API key unless the model names another
+#                     (``api_key_env``); None: no key
+#   key_optional      honours ``api_key_optional: true`` (servers that need no key)
 BACKENDS.declare("llamacpp", "copyprobe.generation.llamacpp:LlamaCppBackend",
                  remote=False, needs_model_file=True, gpu=False)
 BACKENDS.declare("hf", "copyprobe.generation.hf:HFBackend",
@@ -169,19 +177,38 @@ BACKENDS.declare("hf", "copyprobe.generation.hf:HFBackend",
 BACKENDS.declare("vllm", "copyprobe.generation.vllm_backend:VLLMBackend",
                  remote=False, needs_model_file=False, gpu=True)
 BACKENDS.declare("openai", "copyprobe.generation.openai_api:OpenAIBackend",
-                 remote=True, needs_model_file=False, gpu=False)
+                 remote=True, needs_model_file=False, gpu=False,
+                 api_key_env="OPENAI_API_KEY", key_optional=True)
 BACKENDS.declare("openai_batch", "copyprobe.generation.openai_batch:OpenAIBatchBackend",
-                 remote=True, needs_model_file=False, gpu=False)
+                 remote=True, needs_model_file=False, gpu=False,
+                 api_key_env="OPENAI_API_KEY", key_optional=False)
 BACKENDS.declare("ocr_cascade", "copyprobe.generation.ocr_cascade:OCRCascadeBackend",
                  remote=False, needs_model_file=False, gpu=False)
 
 
 def backend_facts(name: str) -> dict[str, Any]:
     """What is known about a backend without importing it: ``remote``, ``needs_model_file``,
-    ``gpu`` (all False for a backend registered without a declaration)."""
-    facts = {"remote": False, "needs_model_file": False, "gpu": False}
+    ``gpu``, ``key_optional`` (all False for a backend registered without a declaration) and
+    ``api_key_env`` (None)."""
+    facts: dict[str, Any] = {"remote": False, "needs_model_file": False, "gpu": False,
+                             "api_key_env": None, "key_optional": False}
     facts.update(BACKENDS.facts(name))
     return facts
+
+
+#: CPU threads of a local engine whose model sets no ``n_threads``: what its generate job
+#: reserves and hands the engine (Snakemake lowers it to ``--cores`` when fewer are given).
+DEFAULT_LOCAL_THREADS = 4
+
+
+def job_threads(spec: Mapping[str, Any]) -> int:
+    """Cores a generation job of this model uses: 1 for a remote backend (an API client waits
+    on the network), else the model's ``n_threads``, else :data:`DEFAULT_LOCAL_THREADS`. The
+    job hands the engine the number it was granted, so the reservation and the engine's
+    threads agree."""
+    if backend_facts(spec["backend"])["remote"]:
+        return 1
+    return int(spec.get("n_threads") or DEFAULT_LOCAL_THREADS)
 
 
 class BatchedBackend(Backend):

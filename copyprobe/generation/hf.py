@@ -243,6 +243,11 @@ class HFBackend(BatchedBackend):
     def from_config(cls, spec: Mapping[str, Any], model_file: ModelFile | None) -> HFBackend:
         _check_spec(spec, model_file)
         model_id, revision, weights = _spec_model(spec, model_file)
+        if spec.get("n_threads"):
+            import torch
+
+            # CPU threads of this process's torch kernels: the cores the job reserved
+            torch.set_num_threads(int(spec["n_threads"]))
         if model_file is not None:
             load_dir, gguf_file = str(model_file.path.parent), model_file.path.name
         else:

@@ -9,6 +9,7 @@ is 0.05), and the seed is set per request from the decoding seed and the sample 
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
+
+log = logging.getLogger(__name__)
 
 
 @BACKENDS.register("llamacpp")
@@ -31,8 +34,12 @@ class LlamaCppBackend(Backend):
         self.model_id = model_id
         self.weights_sha256 = weights_sha256
         self.n_ctx = n_ctx
+        # n_threads_batch (prompt processing) follows n_threads: left unset, llama-cpp-python
+        # takes every core of the machine for it, whatever the job reserved
         self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads,
-                         seed=0, verbose=False)
+                         n_threads_batch=n_threads, seed=0, verbose=False)
+        log.info("llama.cpp: %s, n_ctx %d, n_threads %d, n_threads_batch %d",
+                 Path(model_path).name, n_ctx, self.llm.n_threads, self.llm.n_threads_batch)
 
     @classmethod
     def from_config(cls, spec: Mapping[str, Any], model_file: ModelFile | None) -> LlamaCppBackend:

@@ -16,8 +16,9 @@ model_file: {...}, n_ctx: 4096}``) and, for an inner backend that loads a model 
 ``.cache/copyprobe``).
 
 OCR settings follow FACTS: images are upscaled 2x (Lanczos) and read with ``use_cls=False``
-(rendered text is upright). RapidOCR reads the copyright sign as ``"@"`` or drops it. Results
-are cached in memory per image sha256, so one image is read once per process.
+(rendered text is upright). RapidOCR reads the copyright sign as ``"@"`` or drops it. The texts
+of the last :data:`OCR_CACHE_SIZE` images are kept in memory by image sha256, so an image asked
+for again (one notice image under many queries) is read once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import hashlib
 import importlib.metadata
 import io
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,9 +41,13 @@ UPSCALE = 2
 USE_CLS = False
 RESAMPLE = "lanczos"
 
+#: Images whose OCR text is kept in memory (least recently used dropped first).
+OCR_CACHE_SIZE = 1024
+
 _engine: Any = None
 _lock = threading.Lock()
-_cache: dict[str, str] = {}
+# keyed by sha256, not by the bytes (functools.lru_cache would keep every image as its key)
+_cache: OrderedDict[str, str] = OrderedDict()
 
 
 def ocr_settings() -> dict[str, Any]:
@@ -94,10 +100,11 @@ def _reading_order(boxes: Sequence[tuple[list[list[float]], str]]) -> list[str]:
 
 def ocr_image(data: bytes) -> str:
     """The text in an image (PNG, JPEG, ... bytes): lines in reading order joined by newlines;
-    empty when no text is found. Cached per image sha256 for the life of the process."""
+    empty when no text is found. The last :data:`OCR_CACHE_SIZE` images' texts are kept."""
     digest = hashlib.sha256(data).hexdigest()
     with _lock:
         if digest in _cache:
+            _cache.move_to_end(digest)
             return _cache[digest]
         import numpy as np
         from PIL import Image
@@ -111,6 +118,8 @@ def ocr_image(data: bytes) -> str:
         result, _elapsed = _get_engine()(np.asarray(img), use_cls=USE_CLS)
         text = "\n".join(_reading_order([(r[0], r[1]) for r in result or []]))
         _cache[digest] = text
+        while len(_cache) > OCR_CACHE_SIZE:
+            _cache.popitem(last=False)
         return text
 
 

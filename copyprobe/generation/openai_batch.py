@@ -22,7 +22,7 @@ Design decisions
 * **Credentials.** The key is read from ``os.environ[api_key_env]`` at every HTTP call (the
   client is given a callable, not the key), so rotating the key needs no restart. It is never
   an attribute of the backend, never written to the JSONL copy, state or output files, and
-  messages of errors raised here are redacted (the sync backend's ``redact``: the key and
+  messages of errors raised here are redacted (the protocol's ``redact``: the key and
   anything shaped like a key or bearer token). An unset variable is a permanent ``AuthError``
   naming the variable, raised before any request.
 * **Cache identity is shared with the synchronous OpenAI backend.** The Batch API runs the same
@@ -47,7 +47,7 @@ Design decisions
   error files exist (an expired batch keeps its partial answers); requests that appear in
   neither file become transient ``MissingResult`` errors, so the runner resubmits only those.
 * **Per-request errors** are classed by the sync backend's own
-  :func:`~copyprobe.generation.openai_api.map_status_error` (its table: 429 ``RateLimitError``
+  :func:`~copyprobe.generation.openai_protocol.map_status_error` (its table: 429 ``RateLimitError``
   transient, 5xx/409 ``ServerError`` transient, 408 ``Timeout`` transient, context length
   ``ContextLengthError`` permanent, content filter ``ContentFilterError`` permanent, 401/403
   ``AuthError``, 404 ``NotFoundError``, other 4xx ``BadRequestError``, all permanent), and
@@ -82,8 +82,9 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe.generation.openai_api import (
-    OpenAIBackend,
+from copyprobe.generation.openai_api import OpenAIBackend
+from copyprobe.generation.openai_protocol import (
+    DEFAULT_BASE_URL,
     map_status_error,
     prepare_messages,
     read_choice,
@@ -92,7 +93,6 @@ from copyprobe.generation.openai_api import (
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENDPOINTS = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
 #: OpenAI limits for one batch input file.
 MAX_REQUESTS_PER_BATCH = 50_000
@@ -409,7 +409,7 @@ def _status(batch: Any) -> BatchStatus:
 
 def _completion(body: Any) -> Completion:
     """A status-200 response body as a Completion, read as the synchronous backend reads it
-    (:func:`~copyprobe.generation.openai_api.read_choice`)."""
+    (:func:`~copyprobe.generation.openai_protocol.read_choice`)."""
 
     def malformed(why: str) -> BackendError:
         return BackendError(f"HTTP 200 answer {why}", error_class="MalformedResponse",

@@ -13,7 +13,9 @@ it received. How requests are sent depends on what the backend can do:
   ``max_batch_size`` (1 for llama.cpp).
 
 Transient failures (rate limits, 5xx, timeouts, dropped connections, malformed answers) are
-retried with exponential backoff and jitter, honouring Retry-After. A request that still fails,
+retried with exponential backoff and jitter, honouring Retry-After; on the concurrent path, a
+run whose first attempts (one per worker) all fail to connect stops there, recording every
+request as failed with that error, instead of retrying each. A request that still fails,
 or fails permanently, becomes a row with ``status='failed'`` and its error class and message:
 never text that a scorer would count. The model is loaded only when the first uncached request
 needs it.
@@ -32,7 +34,7 @@ import platform
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +114,8 @@ class GenerationSummary:
     retries: int = 0
     failed: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
+    #: the first failure's message of each error class (it names the endpoint and the cause)
+    failure_examples: dict[str, str] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -127,8 +131,22 @@ class GenerationSummary:
         s = (f"{self.requests} requests: {self.cache_hits} from cache, {self.model_calls} sent "
              f"({self.retries} retries), {self.failed} failed")
         if self.failures_by_class:
-            s += " [" + ", ".join(f"{k}: {v}" for k, v in sorted(self.failures_by_class.items())) + "]"
+            s += " [" + ", ".join(f"{k}: {v}"
+                                  for k, v in sorted(self.failures_by_class.items())) + "]"
         return s
+
+    def failure_report(self, max_failure_share: float) -> str | None:
+        """Why the job fails, when more than ``max_failure_share`` of its requests failed:
+        the counts, each error class with its first message (which names the endpoint and
+        the cause), and that a rerun sends only the failed requests. None otherwise."""
+        if self.failure_share <= max_failure_share:
+            return None
+        lines = [f"{self.failed} of {self.requests} requests failed "
+                 f"({self.failure_share:.1%} > max_failure_share {max_failure_share:.1%})"]
+        for cls, n in sorted(self.failures_by_class.items()):
+            lines.append(f"  {cls}: {n}, first: {self.failure_examples.get(cls, '?')}")
+        lines.append("answers received are cached: a rerun sends only the failed requests")
+        return "\n".join(lines)
 
 
 def build_backend(spec: Mapping[str, Any], model_file: ModelFile | None) -> Backend:
@@ -263,6 +281,7 @@ class _Recorder:
             self.summary.failed += 1
             cls = outcome.error_class
             self.summary.failures_by_class[cls] = self.summary.failures_by_class.get(cls, 0) + 1
+            self.summary.failure_examples.setdefault(cls, str(outcome)[:500])
             self.rows[item.key] = {**self._row(item), "text": None, "prompt_tokens": None,
                                    "completion_tokens": None, "finish_reason": None,
                                    "latency_s": latency,
@@ -270,7 +289,7 @@ class _Recorder:
                                    "from_cache": False, "status": "failed",
                                    "error_class": cls, "error": str(outcome)[:2000],
                                    "attempts": attempts, "cost_usd": None}
-        self.progress.update()
+        self.progress.update(failed=int(not isinstance(outcome, Completion)))
 
 
 def _as_error(exc: Exception) -> BackendError:
@@ -373,6 +392,30 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
     attempts: dict[str, int] = {}
     started: dict[str, float] = {}
     remaining = len(items)
+    # Requests waiting out a retry delay, so that stopping early can take them back at once.
+    waiting: dict[str, tuple[asyncio.TimerHandle, _Item]] = {}
+    # Stopping early: when the first `workers` first attempts all fail to connect and nothing
+    # has answered, the endpoint is wrong or down; retrying every request would only spend the
+    # retry ladder's minutes before saying the same thing.
+    first_wave = workers
+    unreachable_first = 0
+    reached = False
+    give_up: BackendError | None = None
+    retry_logged: set[str] = set()
+
+    def requeue(it: _Item) -> None:
+        waiting.pop(it.key, None)
+        queue.put_nowait(it)
+
+    def stop_sending(first: BackendError) -> BackendError:
+        log.error("%s; stopping: the first %d request(s) could not connect, the other "
+                  "requests are not sent", first, first_wave)
+        for handle, waiting_item in list(waiting.values()):
+            handle.cancel()
+            requeue(waiting_item)
+        return BackendError(f"stopped: the first {first_wave} request(s) could not connect "
+                            f"({first})", permanent=True, error_class=first.error_class,
+                            unreachable=True)
 
     def finished() -> None:
         nonlocal remaining
@@ -398,7 +441,12 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
         finished()
 
     async def worker(group: asyncio.TaskGroup) -> None:
+        nonlocal unreachable_first, reached, give_up
         while (it := await queue.get()) is not None:
+            if give_up is not None:
+                rec.done(it, give_up, 0.0, attempts.get(it.key, 0))
+                finished()
+                continue
             attempt = attempts[it.key] = attempts.get(it.key, 0) + 1
             t0 = started.setdefault(it.key, time.perf_counter())
             await limiter.acquire(estimate_tokens(it.prompt, it.decoding.max_tokens))
@@ -407,14 +455,22 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
                     it.prompt, it.decoding, it.sample_index)
             except Exception as exc:
                 out = _as_error(exc)
-            if (isinstance(out, BackendError) and not out.permanent
+            if not (isinstance(out, BackendError) and out.unreachable):
+                reached = True
+            elif attempt == 1 and not reached:
+                unreachable_first += 1
+                if unreachable_first >= first_wave and give_up is None:
+                    give_up = stop_sending(out)
+            if (isinstance(out, BackendError) and not out.permanent and give_up is None
                     and attempt < settings.retry.max_attempts):
                 delay = settings.retry.delay(attempt, out.retry_after)
                 if out.retry_after:
                     limiter.pause(out.retry_after)
-                log.info("%s: %s, retry %d in %.1f s", it.request_id, out.error_class,
-                         attempt, delay)
-                loop.call_later(delay, queue.put_nowait, it)
+                # the first retry of each kind is told in full, the rest count in the summary
+                level = logging.DEBUG if out.error_class in retry_logged else logging.INFO
+                retry_logged.add(out.error_class)
+                log.log(level, "%s: %s; retry %d in %.1f s", it.request_id, out, attempt, delay)
+                waiting[it.key] = (loop.call_later(delay, requeue, it), it)
                 continue
             latency = time.perf_counter() - t0
             if isinstance(out, Completion):
@@ -542,70 +598,8 @@ def run_generation(
                 _send_sync(lazy, pending, rec, settings)
         finally:
             lazy.close()
-    progress.close()
-    log.info("%s: %s", model, rec.summary.describe())
+    progress.close(rec.summary.describe())
     rows = [{**rec.rows[it.key], "request_id": it.request_id} for it in items]
     df = pd.DataFrame(rows, columns=GENERATIONS.columns)
     df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
     return df, rec.summary
-
-
-def shard_rows(prompts: pd.DataFrame, shard_size: int | None) -> list[pd.DataFrame]:
-    """Split the ready prompts into consecutive shards of ``shard_size`` rows."""
-    ready = prompts[prompts["status"] == "ready"].reset_index(drop=True)
-    if not shard_size or len(ready) <= shard_size:
-        return [ready]
-    return [ready.iloc[i:i + shard_size] for i in range(0, len(ready), shard_size)]
-
-
-def shard_count(prompts: pd.DataFrame, shard_size: int | None) -> int:
-    return len(shard_rows(prompts, shard_size))
-
-
-def merge_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Assemble shard tables into the model's table; a request must appear in one shard."""
-    df = pd.concat(list(frames), ignore_index=True) if frames else pd.DataFrame(
-        columns=GENERATIONS.columns)
-    dup = df[["request_id", "sample_index"]].duplicated()
-    if dup.any():
-        raise ValueError(f"{int(dup.sum())} request(s) appear in more than one shard")
-    return df
-
-
-def parse_shard(shard: str) -> tuple[int, int]:
-    """``"00002-of-00005"`` -> (2, 5)."""
-    try:
-        i, n = (int(x) for x in shard.split("-of-"))
-    except ValueError:
-        raise ValueError(f"bad shard name {shard!r}; expected like 00000-of-00001") from None
-    if not 0 <= i < n:
-        raise ValueError(f"bad shard name {shard!r}")
-    return i, n
-
-
-def generate_shard(prompts: pd.DataFrame, spec: Mapping[str, Any],
-                   manifest: Mapping[str, Any], *,
-                   shard: str = "00000-of-00001") -> tuple[pd.DataFrame, GenerationSummary]:
-    """Generate one shard of a PROMPTS table for a model's config slice.
-
-    ``manifest`` is the output of the prepare_model step ({path, sha256, size, origin}, with
-    ``path`` None for remote models).
-    """
-    model_file = ModelFile.from_manifest(manifest)
-    spec = dict(spec)
-    if model_file is not None:
-        spec.setdefault("model_id", model_file.path.name)
-    i, n = parse_shard(shard)
-    parts = shard_rows(prompts, spec.get("shard_size"))
-    if len(parts) != n:
-        raise ValueError(f"shard {shard}: the prompts now make {len(parts)} shard(s), not {n}; "
-                         "rerun the workflow so the shard list is rebuilt")
-    cache_dir = Path(spec["cache_dir"])
-    return run_generation(
-        parts[i], model=spec["name"], backend_name=spec["backend"],
-        identity=backend_identity(spec, model_file),
-        backend_factory=lambda: build_backend(spec, model_file),
-        decoding=Decoding.from_config(spec.get("decoding", {})),
-        cache=GenerationCache(cache_dir / "generations"),
-        settings=RunSettings.from_config(spec), shard=shard,
-        state_dir=cache_dir / "batches" / spec["name"])

@@ -33,7 +33,7 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe.generation.openai_api import prepare_messages
+from copyprobe.generation.openai_protocol import prepare_messages
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 

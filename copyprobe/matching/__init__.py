@@ -5,8 +5,10 @@
 * :mod:`~copyprobe.matching.paper`: the MSR authors' character-level counting, reproduced
   exactly (``f_k`` for k = 5..12).
 * :mod:`~copyprobe.matching.words`: word-mode measures on normalised tokens.
+* :mod:`~copyprobe.matching.fk`: ``f_k`` (documents reaching each threshold), for both modes.
 """
 
+from copyprobe.matching.fk import paper_fk_counts, paper_score, word_fk_counts
 from copyprobe.matching.paper import (
     PAPER_KS,
     PaperMatch,
@@ -39,7 +41,10 @@ __all__ = [
     "normalize_paper",
     "normalize_words",
     "paper_fk",
+    "paper_fk_counts",
     "paper_match",
+    "paper_score",
     "word_fk",
+    "word_fk_counts",
     "word_match",
 ]

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from copyprobe.matching.fk import paper_fk_counts, paper_score
 from copyprobe.matching.substrings import longest_common_substring_chars
 
 __all__ = ["PAPER_KS", "PaperMatch", "normalize_paper", "paper_fk", "paper_match"]
@@ -58,9 +59,14 @@ class PaperMatch:
     lcs_words: int
     unique: bool
 
+    @property
+    def score(self) -> int:
+        """The paper-mode score: ``lcs_words`` when unique, else 0 (see :func:`paper_score`)."""
+        return paper_score(self.lcs_words, self.unique)
+
     def counts_at(self, k: int) -> bool:
         """Whether the document counts towards ``f_k``: ``lcs_words > k`` and unique."""
-        return self.lcs_words > k and self.unique
+        return paper_fk_counts([self.score], [k])[0] == 1
 
 
 def paper_match(reference: str, generation: str, document: str) -> PaperMatch:
@@ -92,5 +98,5 @@ def paper_fk(matches: Iterable[PaperMatch], ks: Iterable[int] = PAPER_KS) -> dic
     Returns:
         ``{k: f_k}`` in the order of ``ks``.
     """
-    words_unique = [(m.lcs_words, m.unique) for m in matches]
-    return {k: sum(1 for w, u in words_unique if u and w > k) for k in ks}
+    ks = list(ks)
+    return dict(zip(ks, paper_fk_counts((m.score for m in matches), ks), strict=True))

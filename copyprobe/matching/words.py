@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
+from copyprobe.matching.fk import word_fk_counts
 from copyprobe.matching.substrings import (
     DEFAULT_MAX_PAIRS,
     _longest_run,
@@ -204,13 +205,12 @@ def word_fk(
     Raises:
         ValueError: a match lacks the k-gram count for some requested k.
     """
-    ks = range(k_min, k_max + 1)
-    survival = dict.fromkeys(ks, 0)
+    ks = list(range(k_min, k_max + 1))
     kgrams = dict.fromkeys(ks, 0)
+    longest = []
     for m in matches:
+        longest.append(m.longest)
         for k in ks:
-            if m.longest >= k:
-                survival[k] += 1
             try:
                 kgrams[k] += m.kgram_counts[k]
             except KeyError:
@@ -218,4 +218,5 @@ def word_fk(
                     f"a WordMatch has no k-gram count for k={k} "
                     f"(computed for {sorted(m.kgram_counts)})"
                 ) from None
+    survival = dict(zip(ks, word_fk_counts(longest, ks), strict=True))
     return {"survival": survival, "kgrams": kgrams}

@@ -25,7 +25,7 @@ def _read_any(path: Path) -> pd.DataFrame:
 
 
 def cmd_msr_score(args: argparse.Namespace) -> dict:
-    from copyprobe.matching import paper_match, word_match
+    from copyprobe.matching import paper_fk_counts, paper_match, word_fk_counts, word_match
 
     ks = list(range(args.k_min, args.k_max + 1))
     frames = []
@@ -52,8 +52,8 @@ def cmd_msr_score(args: argparse.Namespace) -> dict:
         row = {"file": r.file, "row": r.row}
         if args.mode == "paper":
             m = paper_match(ref, gen, doc)
-            row.update(lcs=m.lcs, lcs_words=m.lcs_words, unique=m.unique,
-                       **{f"counts_k{k}": m.lcs_words > k and m.unique for k in ks})
+            row.update(lcs=m.lcs, lcs_words=m.lcs_words, unique=m.unique, score=m.score,
+                       **{f"counts_k{k}": m.counts_at(k) for k in ks})
         else:
             w = word_match(ref, gen, k_min=args.k_min, k_max=args.k_max)
             row.update(longest=w.longest, longest_text=w.longest_text, lcp=w.lcp,
@@ -61,13 +61,13 @@ def cmd_msr_score(args: argparse.Namespace) -> dict:
                        **{f"kgrams_k{k}": w.kgram_counts[k] for k in ks})
         rows.append(row)
     per_doc = pd.DataFrame(rows)
-    out: dict = {"mode": args.mode, "files": list(args.files), "ks": ks,
+    out: dict = {"mode": args.mode, "files": list(args.files), "k_values": ks,
                  "documents": int(len(per_doc)), "skipped_rows": int(len(skipped))}
     if args.mode == "paper":
-        out["f_k"] = [int(per_doc[f"counts_k{k}"].sum()) if len(per_doc) else 0 for k in ks]
+        out["f_k"] = paper_fk_counts(per_doc["score"] if len(per_doc) else [], ks)
     else:
         longest = per_doc["longest"] if len(per_doc) else pd.Series(dtype=int)
-        out["f_k"] = [int((longest >= k).sum()) for k in ks]
+        out["f_k"] = word_fk_counts(longest, ks)
         out["f_k_kgrams"] = [int(per_doc[f"kgrams_k{k}"].sum()) if len(per_doc) else 0
                              for k in ks]
         out["longest_max"] = int(longest.max()) if len(longest) else 0

@@ -82,6 +82,20 @@ def test_ocr_is_cached_per_image(page_png):
     assert ocr_image(blank) == ""
 
 
+def test_the_ocr_cache_is_bounded(monkeypatch):
+    from copyprobe.generation import ocr_cascade
+
+    monkeypatch.setattr(ocr_cascade, "OCR_CACHE_SIZE", 2)
+    monkeypatch.setattr(ocr_cascade, "_cache", ocr_cascade.OrderedDict())
+    words = ["alpha", "bravo", "charlie"]
+    images = [render([w], size=28) for w in words]
+    assert [ocr_image(img).lower() for img in images] == words
+    assert len(ocr_cascade._cache) == 2  # the oldest image was dropped
+    ocr_image(images[1])  # reused: now the most recent
+    ocr_image(images[0])  # read again, dropping the least recently used (charlie)
+    assert list(ocr_cascade._cache.values()) == ["bravo", "alpha"]
+
+
 def _vision_prompt(url: str) -> Prompt:
     return Prompt("chat", messages=(
         {"role": "system", "content": "Continue the text you are shown."},

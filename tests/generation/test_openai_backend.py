@@ -17,9 +17,9 @@ import pytest
 import trustme
 
 from copyprobe.generation.base import BACKENDS, BackendError, Decoding, backend_facts
-from copyprobe.generation.openai_api import (
+from copyprobe.generation.openai_api import OpenAIBackend
+from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
-    OpenAIBackend,
     map_status_error,
     normalize_base_url,
     parse_retry_after,
@@ -86,7 +86,8 @@ def assert_no_key(exc: BaseException) -> None:
 def test_registered() -> None:
     assert BACKENDS.get("openai") is OpenAIBackend
     assert OpenAIBackend.supports_async is True
-    assert backend_facts("openai") == {"remote": True, "needs_model_file": False, "gpu": False}
+    assert backend_facts("openai") == {"remote": True, "needs_model_file": False, "gpu": False,
+                                       "api_key_env": "OPENAI_API_KEY", "key_optional": True}
 
 
 def test_identity_has_no_key_and_strips_url() -> None:
@@ -369,6 +370,10 @@ def test_connection_refused(mode: str, fault_server_module: Any) -> None:
         call(mode, b, CHAT, Decoding())
     b.close()
     assert ei.value.error_class == "ConnectionError" and not ei.value.permanent
+    # the message names the endpoint and the cause, and says no connection was made
+    assert str(ei.value).startswith(f"m at {url}/chat/completions: cannot connect: "
+                                    "connection refused (")
+    assert ei.value.unreachable
     assert_no_key(ei.value)
 
 

@@ -297,3 +297,44 @@ def test_identical_requests_are_sent_once_and_share_the_answer(fault_server, api
     assert fault_server.total_requests == 2 and summary.requests == 2
     assert list(df["request_id"]) == ["req-000", "req-001", "req-002"]
     assert df.loc[0, "text"] == df.loc[2, "text"] and df.loc[0, "cache_key"] == df.loc[2, "cache_key"]
+
+
+@pytest.fixture()
+def closed_port():
+    """A port on 127.0.0.1 with nothing listening (bound, never listening: connections are
+    refused, and no other process can take the port during the test)."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+def test_an_unreachable_endpoint_stops_after_the_first_wave(closed_port, api_key, tmp_path):
+    """A wrong port: the first attempts (one per worker) are refused, so the run stops at once
+    instead of walking every request up the retry ladder, and every failure says where and
+    why."""
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    spec = {"name": "api", "backend": "openai", "base_url": url, "api_key_env": KEY_ENV,
+            "model_id": "test-model"}
+    t0 = time.perf_counter()
+    df, summary = run_generation(
+        prompts_table(20), model="api", backend_name="openai",
+        identity=backend_identity(spec, None), backend_factory=lambda: build_backend(spec, None),
+        decoding=Decoding(max_tokens=16), cache=GenerationCache(tmp_path / "cache"),
+        settings=RunSettings(max_concurrency=4, retry=RetryPolicy(max_attempts=3, base_delay=2.0,
+                                                                  jitter=0.0)))
+    assert time.perf_counter() - t0 < 1.5  # the retry ladder alone would take 6 s
+    assert summary.failed == 20 and summary.failures_by_class == {"ConnectionError": 20}
+    # 4 refused first attempts stop it; a worker refused at once may have sent its next one
+    # while the others were still connecting, but no request is tried twice
+    assert 4 <= summary.model_calls < 8
+    where = f"test-model at {url}/chat/completions: cannot connect: connection refused"
+    assert summary.failure_examples["ConnectionError"].startswith(where)
+    assert df["error"].str.contains(where, regex=False).all()
+    assert set(df["attempts"]) == {0, 1} and df["attempts"].sum() == summary.model_calls
+    report = summary.failure_report(0.05)
+    assert report.startswith("20 of 20 requests failed (100.0% > max_failure_share 5.0%)")
+    assert where in report
+    assert summary.failure_report(1.0) is None

@@ -77,3 +77,67 @@ def test_api_model_shards_and_never_leaks_the_key(tmp_path, root, workflow_copy)
     assert leaks == []
     # the variable's name may appear (config); its value must not
     assert any((wd / ".snakemake").rglob("*"))
+
+
+UNSET_ENV = "COPYPROBE_WORKFLOW_TEST_UNSET_KEY"
+
+
+def test_a_wrong_port_fails_fast_naming_the_endpoint_and_keeps_the_failures(tmp_path,
+                                                                          workflow_copy):
+    """What a new user hit: an ``openai`` model pointed at a port where nothing listens (a
+    local server without a key). The missing key stops a real run before any job (a dry run
+    plans without it); with ``api_key_optional`` the generate job stops after the first
+    refused attempts, its log and stderr say where and why, and the failed rows survive in the
+    rule's failures log."""
+    import socket
+
+    from copyprobe.artifacts import read_table
+
+    wd = workflow_copy(tmp_path, documents=3, folder="docs")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    model = {"backend": "openai", "base_url": url, "api_key_env": UNSET_ENV,
+             "model_id": "local-model", "cutoff": "2026-06-30"}
+    cfg = {"cache_dir": str(wd / "cache"), "statistics": {"n_boot": 200},
+           "sources": {"docs": {"kind": "local", "path": "docs"}},
+           "datasets": {"docs": ["docs"]}, "models": {"local": model}}
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    env = {k: v for k, v in os.environ.items() if k != UNSET_ENV}
+
+    def snakemake(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args],
+                              cwd=wd, env=env, capture_output=True, text=True, timeout=600)
+
+    try:
+        assert snakemake("--dry-run").returncode == 0
+        no_key = snakemake()
+        assert no_key.returncode != 0
+        assert (f"model 'local' (backend openai): environment variable {UNSET_ENV} is not set"
+                in no_key.stderr)
+        assert "api_key_optional: true" in no_key.stderr
+        assert not (wd / "results").exists()  # no job started
+        # a run that needs none of that model's jobs needs no key
+        assert snakemake("results/corpus/docs.parquet").returncode == 0
+
+        cfg["models"]["local"]["api_key_optional"] = True
+        (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+        proc = snakemake()
+    finally:
+        sock.close()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    where = f"local-model at {url}/chat/completions: cannot connect: connection refused"
+    report = "3 of 3 requests failed (100.0% > max_failure_share 5.0%)"
+    logs = wd / "logs/generate/local/main/docs"
+    log = (logs / "00000-of-00001.log").read_text()
+    # the reason is in the job's log; Snakemake shows it once from the job's stderr and once
+    # printing the log (--show-failed-logs, the default profile)
+    assert log.count(report) == 1 and out.count(report) == 2
+    assert where in log and "stopping: the first 3 request(s) could not connect" in log
+    failures = read_table(logs / "00000-of-00001.failures.parquet", GENERATIONS)
+    assert len(failures) == 3 and (failures["status"] == "failed").all()
+    assert failures["error"].str.contains(where, regex=False).all()
+    assert (failures["attempts"] == 1).all()  # no retry ladder
+    assert not (wd / "results/generations/local/main/docs/shards/00000-of-00001.parquet").exists()
