@@ -264,3 +264,18 @@ def test_bad_config_fails_before_any_job(workdir, first_run):
     out = proc.stdout + proc.stderr
     assert "'msr.n': must be even (got 5)" in out
     assert "Job stats" not in out and "Finished job" not in out
+
+
+def test_the_report_holds_every_figure_and_table(workdir, first_run):
+    import collections
+    import zipfile
+
+    run(workdir, "--report", "report.zip")
+    with zipfile.ZipFile(workdir / "report.zip") as z:
+        # the report keeps each file under a hashed folder with its own name
+        names = collections.Counter(Path(n).name for n in z.namelist())
+    assert names["wiki_fk_models.png"] == 1
+    assert names["smol.png"] == 2  # the two experiments' figures
+    assert names["wiki_helm.png"] == names["wiki_fk.png"] == 4  # main and three variants
+    for table in ("sweep_length.csv", "comparisons.csv", "msr_table.csv"):
+        assert names[table] == 1, table
