@@ -53,24 +53,61 @@ def load_schema(path: Path | None = None) -> dict[str, Any]:
         return yaml.safe_load(f)
 
 
+def _message(e: jsonschema.ValidationError, prefix: tuple[Any, ...] = ()) -> str:
+    path = [*prefix, *e.absolute_path]
+    if e.validator == "additionalProperties":
+        allowed = set(e.schema.get("properties", {}))
+        extra = sorted(k for k in e.instance if k not in allowed)
+        keys = ", ".join(repr(_key([*path, k])) for k in extra)
+        return f"unknown config key {keys}"
+    return f"config key {_key(path)!r}: {e.message}"
+
+
+def _first_error(validator: Any, instance: Any, prefix: tuple[Any, ...] = (),
+                 suffix: str = "") -> None:
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    if errors:
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(_message(errors[0], prefix) + suffix + more)
+
+
+def source_kind_params(schema: Mapping[str, Any] | None = None) -> dict[str, set[str]]:
+    """The parameter names of each source kind that has a block in the schema."""
+    kinds = (schema or load_schema())["$defs"]["source_kinds"]
+    return {kind: set(block.get("properties", {})) for kind, block in kinds.items()}
+
+
 def validate_config(config: Mapping[str, Any], schema_path: Path | None = None) -> dict[str, Any]:
     """Return a validated deep copy of ``config`` with defaults filled in, or raise ConfigError."""
-    cfg: dict[str, Any] = copy.deepcopy(dict(config))
-    validator = _Validator(load_schema(schema_path), format_checker=jsonschema.FormatChecker())
-    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        if e.validator == "additionalProperties":
-            allowed = set(e.schema.get("properties", {}))
-            extra = sorted(k for k in e.instance if k not in allowed)
-            keys = ", ".join(repr(_key([*e.absolute_path, k])) for k in extra)
-            msg = f"unknown config key {keys}"
-        else:
-            msg = f"config key {_key(e.absolute_path)!r}: {e.message}"
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise ConfigError(msg + more)
+    cfg: dict[str, Any] = _iso_dates(copy.deepcopy(dict(config)))
+    schema = load_schema(schema_path)
+    _first_error(_Validator(schema, format_checker=jsonschema.FormatChecker()), cfg)
     _semantic_checks(cfg)
+    _check_source_params(cfg, schema)
     return cfg
+
+
+def _iso_dates(value: Any) -> Any:
+    """YAML reads an unquoted 2024-06-30 as a date: the schema's dates are ISO strings."""
+    if isinstance(value, dict):
+        return {k: _iso_dates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_iso_dates(v) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return value
+
+
+def _check_source_params(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    """Each source's kind params against its kind's block (kind and cut_at are generic)."""
+    blocks = schema["$defs"]["source_kinds"]
+    for name, spec in cfg["sources"].items():
+        block = blocks.get(spec["kind"])
+        if block is None:  # a kind registered by other code checks its own params
+            continue
+        params = {k: v for k, v in spec.items() if k not in ("kind", "cut_at")}
+        validator = _Validator(block, format_checker=jsonschema.FormatChecker())
+        _first_error(validator, params, ("sources", name), f" (source kind {spec['kind']!r})")
 
 
 def _semantic_checks(cfg: dict[str, Any]) -> None:

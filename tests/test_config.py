@@ -118,3 +118,60 @@ def test_slices(cfg):
     assert model_datasets(c, "gemma3-270m") == ["wikipedia", "licences"]
     c["models"]["gemma3-270m"]["sources"] = ["licences", "controls"]
     assert model_datasets(c, "gemma3-270m") == ["licences"]
+
+
+# ---- per-kind source parameters ---------------------------------------------------------------
+
+@pytest.mark.parametrize("source,kind", [("wikipedia", "wikipedia_offline"),
+                                         ("licences", "installed_licences"),
+                                         ("controls", "local")])
+def test_misspelt_source_param_names_key_and_kind(cfg, source, kind):
+    cfg["sources"][source]["limt"] = 40
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg)
+    msg = str(info.value)
+    assert f"'sources.{source}.limt'" in msg and repr(kind) in msg
+
+
+@pytest.mark.parametrize("source,key,value", [("wikipedia", "limit", 0),
+                                              ("wikipedia", "titles", "Paris"),
+                                              ("licences", "near_duplicate_threshold", 2),
+                                              ("controls", "on_error", "ignore")])
+def test_wrong_source_param_value_named(cfg, source, key, value):
+    cfg["sources"][source][key] = value
+    with pytest.raises(ConfigError, match=rf"config key 'sources\.{source}\.{key}'"):
+        validate_config(cfg)
+
+
+def test_local_source_needs_path(cfg):
+    del cfg["sources"]["controls"]["path"]
+    with pytest.raises(ConfigError, match=r"'sources\.controls'.*'path' is a required"):
+        validate_config(cfg)
+
+
+def test_every_source_kind_has_a_schema_block_matching_its_params():
+    """The schema's blocks and the sources' own parameter checks list the same keys."""
+    import importlib
+
+    from copyprobe.config import source_kind_params
+    from copyprobe.sources.base import SOURCES
+
+    modules = {"wikipedia_offline": "copyprobe.sources.wikipedia_offline",
+               "installed_licences": "copyprobe.sources.installed_licences",
+               "local": "copyprobe.sources.local"}
+    assert set(SOURCES.names()) >= set(modules)
+    for kind in SOURCES.names():
+        assert kind in source_kind_params(), f"source kind {kind!r} has no schema block"
+    for kind, module in modules.items():
+        assert source_kind_params()[kind] == importlib.import_module(module)._PARAMS, kind
+
+
+def test_unquoted_yaml_dates_are_read_as_iso_strings(cfg, tmp_path):
+    text = (ROOT / "config" / "config.yaml").read_text()
+    text = text.replace('published: "2010-12-31"', "published: 2010-12-31")
+    text = text.replace('cutoff: "2024-06-30"', "cutoff: 2024-06-30")
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    out = load_config(p)
+    assert out["sources"]["wikipedia"]["published"] == "2010-12-31"
+    assert out["models"]["smollm2-135m-instruct"]["cutoff"] == "2024-06-30"
