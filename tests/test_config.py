@@ -175,3 +175,24 @@ def test_unquoted_yaml_dates_are_read_as_iso_strings(cfg, tmp_path):
     out = load_config(p)
     assert out["sources"]["wikipedia"]["published"] == "2010-12-31"
     assert out["models"]["smollm2-135m-instruct"]["cutoff"] == "2024-06-30"
+
+
+HEAVY = ("openai", "aiohttp", "httpx", "requests", "torch", "transformers", "llama_cpp", "vllm",
+         "onnxruntime", "rapidocr_onnxruntime", "mwclient")
+
+
+@pytest.mark.parametrize("call", ["copyprobe.config.load_config(path)",
+                                  "copyprobe.cli.main(['validate-config', path])"])
+def test_validation_imports_no_backend_or_network_library(call, tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import contextlib, io, json, sys\n"
+            "import copyprobe.config, copyprobe.cli\n"
+            f"path = {str(ROOT / 'config' / 'config.yaml')!r}\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    {call}\n"
+            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
