@@ -165,10 +165,55 @@ def _check_msr(msr: Mapping[str, Any], key: str) -> None:
         raise ConfigError(f"config key '{key}.num_words': must be at least n ({msr['n']})")
 
 
+def _duplicate_keys(node: yaml.Node, path: list[Any], where: str, seen: set[int]) -> None:
+    """Raise ConfigError at the first mapping key given twice (YAML would keep the last)."""
+    if id(node) in seen:  # an alias of a node already checked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *anchor" may be overridden
+                _duplicate_keys(value_node, path, where, seen)
+                continue
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
+            line = key_node.start_mark.line + 1
+            if key in first:
+                raise ConfigError(f"{where}, line {line}: duplicate key "
+                                  f"{_key([*path, key])!r} (first at line {first[key]})")
+            first[key] = line
+            _duplicate_keys(value_node, [*path, key], where, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _duplicate_keys(item, [*path, i], where, seen)
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A config file (YAML or JSON) as a dict; a key given twice in one mapping is an error
+    naming the file, the line and the key, where YAML would silently keep the last value."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _duplicate_keys(node, [], str(path), set())
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid YAML: {detail}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys at the top level, "
+                          f"got a {type(raw).__name__}")
+    return raw
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config file and validate it."""
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
+    """Read a YAML config file (see :func:`read_config_file`) and validate it."""
+    raw = read_config_file(path)
     try:
         return validate_config(raw)
     except ConfigError as exc:

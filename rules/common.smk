@@ -8,8 +8,15 @@ from copyprobe.generation.keys import check_api_keys
 from copyprobe.models import input_files as model_input_files
 from copyprobe.sources import source_input_files
 
-# Raises ConfigError naming the key, before any job is scheduled.
-_validated = cpc.validate_config(config)
+# Snakemake has read the config files (keeping the last value of a key given twice): read them
+# again with copyprobe's loader, which stops at a duplicate key naming the file, line and key.
+# Then validate, before any job is scheduled. A bad config ends the run with one line.
+try:
+    for _configfile in workflow.configfiles:
+        cpc.read_config_file(_configfile)
+    _validated = cpc.validate_config(config)
+except cpc.ConfigError as _exc:
+    raise SystemExit(f"copyprobe: {_exc}")
 config.clear()
 config.update(_validated)
 

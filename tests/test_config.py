@@ -196,3 +196,44 @@ def test_validation_imports_no_backend_or_network_library(call, tmp_path):
                           cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_duplicate_key_is_an_error_naming_key_file_and_line(tmp_path):
+    text = (ROOT / "config" / "config.yaml").read_text()
+    first = text.index("  gemma3-270m:")
+    line = text[:first].count("\n") + 1
+    # a second model of the same name: YAML's last-one-wins would drop the first silently
+    text += "  gemma3-270m:\n    backend: llamacpp\n    cutoff: '2024-01-01'\n"
+    p = tmp_path / "dup.yaml"
+    p.write_text(text)
+    second = text.count("\n") - 2
+    with pytest.raises(ConfigError) as info:
+        load_config(p)
+    assert str(info.value) == (f"{p}, line {second}: duplicate key 'models.gemma3-270m' "
+                               f"(first at line {line})")
+
+
+def test_duplicate_key_in_a_list_item_and_yaml_merge_keys(tmp_path):
+    from copyprobe.config import read_config_file
+
+    p = tmp_path / "c.yaml"
+    p.write_text("a: [{x: 1, x: 2}]\n")
+    with pytest.raises(ConfigError, match=r"line 1: duplicate key 'a\.0\.x'"):
+        read_config_file(p)
+    # a merge key (<<) followed by an override is not a duplicate
+    p.write_text("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  x: 3\n")
+    assert read_config_file(p) == {"base": {"x": 1, "y": 2}, "other": {"x": 3, "y": 2}}
+
+
+def test_unreadable_config_file_is_one_clear_error(tmp_path):
+    from copyprobe.config import read_config_file
+
+    p = tmp_path / "c.yaml"
+    p.write_text("models: [a\n")
+    with pytest.raises(ConfigError, match=rf"^{p}: not valid YAML: .*line 2"):
+        read_config_file(p)
+    p.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match=rf"^{p}: expected a mapping of config keys"):
+        read_config_file(p)
+    with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read"):
+        read_config_file(tmp_path / "nope.yaml")
