@@ -34,7 +34,10 @@ def setup_logging(log_path: str | None) -> logging.Logger:
         # The last line(s) repeat the message: keep the type there, the message once below.
         only = traceback.format_exception_only(tp, value)
         trace = "".join(lines[: len(lines) - len(only)])
-        trace += f"{tp.__module__}.{tp.__qualname__} (message below)"
+        name = tp.__qualname__
+        if tp.__module__ != "builtins":
+            name = f"{tp.__module__}.{name}"
+        trace += f"{name} (message below)"
         message = " ".join(str(value).split()) or "(no message)"
         for text in (trace, f"{tp.__name__}: {message}"):
             record = logger.makeRecord(logger.name, logging.ERROR, __file__, 0, text, (), None)
