@@ -98,7 +98,8 @@ def copyprobe(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProces
 def test_console_script_runs_a_command():
     proc = copyprobe("msr-stats", "--pre", "3,2,1", "--post", "1,1,0")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["cliffs_delta"] < 0
+    # 7 of the 9 (pre, post) pairs have pre > post, none pre < post
+    assert json.loads(proc.stdout)["cliffs_delta"] == pytest.approx(-7 / 9)
 
 
 def test_python_dash_m_copyprobe():
