@@ -3,8 +3,9 @@
 :func:`validate_config` is called by the Snakefile before any job is scheduled, so a bad config
 (unknown key, also among a source kind's params, wrong type, odd ``n``, a model file that is
 not there) stops the run with a message that names the key; :func:`read_config_file` stops at
-a key given twice in one file, naming the file and line. Workflow scripts never see the global config: rules hand them the
-slice they need (:func:`model_slice`, :func:`source_spec`) through ``params``.
+a key given twice in one file, naming the file and line. Workflow scripts never see the global
+config: rules hand them the slice they need (:func:`model_slice`, :func:`source_spec`) through
+``params``.
 """
 
 from __future__ import annotations

@@ -102,9 +102,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--reference-col", required=True, help="column with the held-out segment")
     s.add_argument("--generation-col", required=True, help="column with the model's text")
     s.add_argument("--mode", choices=["paper", "words"], default="paper",
-                   help="paper: the MSR authors' longest common character substring, counted when it is "
-                        "longer than k words and occurs once in the document; words: the "
-                        "longest run of shared words, counted when at least k")
+                   help="paper: the MSR authors' longest common character substring, "
+                        "counted when it is longer than k words and occurs once in the "
+                        "document; words: the longest run of shared words, counted when at "
+                        "least k")
     s.add_argument("--k-min", type=int, default=5, help="smallest k (words) reported")
     s.add_argument("--k-max", type=int, default=12, help="largest k (words) reported")
     s.add_argument("--failed-marker", action="append", default=[],
