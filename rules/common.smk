@@ -2,6 +2,8 @@
 # Scripts get their config slice through params and never read the global config, so adding a
 # model or changing one model's settings reruns only that model's jobs plus the aggregates.
 
+import sys
+
 import copyprobe.config as cpc
 from copyprobe.generation.base import backend_facts, job_threads
 from copyprobe.generation.keys import check_api_keys
@@ -19,6 +21,16 @@ except cpc.ConfigError as _exc:
     raise SystemExit(f"copyprobe: {_exc}")
 config.clear()
 config.update(_validated)
+
+# `--configfile mine.yaml` is merged into the workflow's own config file (Snakemake's rule),
+# which surprises a user who meant to run only their file: say what runs, and how not to.
+if (workflow.is_main_process and workflow.config_settings.configfiles
+        and not workflow.config_settings.replace_workflow_config
+        and len(workflow.configfiles) > len(workflow.config_settings.configfiles)):
+    print(f"copyprobe: --configfile is merged into config/config.yaml: models "
+          f"{', '.join(sorted(config['models']))}; datasets "
+          f"{', '.join(sorted(config['datasets']))}; add --replace-workflow-config to run only "
+          "your file", file=sys.stderr)
 
 MODELS = list(config["models"])
 

@@ -51,15 +51,23 @@ def planned(proc: subprocess.CompletedProcess) -> set[tuple[str, str]]:
     return set(re.findall(r"results/stats/([^/\s]+)/([^/\s]+)\.json", text))
 
 
-def test_configfile_merges_into_the_demo_config(wd):
-    plan = planned(dry_run(wd, "--configfile", "mine.yaml"))
+NOTE = "copyprobe: --configfile is merged into config/config.yaml"
+
+
+def test_configfile_merges_into_the_demo_config_and_says_so(wd):
+    proc = dry_run(wd, "--configfile", "mine.yaml")
+    plan = planned(proc)
     assert ("my-model", "mine") in plan
     assert ("smollm2-135m-instruct", "wikipedia") in plan  # the demo's still run
+    [note] = [line for line in proc.stderr.splitlines() if line.startswith(NOTE)]
+    assert "models gemma3-270m, my-model, smollm2-135m-instruct" in note
+    assert "add --replace-workflow-config to run only your file" in note
 
 
 def test_replace_workflow_config_runs_only_the_users_config(wd):
-    plan = planned(dry_run(wd, "--configfile", "mine.yaml", "--replace-workflow-config"))
-    assert plan == {("my-model", "mine")}
+    proc = dry_run(wd, "--configfile", "mine.yaml", "--replace-workflow-config")
+    assert planned(proc) == {("my-model", "mine")}
+    assert NOTE not in proc.stderr
 
 
 @pytest.mark.parametrize("which", ["demo", "user"])
