@@ -6,6 +6,8 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# The demo study. `--configfile mine.yaml` is merged into it key by key (the demo's models and
+# datasets still run); `--configfile mine.yaml --replace-workflow-config` runs mine.yaml alone.
 configfile: "config/config.yaml"
 
 

@@ -1,15 +1,17 @@
-"""``copyprobe`` command line. The Snakemake workflow (``snakemake --cores N`` in the project
-folder) is the main tool: it runs whole studies with caching and incremental reruns. These
-commands serve single steps outside it: checking a config, running one model on one prompts
-table, and re-scoring other people's released generations.
+"""copyprobe: audit language models for verbatim regurgitation of their training data.
+
+The Snakemake workflow is the main tool: ``snakemake --cores N`` in the project folder runs a
+whole study (collect documents, build prompts, generate, match, statistics, tables, figures)
+with caching and incremental reruns; ``--configfile mine.yaml --replace-workflow-config`` runs
+your own config instead of the demo's. The commands below run single steps outside it: check a
+config, run one model of a config on one prompts table, re-score released generations.
 
     copyprobe validate-config config/config.yaml
     copyprobe generate results/prompts/M/S.parquet --model M --out gen.parquet
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
-                        [--mode paper|words] [--k-min 5 --k-max 12] [--out per_document.parquet]
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
 
-Results are printed as JSON on stdout.
+Results are printed as JSON on stdout; an error is one line on stderr (exit status 1).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def cmd_generate(args: argparse.Namespace) -> dict:
         cfg = load_config(args.config)
     except ConfigError as exc:
         raise SystemExit(f"copyprobe: {exc}")
+    if not Path(args.prompts).is_file():
+        raise SystemExit(f"copyprobe: {args.prompts}: no such file")
     if args.model not in cfg["models"]:
         raise SystemExit(f"copyprobe: model {args.model!r} is not in {args.config}")
     spec = model_slice(cfg, args.model)
@@ -56,29 +60,72 @@ def cmd_generate(args: argparse.Namespace) -> dict:
     return {"out": args.out, **summary.as_dict()}
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default (when it has one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.required or action.default in (None, False, []):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _MainHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """The top-level description (the module docstring) as written."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="copyprobe", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    add_msr_commands(sub)
-    g = sub.add_parser("generate", help="run one model of a config on a prompts table "
-                                        "(what the workflow's generate rule does)")
-    g.add_argument("prompts", help="a prompts Parquet file (results/prompts/<model>/<source>)")
-    g.add_argument("--config", default="config/config.yaml")
-    g.add_argument("--model", required=True)
-    g.add_argument("--shard", default="00000-of-00001")
-    g.add_argument("--out", required=True)
-    g.set_defaults(func=cmd_generate)
-    v = sub.add_parser("validate-config", help="validate a workflow config file")
-    v.add_argument("config")
+    p = argparse.ArgumentParser(prog="copyprobe", description=__doc__.rstrip(),
+                                formatter_class=_MainHelpFormatter)
+    p.add_argument("--traceback", action="store_true",
+                   help="on an error, print the full Python traceback instead of one line")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           title="commands")
+    v = sub.add_parser("validate-config", help="validate a workflow config file",
+                       description="Validate a workflow config file (schema, names, model "
+                                   "files) and list its models, sources and datasets.")
+    v.add_argument("config", help="the YAML config file")
     v.set_defaults(func=cmd_validate_config)
+    g = sub.add_parser("generate", help="run one model of a config on a prompts table "
+                                        "(what the workflow's generate rule does)",
+                       description="Run one model of a config on a prompts table and write "
+                                   "its generations table (answers come from the cache when "
+                                   "it has them).")
+    g.add_argument("prompts", help="a prompts Parquet file (results/prompts/<model>/<source>)")
+    g.add_argument("--config", default="config/config.yaml", help="the workflow config file")
+    g.add_argument("--model", required=True, help="a model name from the config's models")
+    g.add_argument("--shard", default="00000-of-00001",
+                   help="which part of the prompts to run, INDEX-of-COUNT")
+    g.add_argument("--out", required=True, help="the generations Parquet file to write")
+    g.set_defaults(func=cmd_generate)
+    add_msr_commands(sub)
+    for command in sub.choices.values():
+        command.formatter_class = HelpFormatter
     return p
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if isinstance(exc, (ValueError, OSError, RuntimeError)) and text:
+        return f"copyprobe: {text}"
+    return f"copyprobe: {type(exc).__name__}: {text} (--traceback shows where)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "k_min", 1) > getattr(args, "k_max", 1):
         raise SystemExit("copyprobe: --k-min must not exceed --k-max")
-    result = args.func(args)
+    try:
+        result = args.func(args)
+    except KeyboardInterrupt:
+        if args.traceback:
+            raise
+        print("copyprobe: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # every error becomes one line; --traceback keeps the traceback
+        if args.traceback:
+            raise
+        print(_one_line(exc), file=sys.stderr)
+        return 1
     json.dump(result, sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

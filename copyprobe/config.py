@@ -1,9 +1,11 @@
 """Typed configuration: JSON-Schema validation with defaults, semantic checks, per-model slices.
 
 :func:`validate_config` is called by the Snakefile before any job is scheduled, so a bad config
-(unknown key, wrong type, odd ``n``, a model file that is not there) stops the run with a
-message that names the key. Workflow scripts never see the global config: rules hand them the
-slice they need (:func:`model_slice`, :func:`source_spec`) through ``params``.
+(unknown key, also among a source kind's params, wrong type, odd ``n``, a model file that is
+not there) stops the run with a message that names the key; :func:`read_config_file` stops at
+a key given twice in one file, naming the file and line. Workflow scripts never see the global
+config: rules hand them the slice they need (:func:`model_slice`, :func:`source_spec`) through
+``params``.
 """
 
 from __future__ import annotations
@@ -53,24 +55,61 @@ def load_schema(path: Path | None = None) -> dict[str, Any]:
         return yaml.safe_load(f)
 
 
+def _message(e: jsonschema.ValidationError, prefix: tuple[Any, ...] = ()) -> str:
+    path = [*prefix, *e.absolute_path]
+    if e.validator == "additionalProperties":
+        allowed = set(e.schema.get("properties", {}))
+        extra = sorted(k for k in e.instance if k not in allowed)
+        keys = ", ".join(repr(_key([*path, k])) for k in extra)
+        return f"unknown config key {keys}"
+    return f"config key {_key(path)!r}: {e.message}"
+
+
+def _first_error(validator: Any, instance: Any, prefix: tuple[Any, ...] = (),
+                 suffix: str = "") -> None:
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    if errors:
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(_message(errors[0], prefix) + suffix + more)
+
+
+def source_kind_params(schema: Mapping[str, Any] | None = None) -> dict[str, set[str]]:
+    """The parameter names of each source kind that has a block in the schema."""
+    kinds = (schema or load_schema())["$defs"]["source_kinds"]
+    return {kind: set(block.get("properties", {})) for kind, block in kinds.items()}
+
+
 def validate_config(config: Mapping[str, Any], schema_path: Path | None = None) -> dict[str, Any]:
     """Return a validated deep copy of ``config`` with defaults filled in, or raise ConfigError."""
-    cfg: dict[str, Any] = copy.deepcopy(dict(config))
-    validator = _Validator(load_schema(schema_path), format_checker=jsonschema.FormatChecker())
-    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        if e.validator == "additionalProperties":
-            allowed = set(e.schema.get("properties", {}))
-            extra = sorted(k for k in e.instance if k not in allowed)
-            keys = ", ".join(repr(_key([*e.absolute_path, k])) for k in extra)
-            msg = f"unknown config key {keys}"
-        else:
-            msg = f"config key {_key(e.absolute_path)!r}: {e.message}"
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise ConfigError(msg + more)
+    cfg: dict[str, Any] = _iso_dates(copy.deepcopy(dict(config)))
+    schema = load_schema(schema_path)
+    _first_error(_Validator(schema, format_checker=jsonschema.FormatChecker()), cfg)
     _semantic_checks(cfg)
+    _check_source_params(cfg, schema)
     return cfg
+
+
+def _iso_dates(value: Any) -> Any:
+    """YAML reads an unquoted 2024-06-30 as a date: the schema's dates are ISO strings."""
+    if isinstance(value, dict):
+        return {k: _iso_dates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_iso_dates(v) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return value
+
+
+def _check_source_params(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    """Each source's kind params against its kind's block (kind and cut_at are generic)."""
+    blocks = schema["$defs"]["source_kinds"]
+    for name, spec in cfg["sources"].items():
+        block = blocks.get(spec["kind"])
+        if block is None:  # a kind registered by other code checks its own params
+            continue
+        params = {k: v for k, v in spec.items() if k not in ("kind", "cut_at")}
+        validator = _Validator(block, format_checker=jsonschema.FormatChecker())
+        _first_error(validator, params, ("sources", name), f" (source kind {spec['kind']!r})")
 
 
 def _semantic_checks(cfg: dict[str, Any]) -> None:
@@ -131,10 +170,55 @@ def _check_msr(msr: Mapping[str, Any], key: str) -> None:
         raise ConfigError(f"config key '{key}.num_words': must be at least n ({msr['n']})")
 
 
+def _duplicate_keys(node: yaml.Node, path: list[Any], where: str, seen: set[int]) -> None:
+    """Raise ConfigError at the first mapping key given twice (YAML would keep the last)."""
+    if id(node) in seen:  # an alias of a node already checked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *anchor" may be overridden
+                _duplicate_keys(value_node, path, where, seen)
+                continue
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
+            line = key_node.start_mark.line + 1
+            if key in first:
+                raise ConfigError(f"{where}, line {line}: duplicate key "
+                                  f"{_key([*path, key])!r} (first at line {first[key]})")
+            first[key] = line
+            _duplicate_keys(value_node, [*path, key], where, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _duplicate_keys(item, [*path, i], where, seen)
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A config file (YAML or JSON) as a dict; a key given twice in one mapping is an error
+    naming the file, the line and the key, where YAML would silently keep the last value."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _duplicate_keys(node, [], str(path), set())
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid YAML: {detail}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys at the top level, "
+                          f"got a {type(raw).__name__}")
+    return raw
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config file and validate it."""
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
+    """Read a YAML config file (see :func:`read_config_file`) and validate it."""
+    raw = read_config_file(path)
     try:
         return validate_config(raw)
     except ConfigError as exc:

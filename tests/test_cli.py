@@ -1,11 +1,14 @@
+import argparse
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from copyprobe.cli import main
+from copyprobe.cli import build_parser, main
 
 
 def run_cli(capsys, *argv):
@@ -80,7 +83,81 @@ def test_msr_score_missing_column_names_file(tmp_path):
               "last_user_message", "--generation-col", "answer"])
 
 
-def test_console_script_entry_point(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "copyprobe.cli", "msr-stats", "--pre", "3,2,1",
-                           "--post", "1,1,0"], capture_output=True, text=True, check=True)
-    assert json.loads(proc.stdout)["cliffs_delta"] < 0
+# ---- the installed command, run as a user runs it -------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copyprobe(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the venv's ``copyprobe`` console script (``python -m copyprobe`` if there is none)."""
+    script = Path(sys.executable).with_name("copyprobe")
+    cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "copyprobe"]
+    return subprocess.run([*cmd, *argv], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_console_script_runs_a_command():
+    proc = copyprobe("msr-stats", "--pre", "3,2,1", "--post", "1,1,0")
+    assert proc.returncode == 0, proc.stderr
+    # 7 of the 9 (pre, post) pairs have pre > post, none pre < post
+    assert json.loads(proc.stdout)["cliffs_delta"] == pytest.approx(-7 / 9)
+
+
+def test_python_dash_m_copyprobe():
+    proc = subprocess.run([sys.executable, "-m", "copyprobe", "validate-config",
+                           str(ROOT / "config" / "config.yaml")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["datasets"] == ["wikipedia", "licences"]
+
+
+def test_help_says_the_workflow_is_the_main_tool():
+    proc = copyprobe("--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "The Snakemake workflow is the main tool" in text
+    assert "snakemake --cores" in text
+    for command in ("validate-config", "generate", "msr-score", "msr-stats"):
+        assert command in text
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def test_every_option_has_help_and_shows_its_default():
+    parser = build_parser()
+    subs = _subparsers(parser)
+    assert set(subs) == {"validate-config", "generate", "msr-score", "msr-stats"}
+    for name, sub in [("copyprobe", parser), *subs.items()]:
+        text = " ".join(sub.format_help().split())
+        for action in sub._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            what = f"{name} {action.option_strings or action.dest}"
+            assert action.help and action.help.strip(), f"{what}: no help"
+            shown = action.default not in (None, False, [], argparse.SUPPRESS)
+            if shown and action.option_strings:
+                assert f"(default: {action.default})" in text, f"{what}: default not shown"
+
+
+def test_subcommand_help_from_the_console_script_shows_defaults():
+    proc = copyprobe("msr-score", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "(default: paper)" in text and "(default: 5)" in text and "(default: 12)" in text
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["generate", "missing.parquet", "--model", "smollm2-135m-instruct", "--out", "o.parquet",
+      "--config", "CONFIG"], r"copyprobe: missing\.parquet: no such file$"),
+    (["validate-config", "nope.yaml"], r"copyprobe: nope\.yaml: cannot read config file"),
+    (["msr-score", "nope.csv", "--document-col", "a", "--reference-col", "b",
+      "--generation-col", "c"], r"copyprobe: nope\.csv: no such file"),
+])
+def test_errors_are_one_clean_line(tmp_path, argv, message):
+    argv = [str(ROOT / "config" / "config.yaml") if a == "CONFIG" else a for a in argv]
+    proc = copyprobe(*argv, cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.match(message, lines[0]), proc.stderr

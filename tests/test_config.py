@@ -118,3 +118,122 @@ def test_slices(cfg):
     assert model_datasets(c, "gemma3-270m") == ["wikipedia", "licences"]
     c["models"]["gemma3-270m"]["sources"] = ["licences", "controls"]
     assert model_datasets(c, "gemma3-270m") == ["licences"]
+
+
+# ---- per-kind source parameters ---------------------------------------------------------------
+
+@pytest.mark.parametrize("source,kind", [("wikipedia", "wikipedia_offline"),
+                                         ("licences", "installed_licences"),
+                                         ("controls", "local")])
+def test_misspelt_source_param_names_key_and_kind(cfg, source, kind):
+    cfg["sources"][source]["limt"] = 40
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg)
+    msg = str(info.value)
+    assert f"'sources.{source}.limt'" in msg and repr(kind) in msg
+
+
+@pytest.mark.parametrize("source,key,value", [("wikipedia", "limit", 0),
+                                              ("wikipedia", "titles", "Paris"),
+                                              ("licences", "near_duplicate_threshold", 2),
+                                              ("controls", "on_error", "ignore")])
+def test_wrong_source_param_value_named(cfg, source, key, value):
+    cfg["sources"][source][key] = value
+    with pytest.raises(ConfigError, match=rf"config key 'sources\.{source}\.{key}'"):
+        validate_config(cfg)
+
+
+def test_local_source_needs_path(cfg):
+    del cfg["sources"]["controls"]["path"]
+    with pytest.raises(ConfigError, match=r"'sources\.controls'.*'path' is a required"):
+        validate_config(cfg)
+
+
+def test_every_source_kind_has_a_schema_block_matching_its_params():
+    """The schema's blocks and the sources' own parameter checks list the same keys."""
+    import importlib
+
+    from copyprobe.config import source_kind_params
+    from copyprobe.sources.base import SOURCES
+
+    modules = {"wikipedia_offline": "copyprobe.sources.wikipedia_offline",
+               "installed_licences": "copyprobe.sources.installed_licences",
+               "local": "copyprobe.sources.local"}
+    assert set(SOURCES.names()) >= set(modules)
+    for kind in SOURCES.names():
+        assert kind in source_kind_params(), f"source kind {kind!r} has no schema block"
+    for kind, module in modules.items():
+        assert source_kind_params()[kind] == importlib.import_module(module)._PARAMS, kind
+
+
+def test_unquoted_yaml_dates_are_read_as_iso_strings(cfg, tmp_path):
+    text = (ROOT / "config" / "config.yaml").read_text()
+    text = text.replace('published: "2010-12-31"', "published: 2010-12-31")
+    text = text.replace('cutoff: "2024-06-30"', "cutoff: 2024-06-30")
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    out = load_config(p)
+    assert out["sources"]["wikipedia"]["published"] == "2010-12-31"
+    assert out["models"]["smollm2-135m-instruct"]["cutoff"] == "2024-06-30"
+
+
+HEAVY = ("openai", "aiohttp", "httpx", "requests", "torch", "transformers", "llama_cpp", "vllm",
+         "onnxruntime", "rapidocr_onnxruntime", "mwclient")
+
+
+@pytest.mark.parametrize("call", ["copyprobe.config.load_config(path)",
+                                  "copyprobe.cli.main(['validate-config', path])"])
+def test_validation_imports_no_backend_or_network_library(call, tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import contextlib, io, json, sys\n"
+            "import copyprobe.config, copyprobe.cli\n"
+            f"path = {str(ROOT / 'config' / 'config.yaml')!r}\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    {call}\n"
+            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_duplicate_key_is_an_error_naming_key_file_and_line(tmp_path):
+    text = (ROOT / "config" / "config.yaml").read_text()
+    first = text.index("  gemma3-270m:")
+    line = text[:first].count("\n") + 1
+    # a second model of the same name: YAML's last-one-wins would drop the first silently
+    text += "  gemma3-270m:\n    backend: llamacpp\n    cutoff: '2024-01-01'\n"
+    p = tmp_path / "dup.yaml"
+    p.write_text(text)
+    second = text.count("\n") - 2
+    with pytest.raises(ConfigError) as info:
+        load_config(p)
+    assert str(info.value) == (f"{p}, line {second}: duplicate key 'models.gemma3-270m' "
+                               f"(first at line {line})")
+
+
+def test_duplicate_key_in_a_list_item_and_yaml_merge_keys(tmp_path):
+    from copyprobe.config import read_config_file
+
+    p = tmp_path / "c.yaml"
+    p.write_text("a: [{x: 1, x: 2}]\n")
+    with pytest.raises(ConfigError, match=r"line 1: duplicate key 'a\.0\.x'"):
+        read_config_file(p)
+    # a merge key (<<) followed by an override is not a duplicate
+    p.write_text("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  x: 3\n")
+    assert read_config_file(p) == {"base": {"x": 1, "y": 2}, "other": {"x": 3, "y": 2}}
+
+
+def test_unreadable_config_file_is_one_clear_error(tmp_path):
+    from copyprobe.config import read_config_file
+
+    p = tmp_path / "c.yaml"
+    p.write_text("models: [a\n")
+    with pytest.raises(ConfigError, match=rf"^{p}: not valid YAML: .*line 2"):
+        read_config_file(p)
+    p.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match=rf"^{p}: expected a mapping of config keys"):
+        read_config_file(p)
+    with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read"):
+        read_config_file(tmp_path / "nope.yaml")

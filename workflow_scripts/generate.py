@@ -29,7 +29,7 @@ write_table(df, snakemake.output[0], GENERATIONS,  # noqa: F821
             provenance("generate", settings, summary=summary.as_dict()))
 report = summary.failure_report(spec.get("requests", {}).get("max_failure_share", 0.05))
 if report is not None:
-    # logged (to the job's log file, which --show-failed-logs prints, and once to stderr), then
-    # a plain exit status: SystemExit(message) would print to stderr only, and a second time
+    # logged (to the job's log file only, which --show-failed-logs prints), then a plain exit
+    # status: SystemExit(message) would print to stderr only, and a second time
     log.error("%s\nfailed requests: %s", report, snakemake.log.failures)  # noqa: F821
     sys.exit(1)

@@ -93,20 +93,29 @@ def cmd_msr_stats(args: argparse.Namespace) -> dict:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("msr-score", help="count verbatim matches in released generations")
+    s = sub.add_parser("msr-score", help="count verbatim matches in released generations",
+                       description="Count verbatim matches between the held-out segments and "
+                                   "the generations of released CSV/TSV/Parquet files (such as "
+                                   "the MSR authors'), and print f_k per k.")
     s.add_argument("files", nargs="+", help="CSV, TSV or Parquet files")
     s.add_argument("--document-col", required=True, help="column with the whole document")
     s.add_argument("--reference-col", required=True, help="column with the held-out segment")
     s.add_argument("--generation-col", required=True, help="column with the model's text")
-    s.add_argument("--mode", choices=["paper", "words"], default="paper")
-    s.add_argument("--k-min", type=int, default=5)
-    s.add_argument("--k-max", type=int, default=12)
+    s.add_argument("--mode", choices=["paper", "words"], default="paper",
+                   help="paper: the MSR authors' longest common character substring, "
+                        "counted when it is longer than k words and occurs once in the "
+                        "document; words: the longest run of shared words, counted when at "
+                        "least k")
+    s.add_argument("--k-min", type=int, default=5, help="smallest k (words) reported")
+    s.add_argument("--k-max", type=int, default=12, help="largest k (words) reported")
     s.add_argument("--failed-marker", action="append", default=[],
                    help="a generation equal to this text is a failed call, not text "
                         "(e.g. FAIL in the MSR authors' CSVs); repeatable")
     s.add_argument("--out", help="write per-document scores to this Parquet file")
     s.set_defaults(func=cmd_msr_score)
-    t = sub.add_parser("msr-stats", help="paper-mode statistics of two f_k vectors")
+    t = sub.add_parser("msr-stats", help="paper-mode statistics of two f_k vectors",
+                       description="Compare the f_k vectors of D_pre and D_post with the "
+                                   "paper's statistics (Cliff's delta, KS, Kruskal-Wallis).")
     t.add_argument("--pre", required=True, help="f_k of D_pre, comma-separated")
     t.add_argument("--post", required=True, help="f_k of D_post, comma-separated")
     t.set_defaults(func=cmd_msr_stats)

@@ -1,6 +1,9 @@
-"""A stats JSON result built by the real analyse() from hand-made MATCHES rows."""
+"""Fixtures of the MSR tests: a stats JSON result built by the real analyse() from hand-made
+MATCHES rows, and the shared fixtures folder (the MSR authors' OpenStax files)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -32,3 +35,15 @@ def _result(docs, *, model="m", dataset="wiki", k_min=5, k_max=12, settings=None
 @pytest.fixture
 def make_result():
     return _result
+
+
+SHARED_FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def shared_fixtures() -> Path:
+    """``../shared/fixtures`` beside the project (the MSR authors' OpenStax CSV files); a test
+    that needs it skips, naming the path, when it is absent."""
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip(f"shared fixtures not found at {SHARED_FIXTURES}")
+    return SHARED_FIXTURES
