@@ -134,15 +134,7 @@ def plot_fk_models(results: Sequence[Mapping[str, Any]], path: str | Path, *,
     datasets = sorted({r["dataset"] for r in results})
     if len(datasets) > 1:
         raise ValueError(f"plot_fk_models: one dataset per figure, got {datasets}")
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    counts = _fk_lines(ax, [(r["model"], r) for r in results])
-    ks = [k for r in results for k in r["k_values"]]
-    _k_axis(ax, ks)
-    _count_axis(ax, counts, "f_k (documents, paper mode)")
-    ax.set_title(title, fontsize=10)
-    _no_data_text(ax, counts, min(ks) if ks else None)
-    _legend(ax, 2 * len(results), pairs=True)
-    return _save(fig, path)
+    return _fk_figure([(r["model"], r) for r in results], path, title=title, ordered=False)
 
 
 def plot_fk_sweep(results_by_label: Mapping[str, Mapping[str, Any]], path: str | Path, *,
@@ -151,10 +143,16 @@ def plot_fk_sweep(results_by_label: Mapping[str, Mapping[str, Any]], path: str |
     each variant on its own thresholds (the input-length ablation ends at k = L / n)."""
     if not results_by_label:
         raise ValueError("plot_fk_sweep: no results to plot")
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     series = [(f"{parameter} = {label}", r) for label, r in results_by_label.items()]
-    counts = _fk_lines(ax, series, ordered=True)
-    ks = [k for r in results_by_label.values() for k in r["k_values"]]
+    return _fk_figure(series, path, title=title, ordered=True)
+
+
+def _fk_figure(series: Sequence[tuple[str, Mapping[str, Any]]], path: str | Path, *,
+               title: str, ordered: bool) -> Figure:
+    """D_pre and D_post f_k lines of several labelled results on one axis."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    counts = _fk_lines(ax, series, ordered=ordered)
+    ks = [k for _, r in series for k in r["k_values"]]
     _k_axis(ax, ks)
     _count_axis(ax, counts, "f_k (documents, paper mode)")
     ax.set_title(title, fontsize=10)
