@@ -18,7 +18,8 @@ its own defaults: ``repetition_penalty`` is always passed, and when sampling ``t
 ``None`` would fall back to transformers' default of 50), ``min_p=0`` and ``typical_p=1``.
 
 The identity records the device class (``backend_device``): greedy outputs can differ between CPU
-and GPU kernels, and FACTS says never to mix backends (or devices) inside one comparison.
+and GPU kernels (as between vLLM and transformers), so one comparison must never mix backends
+or devices.
 """
 
 from __future__ import annotations

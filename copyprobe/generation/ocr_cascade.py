@@ -1,6 +1,6 @@
 """An OCR-then-text-model cascade for vision prompts, offline.
 
-No PyPI package ships a small vision-language model (FACTS), so offline a vision task runs as
+No PyPI package ships a small vision-language model (checked 2026-11), so offline a vision task runs as
 this explicitly named cascade: every image part of a chat prompt is read with RapidOCR
 (PaddleOCR's PP-OCRv4 models as ONNX, ``rapidocr-onnxruntime``) and replaced by
 ``"[Text read from the image by OCR]\\n<text>"`` (each message's parts then joined into one
@@ -15,8 +15,8 @@ model_file: {...}, n_ctx: 4096}``) and, for an inner backend that loads a model 
 :func:`copyprobe.models.materialise` assembles ``text_backend.model_file``; default
 ``.cache/copyprobe``).
 
-OCR settings follow FACTS: images are upscaled 2x (Lanczos) and read with ``use_cls=False``
-(rendered text is upright). RapidOCR reads the copyright sign as ``"@"`` or drops it. The texts
+OCR settings, measured on rendered text: images are upscaled 2x (Lanczos) and read with
+``use_cls=False`` (rendered text is upright). RapidOCR reads the copyright sign as ``"@"`` or drops it. The texts
 of the last :data:`OCR_CACHE_SIZE` images are kept in memory by image sha256, so an image asked
 for again (one notice image under many queries) is read once.
 """
