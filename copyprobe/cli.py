@@ -7,7 +7,7 @@ your own config instead of the demo's. The commands below run single steps outsi
 config, run one model of a config on one prompts table, re-score released generations.
 
     copyprobe validate-config config/config.yaml
-    copyprobe generate results/prompts/M/S.parquet --model M --out gen.parquet
+    copyprobe generate results/prompts/M/main/S.parquet --model M --out gen.parquet
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
 
@@ -38,8 +38,10 @@ def cmd_validate_config(args: argparse.Namespace) -> dict:
 
 def cmd_generate(args: argparse.Namespace) -> dict:
     from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
-    from copyprobe.config import ConfigError, load_config, model_slice
+    from copyprobe.config import ConfigError, load_config
+    from copyprobe.experiments import run_slice, variant_names
     from copyprobe.generation import generate_shard
+    from copyprobe.generation.base import backend_facts, job_threads
     from copyprobe.models import prepare
 
     try:
@@ -50,13 +52,23 @@ def cmd_generate(args: argparse.Namespace) -> dict:
         raise SystemExit(f"copyprobe: {args.prompts}: no such file")
     if args.model not in cfg["models"]:
         raise SystemExit(f"copyprobe: model {args.model!r} is not in {args.config}")
-    spec = model_slice(cfg, args.model)
+    if args.variant not in variant_names(cfg):
+        raise SystemExit(f"copyprobe: variant {args.variant!r} is not in {args.config}; "
+                         f"known: {', '.join(variant_names(cfg))}")
+    # the same slice and thread count as the workflow's generate job
+    spec = run_slice(cfg, args.model, args.variant)
+    if not backend_facts(spec["backend"])["remote"]:
+        spec["n_threads"] = job_threads(spec)
     manifest = prepare(spec.get("model_file"), Path(spec["cache_dir"]))
     df, summary = generate_shard(read_table(args.prompts, PROMPTS), spec, manifest,
                                  shard=args.shard)
     write_table(df, args.out, GENERATIONS,
                 provenance("generate", {k: v for k, v in spec.items() if k != "cache_dir"},
                            summary=summary.as_dict()))
+    report = summary.failure_report(spec.get("requests", {}).get("max_failure_share", 0.05))
+    if report is not None:
+        # the table (failed rows included) is written; answers received are in the cache
+        raise SystemExit(f"copyprobe: {report} (table written to {args.out})")
     return {"out": args.out, **summary.as_dict()}
 
 
@@ -90,9 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run one model of a config on a prompts table and write "
                                    "its generations table (answers come from the cache when "
                                    "it has them).")
-    g.add_argument("prompts", help="a prompts Parquet file (results/prompts/<model>/<source>)")
+    g.add_argument("prompts", help="a prompts Parquet file (results/prompts/<model>/<variant>/<source>.parquet)")
     g.add_argument("--config", default="config/config.yaml", help="the workflow config file")
     g.add_argument("--model", required=True, help="a model name from the config's models")
+    g.add_argument("--variant", default="main",
+                   help="a variant from the config's variants (main: no override)")
     g.add_argument("--shard", default="00000-of-00001",
                    help="which part of the prompts to run, INDEX-of-COUNT")
     g.add_argument("--out", required=True, help="the generations Parquet file to write")

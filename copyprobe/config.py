@@ -134,10 +134,10 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
     m = cfg["matching"]
     if m["k_min"] > m["k_max"]:
         raise ConfigError("config key 'matching.k_min': must not exceed matching.k_max")
-    _check_msr(cfg["msr"], "msr")
+    check_msr(cfg["msr"], "msr")
     for name, spec in cfg["models"].items():
         key = f"models.{name}"
-        _check_msr({**cfg["msr"], **{k: spec[k] for k in MSR_KEYS if k in spec}}, key)
+        check_msr({**cfg["msr"], **{k: spec[k] for k in MSR_KEYS if k in spec}}, key)
         if spec["backend"] not in BACKENDS:
             raise ConfigError(f"config key '{key}.backend': unknown backend {spec['backend']!r}; "
                               f"known: {', '.join(BACKENDS.names())}")
@@ -162,7 +162,9 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
     check_experiments(cfg)
 
 
-def _check_msr(msr: Mapping[str, Any], key: str) -> None:
+def check_msr(msr: Mapping[str, Any], key: str) -> None:
+    """MSR settings that the schema cannot check: ``n`` even, ``num_words`` at least ``n``
+    (``key`` is the config key the settings come from, for the message)."""
     if msr["n"] % 2:
         raise ConfigError(f"config key '{key}.n': must be even (got {msr['n']}): the held-out "
                           "last segment must fall on an assistant turn")

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.config import NAME_RE, ConfigError, model_datasets, model_slice
+from copyprobe.config import NAME_RE, ConfigError, check_msr, model_datasets, model_slice
 
 MAIN = "main"
 EXPERIMENT_KINDS = ("sweep", "comparison")
@@ -167,11 +167,7 @@ def check(cfg: Mapping[str, Any]) -> None:
 
 def _check_run(cfg: Mapping[str, Any], model: str, variant: str, key: str) -> None:
     msr = run_slice(cfg, model, variant)["msr"]
-    if msr["n"] % 2:
-        raise ConfigError(f"config key '{key}.msr.n': must be even (got {msr['n']}): the "
-                          "held-out last segment must fall on an assistant turn")
-    if msr["num_words"] < msr["n"]:
-        raise ConfigError(f"config key '{key}.msr.num_words': must be at least n ({msr['n']})")
+    check_msr(msr, f"{key}.msr")
     m = run_matching(cfg, model, variant)
     if m["k_min"] > m["k_max"]:
         raise ConfigError(f"config key '{key}.matching': k_min {m['k_min']} exceeds k_max "

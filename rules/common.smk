@@ -34,8 +34,6 @@ if (workflow.is_main_process and workflow.config_settings.configfiles
           f"{', '.join(sorted(config['datasets']))}; add --replace-workflow-config to run only "
           "your file", file=sys.stderr)
 
-MODELS = list(config["models"])
-
 
 # The API keys of the models that will run, checked once the jobs are planned and before the
 # first starts, naming the model and the variable, never a value. Snakemake runs onstart neither

@@ -161,3 +161,55 @@ def test_errors_are_one_clean_line(tmp_path, argv, message):
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and re.match(message, lines[0]), proc.stderr
+
+
+def test_generate_runs_a_variant_and_fails_loudly_on_an_unreachable_endpoint(tmp_path):
+    """`copyprobe generate` takes the same slice as the workflow's job (the variant's decoding
+    applied) and, like the job, exits non-zero when too many requests failed: here every request
+    meets a port where nothing listens, so the message names the endpoint and the cause; the
+    table of failed rows is still written."""
+    import socket
+
+    import yaml
+
+    from copyprobe.artifacts import PROMPTS, provenance, write_table
+    from copyprobe.prompt import Prompt
+
+    sock = socket.socket()  # bound, never listening: connections are refused
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    try:
+        config = {
+            "cache_dir": str(tmp_path / "cache"),
+            "sources": {"docs": {"kind": "local", "path": str(tmp_path)}},
+            "datasets": {"mine": ["docs"]},
+            "variants": {"t07": {"decoding": {"temperature": 0.7}}},
+            "models": {"local-server": {"backend": "openai", "model_id": "m", "base_url": url,
+                                        "api_key_optional": True, "cutoff": "2024-01-01",
+                                        "decoding": {"temperature": 0.1, "max_tokens": 8}}},
+        }
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+        p = Prompt("chat", messages=({"role": "user", "content": "first part"},))
+        prompts = pd.DataFrame([{
+            "request_id": f"r{i}", "model": "local-server", "source": "docs", "doc_id": f"d{i}",
+            "split": "pre", "status": "ready", "reason": "", "prompt_format": "chat",
+            "prompt": p.to_json(), "reference": f"held out {i}", "document": "first part",
+            "n": 2, "num_words": 1000} for i in range(3)], columns=PROMPTS.columns)
+        write_table(prompts, tmp_path / "prompts.parquet", PROMPTS, provenance("test", {}))
+        base = ["generate", str(tmp_path / "prompts.parquet"), "--model", "local-server",
+                "--config", str(tmp_path / "config.yaml"), "--out", str(tmp_path / "gen.parquet")]
+
+        unknown = copyprobe(*base, "--variant", "t99", cwd=tmp_path)
+        assert unknown.returncode == 1
+        assert unknown.stderr.strip() == (f"copyprobe: variant 't99' is not in "
+                                          f"{tmp_path / 'config.yaml'}; known: main, t07")
+
+        proc = copyprobe(*base, "--variant", "t07", cwd=tmp_path)
+    finally:
+        sock.close()
+    assert proc.returncode == 1
+    assert "1 of 1 requests failed" in proc.stderr  # three rows, one distinct request
+    assert url in proc.stderr and "connection refused" in proc.stderr
+    gen = pd.read_parquet(tmp_path / "gen.parquet")
+    assert list(gen["status"]) == ["failed"] * 3
+    assert {json.loads(d)["temperature"] for d in gen["decoding"]} == {0.7}

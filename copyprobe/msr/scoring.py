@@ -55,8 +55,8 @@ def score(prompts: pd.DataFrame, generations: pd.DataFrame, *, k_min: int,
         )
         rows.append(row)
         progress.update()
-    df = pd.DataFrame(rows, columns=MATCHES.columns)
-    return df
+    progress.close()
+    return pd.DataFrame(rows, columns=MATCHES.columns)
 
 
 def _word_match(reference: str, generation: str, k_min: int, k_max: int) -> WordMatch | None:
