@@ -51,7 +51,15 @@ class Source(ABC):
 
     name: ClassVar[str]
 
+    #: The params this kind accepts; any other is an error naming the kind (None: unchecked).
+    known_params: ClassVar[frozenset[str] | set[str] | None] = None
+
     def __init__(self, **params: Any) -> None:
+        if self.known_params is not None:
+            unknown = sorted(set(params) - set(self.known_params))
+            if unknown:
+                raise SourceError(f"source {self.name}: unknown param(s) {unknown}; known: "
+                                  f"{sorted(self.known_params)}")
         self.params = params
         self.skipped: list[tuple[str, str]] = []
 

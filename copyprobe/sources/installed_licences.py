@@ -196,14 +196,10 @@ class InstalledLicences(Source):
     """Distinct licence texts of the installed Python distributions."""
 
     name = "installed_licences"
+    known_params = _PARAMS
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        unknown = sorted(set(params) - _PARAMS)
-        if unknown:
-            raise SourceError(
-                f"source installed_licences: unknown param(s) {unknown}; known: {sorted(_PARAMS)}"
-            )
         mw = params.get("min_words", 50)
         if isinstance(mw, bool) or not isinstance(mw, int) or mw < 0:
             raise _err("min_words", mw, "must be an integer >= 0")

@@ -95,12 +95,10 @@ class LocalFolder(Source):
     """A folder of text files plus a metadata table."""
 
     name = "local"
+    known_params = _PARAMS
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        unknown = sorted(set(params) - _PARAMS)
-        if unknown:
-            raise SourceError(f"source local: unknown param(s) {unknown}; known: {sorted(_PARAMS)}")
         if params.get("path") is None:
             raise SourceError("source local: param 'path' (the document folder) is required")
         self.folder = _resolve(params["path"], "path")

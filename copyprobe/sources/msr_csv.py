@@ -44,13 +44,10 @@ class MsrCsv(Source):
     """Book sections from CSV files in the MSR authors' layout, dated per file."""
 
     name = "msr_csv"
+    known_params = _PARAMS
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        unknown = sorted(set(params) - _PARAMS)
-        if unknown:
-            raise SourceError(f"source msr_csv: unknown param(s) {unknown}; known: "
-                              f"{sorted(_PARAMS)}")
         for key in ("path", "files"):
             if not params.get(key):
                 raise SourceError(f"source msr_csv: param {key!r} is required")

