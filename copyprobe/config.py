@@ -118,8 +118,8 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
     from copyprobe.models import ModelFileError, locate
     from copyprobe.sources.base import SOURCES
 
-    for section in ("sources", "datasets", "models"):
-        for name in cfg[section]:
+    for section in ("sources", "datasets", "models", "variants", "experiments"):
+        for name in cfg.get(section, {}):
             if not NAME_RE.match(name):
                 raise ConfigError(f"config key '{section}.{name}': names may use letters, digits, "
                                   "'_', '.', '-' only")

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.config import NAME_RE, ConfigError, check_msr, model_datasets, model_slice
+from copyprobe.config import ConfigError, check_msr, model_datasets, model_slice
 
 MAIN = "main"
 EXPERIMENT_KINDS = ("sweep", "comparison")
@@ -126,18 +126,19 @@ def experiment_models(cfg: Mapping[str, Any], name: str) -> list[str]:
             if all(e["dataset"] in run_datasets(cfg, m, v) for v in experiment_variants(e))]
 
 
+def _settings(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """An experiment's ``{label, variant}`` settings in order (a comparison: a, then b)."""
+    return list(spec["settings"]) if spec["kind"] == "sweep" else [spec["a"], spec["b"]]
+
+
 def experiment_variants(spec: Mapping[str, Any]) -> list[str]:
     """The variants an experiment reads, in its order (a comparison: a, then b)."""
-    if spec["kind"] == "sweep":
-        return [s["variant"] for s in spec["settings"]]
-    return [spec["a"]["variant"], spec["b"]["variant"]]
+    return [s["variant"] for s in _settings(spec)]
 
 
 def experiment_labels(spec: Mapping[str, Any]) -> list[str]:
     """The labels of an experiment's variants, in :func:`experiment_variants` order."""
-    if spec["kind"] == "sweep":
-        return [str(s["label"]) for s in spec["settings"]]
-    return [str(spec["a"]["label"]), str(spec["b"]["label"])]
+    return [str(s["label"]) for s in _settings(spec)]
 
 
 # ---- checks -------------------------------------------------------------------------------
@@ -149,9 +150,6 @@ def check(cfg: Mapping[str, Any]) -> None:
         if name == MAIN:
             raise ConfigError(f"config key {key!r}: {MAIN!r} is the variant without overrides "
                               "that every model runs; choose another name")
-        if not NAME_RE.match(name):
-            raise ConfigError(f"config key {key!r}: names may use letters, digits, '_', '.', "
-                              "'-' only")
         for i, m in enumerate(v.get("models", [])):
             if m not in cfg["models"]:
                 raise ConfigError(f"config key '{key}.models.{i}': unknown model {m!r}")
@@ -177,9 +175,6 @@ def _check_run(cfg: Mapping[str, Any], model: str, variant: str, key: str) -> No
 
 def _check_experiment(cfg: Mapping[str, Any], name: str, e: Mapping[str, Any]) -> None:
     key = f"experiments.{name}"
-    if not NAME_RE.match(name):
-        raise ConfigError(f"config key {key!r}: names may use letters, digits, '_', '.', '-' "
-                          "only")
     if e["dataset"] not in cfg["datasets"]:
         raise ConfigError(f"config key '{key}.dataset': unknown dataset {e['dataset']!r}")
     variants = experiment_variants(e)

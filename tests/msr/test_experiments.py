@@ -123,6 +123,11 @@ def test_settings_record_variant_decoding_msr_and_thresholds():
      "variants 'main' and 'warm' of model 'api' use different thresholds"),
     ({"experiments__temperature__split": "both"}, "experiments.temperature"),
     ({"experiments__shots__split": "pre"}, "experiments.shots"),
+    ({"variants__a/b": {"msr": {"n": 4}}}, "'variants.a/b': names may use letters"),
+    ({"experiments__x y": {"kind": "sweep", "dataset": "ab", "parameter": "shots",
+                           "settings": [{"label": 2, "variant": "shots2"},
+                                        {"label": 6, "variant": "main"}]}},
+     "'experiments.x y': names may use letters"),
 ])
 def test_a_bad_variant_or_experiment_names_the_key(changes, message):
     with pytest.raises(ConfigError) as err:
