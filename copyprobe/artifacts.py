@@ -62,6 +62,39 @@ CORPUS = TableSpec(
             ("licence", pa.string()),
             ("retrieved_at", _utc_ts()),
             ("provenance", pa.string()),
+            # Where the text was taken from, at which version (empty where the source has none):
+            # a wiki page id and revision, a book uuid and its pinned version, a file path.
+            ("page_id", pa.string()),
+            ("revision_id", pa.string()),
+            ("revision_timestamp", _utc_ts()),
+            # The row is this document as it stood at a model cutoff (null: valid for every
+            # model); curation keeps, per model, the rows of its cutoff and the undated ones.
+            ("as_of", pa.date32()),
+            # Copyright facts of a material (the compliance benchmark's input; empty elsewhere).
+            ("category", pa.string()),
+            ("rights_holder", pa.string()),
+            ("rights_year", pa.int32()),
+            ("rights_notice", pa.string()),
+        ]
+    ),
+)
+
+#: Exactly which version of which item each document came from: a source given this table back
+#: (``manifest: FILE``) fetches the same versions, so a study can be rerun from it.
+MANIFEST = TableSpec(
+    "manifest",
+    pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("source", pa.string()),
+            ("title", pa.string()),
+            ("page_id", pa.string()),
+            ("revision_id", pa.string()),
+            ("revision_timestamp", _utc_ts()),
+            ("published", pa.date32()),
+            ("as_of", pa.date32()),
+            ("url", pa.string()),
+            ("text_sha256", pa.string()),
         ]
     ),
 )

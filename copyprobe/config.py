@@ -253,6 +253,16 @@ def model_slice(cfg: Mapping[str, Any], model: str) -> dict[str, Any]:
     return {"name": model, "msr": msr, "cache_dir": cfg["cache_dir"], **spec}
 
 
+def source_cutoffs(cfg: Mapping[str, Any], source: str) -> list[str]:
+    """The distinct model cutoffs (ISO dates) a source needs: all of them for kinds declared
+    ``uses_cutoffs``, none for the others."""
+    from copyprobe.sources.base import uses_cutoffs
+
+    if not uses_cutoffs(cfg["sources"][source]["kind"]):
+        return []
+    return sorted({str(m["cutoff"]) for m in cfg["models"].values()})
+
+
 def source_spec(cfg: Mapping[str, Any], source: str) -> dict[str, Any]:
     """A source's kind params (without the generic keys such as ``cut_at``)."""
     spec = dict(cfg["sources"][source])

@@ -62,6 +62,12 @@ def source_params(wildcards):
     return cpc.source_spec(config, wildcards.source)
 
 
+def source_cutoffs(wildcards):
+    """The models' cutoffs, for source kinds whose documents depend on them (else empty, so
+    that adding a model does not collect other sources again)."""
+    return cpc.source_cutoffs(config, wildcards.source)
+
+
 def source_files(wildcards):
     """The files the source reads (it says which), so that editing one reruns the source."""
     return source_input_files(cpc.source_spec(config, wildcards.source))

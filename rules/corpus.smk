@@ -7,10 +7,12 @@ rule collect_corpus:
     output:
         corpus="results/corpus/{source}.parquet",
         skipped="results/corpus/{source}.skipped.parquet",
+        manifest="results/corpus/{source}.manifest.parquet",
     log:
         "logs/collect_corpus/{source}.log",
     params:
         spec=source_params,
+        cutoffs=source_cutoffs,
     localrule: True
     script:
         "../workflow_scripts/collect_corpus.py"

@@ -8,8 +8,10 @@ from copyprobe.sources.base import (
     SourceError,
     SourceResult,
     build_source,
+    manifest_of,
     source_input_files,
+    uses_cutoffs,
 )
 
 __all__ = ["SOURCES", "Document", "Source", "SourceError", "SourceResult", "build_source",
-           "source_input_files"]
+           "manifest_of", "source_input_files", "uses_cutoffs"]

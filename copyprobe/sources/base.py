@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from copyprobe.artifacts import CORPUS, SKIPPED
+from copyprobe.artifacts import CORPUS, MANIFEST, SKIPPED
 from copyprobe.registry import Registry
 
 
@@ -38,12 +38,25 @@ class Document:
     url: str = ""
     licence: str = ""
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: The item and version the text was taken from (see the CORPUS schema).
+    page_id: str = ""
+    revision_id: str = ""
+    revision_timestamp: dt.datetime | None = None
+    #: This row is the document as it stood at this model cutoff (None: valid for every model).
+    as_of: dt.date | None = None
+    #: Copyright facts of a material (compliance benchmark).
+    category: str = ""
+    rights_holder: str = ""
+    rights_year: int | None = None
+    rights_notice: str = ""
 
 
 @dataclass
 class SourceResult:
     corpus: pd.DataFrame
     skipped: pd.DataFrame
+    #: One row per document: the exact version fetched (schema :data:`MANIFEST`).
+    manifest: pd.DataFrame
 
 
 class Source(ABC):
@@ -62,6 +75,10 @@ class Source(ABC):
                                   f"{sorted(self.known_params)}")
         self.params = params
         self.skipped: list[tuple[str, str]] = []
+        #: The distinct training cutoffs of the configured models, for kinds declared with
+        #: ``uses_cutoffs=True`` (e.g. text of a wiki page as it stood at each cutoff); set by
+        #: :func:`build_source`, empty otherwise.
+        self.cutoffs: list[dt.date] = []
 
     def skip(self, ref: str, reason: str) -> None:
         """Record that the item ``ref`` (a file, title or row) was not used, and why."""
@@ -101,6 +118,14 @@ class Source(ABC):
                     "licence": d.licence,
                     "retrieved_at": now,
                     "provenance": json.dumps(d.provenance, sort_keys=True, default=str),
+                    "page_id": d.page_id,
+                    "revision_id": d.revision_id,
+                    "revision_timestamp": _utc(d.revision_timestamp),
+                    "as_of": d.as_of,
+                    "category": d.category,
+                    "rights_holder": d.rights_holder,
+                    "rights_year": d.rights_year,
+                    "rights_notice": d.rights_notice,
                 }
             )
         corpus = pd.DataFrame(rows, columns=CORPUS.columns)
@@ -108,7 +133,7 @@ class Source(ABC):
             [{"source": source_name, "ref": r, "reason": why} for r, why in self.skipped],
             columns=SKIPPED.columns,
         )
-        return SourceResult(corpus=corpus, skipped=skipped)
+        return SourceResult(corpus=corpus, skipped=skipped, manifest=manifest_of(corpus))
 
 
 SOURCES: Registry[type[Source]] = Registry("source")
@@ -118,6 +143,20 @@ SOURCES.declare("wikipedia_offline", "copyprobe.sources.wikipedia_offline:Wikipe
 SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:InstalledLicences")
 SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
 SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
+
+
+def _utc(ts: dt.datetime | None) -> pd.Timestamp | None:
+    if ts is None:
+        return None
+    t = pd.Timestamp(ts)
+    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+
+def manifest_of(corpus: pd.DataFrame) -> pd.DataFrame:
+    """The MANIFEST rows of a corpus table: each document's item, version and text hash."""
+    out = corpus[[c for c in MANIFEST.columns if c != "text_sha256"]].copy()
+    out["text_sha256"] = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in corpus["text"]]
+    return out[MANIFEST.columns].reset_index(drop=True)
 
 
 def text_id(*parts: str, length: int = 16) -> str:
@@ -134,8 +173,21 @@ def source_input_files(spec: Mapping[str, Any]) -> list[str]:
     return SOURCES.get(kind).input_files(params)
 
 
-def build_source(source_name: str, spec: Mapping[str, Any]) -> Source:
-    """Instantiate the source described by a config entry ``{kind: ..., **params}``."""
+def uses_cutoffs(kind: str) -> bool:
+    """Whether documents of this kind depend on the models' cutoffs (declared fact)."""
+    return bool(SOURCES.facts(kind).get("uses_cutoffs", False))
+
+
+def build_source(source_name: str, spec: Mapping[str, Any],
+                 cutoffs: Iterable[dt.date | str] = ()) -> Source:
+    """Instantiate the source described by a config entry ``{kind: ..., **params}``.
+
+    ``cutoffs`` (the models' training cutoffs) reach only kinds declared ``uses_cutoffs``.
+    """
     params = dict(spec)
     kind = params.pop("kind")
-    return SOURCES.get(kind)(**params)
+    source = SOURCES.get(kind)(**params)
+    if uses_cutoffs(kind):
+        source.cutoffs = sorted({c if isinstance(c, dt.date) else dt.date.fromisoformat(c)
+                                 for c in cutoffs})
+    return source
