@@ -16,7 +16,8 @@ chapter (summary, review and critical-thinking questions, references, key terms/
 A note or section left with nothing but its title (e.g. a note holding only a video) is dropped
 too. An element that vanishes inside a paragraph (an empty cross-reference ``<link
 target-id="..."/>``, which the website fills in with "Figure 1.2", or a formula) leaves a single
-space where there was one, and none after an opening bracket or before closing punctuation.
+space where there was one, and none after an opening bracket or before closing punctuation; brackets
+left holding nothing go too.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ DROP_NAMES = frozenset({
 DROP_DATA_TYPES = frozenset({
     "exercise", "problem", "solution", "commentary", "footnote-refs", "footnote-number",
     "footnote-ref", "glossary", "media", "figure", "abstract", "document-title", "metadata",
-    "injected-exercise", "equation",
+    "injected-exercise", "equation", "footnote",
 })
 #: ``class`` values (either format) of material dropped with its content: what the reader
 #: moves to end-of-chapter pages, and the baked end-of-section/chapter containers.
@@ -63,6 +64,7 @@ _GAP = "\x00"  # marks where an element vanished inside a block
 _OPENING = "([{“‘"
 _CLOSING = ")]},.;:!?”’"
 _GAP_RE = re.compile(rf"\s*(?:{_GAP}\s*)+")
+_BRACKETED_GAP_RE = re.compile(rf"[(\[]\s*(?:{_GAP}\s*)+[)\]]")
 
 
 def local(el: etree._Element) -> str:
@@ -101,6 +103,7 @@ def _close_gaps(raw: str) -> str:
             return ""
         return " " if m.group().replace(_GAP, "") else ""
 
+    raw = _BRACKETED_GAP_RE.sub(_GAP, raw)  # "(Figure 1.2)" with the reference gone
     return _GAP_RE.sub(join, raw)
 
 
@@ -135,7 +138,7 @@ class _Walker:
             self.lines.extend(line.rstrip() for line in code.splitlines() if line.strip())
             self.add(el.tail)
             return
-        if name == "link" and not "".join(el.itertext()).strip() and not len(el):
+        if name in ("link", "a") and not "".join(el.itertext()).strip() and not len(el):
             self.add(_GAP)  # an empty cross-reference that the website fills in
             self.add(el.tail)
             return
