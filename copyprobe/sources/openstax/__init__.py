@@ -109,7 +109,8 @@ class OpenStax(Source):
             raise SourceError(f"source openstax: param(s) {web} are for the archive reader only")
         if self.reader == "archive" and not str(params.get("user_agent") or "").strip():
             raise SourceError("source openstax: the archive reader needs 'user_agent' (who is "
-                              "asking, with a contact address, e.g. 'copyprobe/1 (you@example.org)')")
+                              "asking, with a contact address, e.g. "
+                              "'copyprobe/1 (you@example.org)')")
 
     @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
@@ -217,7 +218,8 @@ class OpenStax(Source):
         for spec in self.books:
             p = Path(spec.path)
             title = spec.title or p.stem
-            entry = {"published": spec.published.isoformat(), "title": title}  # type: ignore[union-attr]
+            assert spec.published is not None  # required for this reader (checked above)
+            entry = {"published": spec.published.isoformat(), "title": title}
             entry.update({k: v for k, v in (("book", spec.slug), ("licence", spec.licence)) if v})
             inner = MsrCsv(path=str(p.parent), files={p.name: entry}, min_words=self.min_words)
             docs = []
