@@ -120,3 +120,35 @@ def test_a_failing_server_stops_the_source_naming_the_url(archive_server):
     s.pop("kind")
     with pytest.raises(SourceError, match=rf"source 'oer': .*{tree}"):
         collect("oer", {"kind": "openstax", **s})
+
+
+def test_copyprobe_collect_runs_the_archive_reader_from_a_config(archive_server, tmp_path,
+                                                                 capsys):
+    """The config (schema-checked), the CLI and the three tables, as a user runs it."""
+    import yaml
+
+    from copyprobe.artifacts import CORPUS, MANIFEST, read_table
+    from copyprobe.cli import main
+
+    source = spec(archive_server, cache_dir=str(tmp_path / "cache"))
+    cfg = {"sources": {"oer": source}, "datasets": {"d": ["oer"]},
+           "models": {"m": {"backend": "openai", "cutoff": "2024-06-30", "model_id": "x",
+                            "api_key_env": "NO_SUCH_KEY_VAR", "api_key_optional": True,
+                            "base_url": "http://127.0.0.1:9/v1"}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "oer.parquet"
+    assert main(["collect", str(path), "--source", "oer", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["documents"], summary["skipped"]) == (3, 4)
+    corpus = read_table(out, CORPUS)
+    assert list(corpus["title"]) == ["Test Biology 1.1 What Cells Are",
+                                     "Test Biology 2.1 Epithelium",
+                                     "Test Biology 2.2 Connective Tissue"]
+    manifest = read_table(summary["manifest_file"], MANIFEST)
+    assert list(manifest["page_id"]) == list(corpus["page_id"])
+    cfg["sources"]["oer"]["books"] = [{"slug": "test-biology", "edition": 2}]
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(SystemExit, match=r"unknown config key 'sources\.oer\.books\.0\.edition' "
+                                         r"\(source kind 'openstax'\)"):
+        main(["collect", str(path), "--source", "oer", "--out", str(out)])
