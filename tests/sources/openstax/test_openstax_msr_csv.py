@@ -76,6 +76,7 @@ def test_unnumbered_csv_rows_are_skipped_unless_all_sections(tmp_path):
     ({"books": []}, r"param 'books' must be a non-empty list"),
     ({"sections": "some"}, r"param 'sections' must be 'numbered' or 'all'"),
     ({"user_agent": "x"}, r"param\(s\) \['user_agent'\] are for the archive reader only"),
+    ({"limt": 3}, r"source openstax: unknown param\(s\) \['limt'\]; known: \['archive_url', "),
 ])
 def test_bad_params_are_named(over, message):
     s = {"kind": "openstax", "reader": "msr_csv",
