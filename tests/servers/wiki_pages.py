@@ -247,8 +247,8 @@ The workshop became known for a robust flatbed movement that could be maintained
 handyman, and for an escapement design that kept good time in damp and unheated towers. Surviving
 order books list more than nine hundred turret clocks. Smaller bracket clocks with engraved
 brass dials were sold through jewellers in the county towns, and a handful were exported to
-merchants overseas. Marine chronometers were made in small numbers for the coastal trade, each one tested for
-six weeks in a cellar kept at a steady temperature before it was sold.
+merchants overseas. Marine chronometers were made in small numbers for the coastal trade,
+each one tested for six weeks in a cellar kept at a steady temperature before it was sold.
 
 == Decline ==
 Electric synchronous clocks reduced demand after the Second World War, and the firm turned to

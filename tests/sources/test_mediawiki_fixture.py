@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -198,3 +199,36 @@ def _pgid(proc_dir: Path) -> int | None:
         return int((proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[2])
     except (OSError, IndexError, ValueError):
         return None
+
+
+_INSTALL = Path(__file__).resolve().parents[2] / "scripts" / "install-test-services"
+
+
+def _install(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(_INSTALL), *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env})
+
+
+def test_install_script_is_a_no_op_when_everything_is_present():
+    if mw.unavailable_reason() is not None:
+        pytest.skip(f"would install packages: {mw.unavailable_reason()}")
+    res = _install()
+    assert res.returncode == 0, res.stderr
+    assert "nothing to do" in res.stdout and "+ apt-get" not in res.stdout
+
+
+def test_install_script_dry_run_when_mediawiki_is_missing(tmp_path):
+    if shutil.which("apt-get") is None or shutil.which("php") is None:
+        pytest.skip("needs apt-get and php to plan an install")
+    policy = tmp_path / "policy-rc.d"
+    res = _install("--dry-run", MEDIAWIKI_ROOT=str(tmp_path / "none"), POLICY_RC_D=str(policy))
+    assert res.returncode == 0, res.stderr
+    assert f"missing: MediaWiki at {tmp_path / 'none'}" in res.stdout
+    lines = res.stdout.splitlines()
+    install = "+ apt-get install -y --no-install-recommends mediawiki php-sqlite3 php-cli"
+    assert install in lines
+    # the service guard is made before the install and removed after it
+    made = next(i for i, x in enumerate(lines) if x.startswith("+ sh -c") and str(policy) in x)
+    assert made < lines.index(install) < lines.index(f"+ rm -f {policy}")
+    assert not policy.exists()  # a dry run changes nothing
+    assert _install("--bogus").returncode == 2
