@@ -126,7 +126,8 @@ def build_report(
         dpairs = _cross_pairs(name, kept, dd)
         pairs.append(dpairs)
         blind = _blind(kept, statistics)
-        other_versions = int(corpus["source"].isin(members).sum() - mine["source"].isin(members).sum())
+        other_versions = int(corpus["source"].isin(members).sum()
+                             - mine["source"].isin(members).sum())
         for split in SPLITS:
             sp = part[part["split"] == split]
             sk = sp[sp["kept"]]

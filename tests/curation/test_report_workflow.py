@@ -16,6 +16,7 @@ from copyprobe.artifacts import CURATED, CURATION_REPORT, read_meta, read_table
 
 from .helpers import change_words, text
 
+pytestmark = pytest.mark.slow
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
