@@ -239,7 +239,7 @@ def render_markdown(rep: CurationReport) -> str:
                          "one of each pair from its source.")
         if len(dp):
             lines += ["", "Duplicates across sources (reported, not dropped):", ""]
-            lines += _table(["document", "split", "repeats", "split ", "kind", "similarity"], [
+            lines += _table(["document", "split", "repeats", "its split", "kind", "similarity"], [
                 [f"{r.source}/{r.doc_id}", r.split, f"{r.other_source}/{r.other_doc_id}",
                  r.other_split, r.kind, f"{r.similarity:.3f}"]
                 for r in dp.head(LIST_LIMIT).itertuples(index=False)])
