@@ -7,6 +7,7 @@ your own config instead of the demo's. The commands below run single steps outsi
 config, run one model of a config on one prompts table, re-score released generations.
 
     copyprobe validate-config config/config.yaml
+    copyprobe collect config/config.yaml --source NAME --out corpus.parquet
     copyprobe generate results/prompts/M/main/S.parquet --model M --out gen.parquet
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
@@ -34,6 +35,28 @@ def cmd_validate_config(args: argparse.Namespace) -> dict:
         raise SystemExit(f"copyprobe: {exc}")
     return {"valid": True, "models": list(cfg["models"]), "sources": list(cfg["sources"]),
             "datasets": list(cfg["datasets"])}
+
+
+def cmd_collect(args: argparse.Namespace) -> dict:
+    from copyprobe.config import ConfigError, load_config, source_cutoffs, source_spec
+    from copyprobe.sources.collect import collect, summary, write_result
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        raise SystemExit(f"copyprobe: {exc}")
+    if args.source not in cfg["sources"]:
+        raise SystemExit(f"copyprobe: source {args.source!r} is not in {args.config}; known: "
+                         f"{', '.join(cfg['sources'])}")
+    out = Path(args.out)
+    stem = out.name.removesuffix(".parquet")
+    paths = {"corpus": out,
+             "skipped": Path(args.skipped or out.with_name(f"{stem}.skipped.parquet")),
+             "manifest": Path(args.manifest or out.with_name(f"{stem}.manifest.parquet"))}
+    spec = source_spec(cfg, args.source)
+    result = collect(args.source, spec, source_cutoffs(cfg, args.source))
+    write_result(result, args.source, spec, **paths)
+    return {**summary(result, args.source), **{f"{k}_file": str(v) for k, v in paths.items()}}
 
 
 def cmd_generate(args: argparse.Namespace) -> dict:
@@ -97,6 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
                                    "files) and list its models, sources and datasets.")
     v.add_argument("config", help="the YAML config file")
     v.set_defaults(func=cmd_validate_config)
+    c = sub.add_parser("collect", help="run one configured source (what the workflow's "
+                                       "collect_corpus rule does)",
+                       description="Run one source of a config outside Snakemake (same code, "
+                                   "same HTTP cache) and write its corpus, skipped and manifest "
+                                   "tables; prints documents, skipped and the skip reasons.")
+    c.add_argument("config", help="the YAML config file")
+    c.add_argument("--source", required=True, help="a source name from the config's sources")
+    c.add_argument("--out", required=True, help="the corpus Parquet file to write")
+    c.add_argument("--skipped", help="the skipped table (default: OUT's stem + .skipped.parquet)")
+    c.add_argument("--manifest",
+                   help="the manifest table (default: OUT's stem + .manifest.parquet)")
+    c.set_defaults(func=cmd_collect)
     g = sub.add_parser("generate", help="run one model of a config on a prompts table "
                                         "(what the workflow's generate rule does)",
                        description="Run one model of a config on a prompts table and write "

@@ -128,7 +128,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_option_has_help_and_shows_its_default():
     parser = build_parser()
     subs = _subparsers(parser)
-    assert set(subs) == {"validate-config", "generate", "msr-score", "msr-stats"}
+    assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats"}
     for name, sub in [("copyprobe", parser), *subs.items()]:
         text = " ".join(sub.format_help().split())
         for action in sub._actions:
