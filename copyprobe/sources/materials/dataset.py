@@ -146,7 +146,9 @@ class NoticeRow:
 
 
 def _cell(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and value != value) else str(value).strip()
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value).strip()
 
 
 def read_notices(table: Path) -> dict[str, NoticeRow | ItemProblem]:

@@ -9,7 +9,8 @@ free-form copyright lines); :func:`find_notices` scans a text line by line.
 What counts as a notice: a line of at most :data:`MAX_NOTICE_WORDS` words holding the symbol
 ``©`` / ``(c)``, or the word "copyright" followed by a year or a symbol. The year is the first
 year of a range ("2015-2020" -> 2015: the year of first publication); the holder is the text
-after the year up to the first sentence end, ";", "|" or "All rights reserved". Template lines
+after the year up to the first sentence end, ";", "|", ", see" or "All rights reserved"
+(e-mail and web addresses dropped). Template lines
 ("Copyright [yyyy] [name of copyright owner]") are not notices.
 """
 
@@ -25,8 +26,9 @@ MIN_YEAR = 1700
 
 _SYMBOL = r"(?:©|&copy;|\([cC]\))"
 _MARKER = re.compile(rf"\bcopyright\b(?:\s*{_SYMBOL})?|{_SYMBOL}(?:\s*copyright\b)?", re.IGNORECASE)
-_YEARS = re.compile(r"[\s,:]*(?P<year>\d{4})(?:\s*(?:[-–—/,]|\bto\b)\s*(?:\d{4}|present|now)\b)*",
-                    re.IGNORECASE)
+_YEARS = re.compile(
+    r"[\s,:]*(?P<year>\d{4})(?:\s*(?:[-–—/,]|\bto\b)\s*(?:\d{4}|present|now)\b)*",
+    re.IGNORECASE)
 _TRAILING_YEAR = re.compile(r"^(?P<holder>.*?)[\s,]+(?P<year>\d{4})\b\.?\s*$")
 _RESERVED = re.compile(r"\ball\s+rights\s+reserved\b.*$", re.IGNORECASE | re.DOTALL)
 # A sentence end: ". " followed by a capital, except after common abbreviations in firm names.
@@ -78,13 +80,13 @@ def parse_year(value: Any, *, where: str = "") -> int | None:
 
 
 def _holder(text: str) -> str:
-    text = _ADDRESS.sub("", _RESERVED.sub("", text))
-    text = re.split(r"[;|]| - | – ", text, maxsplit=1)[0]
+    text = re.sub(r"\s+(?=[,.;])", "", _ADDRESS.sub("", _RESERVED.sub("", text)))
+    text = re.split(r"[;|]| - | – |,\s*see\b", text, maxsplit=1)[0]
     text = _SENTENCE_END.split(text, maxsplit=1)[0]
     text = re.sub(r"^(?:by\s+)", "", text.strip(" ,:"), flags=re.IGNORECASE).strip(" ,;:")
     if text.endswith(".") and not _ABBREVIATION_END.search(text):
         text = text[:-1].rstrip()
-    return text
+    return re.sub(r"\s+", " ", text)
 
 
 def parse_notice(line: str) -> Notice | None:
