@@ -212,8 +212,9 @@ def test_url_csv_with_category_and_rights_columns(pages_server, tmp_path):
                  f"{news},news,Harbour Times,2023,© 2023 Harbour Times,\n"
                  f"{docs},code,,,,2024-01-15\n")
     c = load(str(f)).corpus.set_index("url")
-    assert (c.loc[news, "category"], c.loc[news, "rights_holder"], c.loc[news, "rights_year"],
-            c.loc[news, "rights_notice"]) == ("news", "Harbour Times", 2023, "© 2023 Harbour Times")
+    n = c.loc[news]
+    assert (n["category"], n["rights_holder"], n["rights_year"], n["rights_notice"]) == (
+        "news", "Harbour Times", 2023, "© 2023 Harbour Times")
     assert json.loads(c.loc[news, "provenance"])["rights_basis"].endswith("row 1 (line 2)")
     assert c.loc[news, "published"] == dt.date(2024, 3, 5)  # the page's own date
     assert c.loc[docs, "category"] == "code"
