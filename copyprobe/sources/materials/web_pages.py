@@ -38,6 +38,8 @@ Params (config keys):
 ``limit`` / ``sample_seed``  fetch a seeded sample of at most ``limit`` URLs (default: all;
                              seed 0, null = the first ``limit`` in list order).
 ``on_error``                 "skip" (default) or "raise".
+``respect_robots``           read each site's robots.txt (through the same session and cache)
+                             and skip the pages it disallows for ``user_agent`` (default true).
 """
 
 from __future__ import annotations
@@ -46,11 +48,11 @@ import datetime as dt
 import email.utils
 import hashlib
 import re
+import urllib.robotparser
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import pandas as pd
 import trafilatura
@@ -79,7 +81,7 @@ KIND = "web_pages"
 ROW_COLUMNS = ("category", "holder", "year", "notice", "title", "published", "licence")
 _PARAMS = {"urls", "user_agent", "max_requests_per_second", "cache_dir", "max_retries",
            "timeout", "category", "min_words", "strip_notices", "limit", "sample_seed",
-           "on_error"}
+           "on_error", "respect_robots"}
 _HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml", "text/xml")
 _META_RIGHTS = ("copyright", "dcterms.rights", "dc.rights", "rights")
 _SKIP_TAGS = ("script", "style", "noscript", "template", "svg")
@@ -251,6 +253,12 @@ class WebPages(Source):
         self.limit = int_param(KIND, params, "limit", None, 1, allow_none=True)
         self.sample_seed = int_param(KIND, params, "sample_seed", 0, -(2**63), allow_none=True)
         self.on_error = str_param(KIND, params, "on_error", "skip", ("skip", "raise"))
+        robots = params.get("respect_robots", True)
+        if not isinstance(robots, bool):
+            raise SourceError(f"source {KIND}: param 'respect_robots' = {robots!r} must be true "
+                              "or false")
+        self.respect_robots = robots
+        self._robots: dict[str, urllib.robotparser.RobotFileParser | str] = {}
 
     @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
@@ -296,7 +304,38 @@ class WebPages(Source):
             pages[doc.page_id] = row.url
             yield doc
 
+    def robots_allow(self, session: Any, url: str) -> None:
+        """Raise :class:`ItemProblem` when the site's robots.txt forbids ``url`` to us.
+
+        As RFC 9309 says: an unavailable robots.txt (4xx) allows everything, an unreachable one
+        (5xx, retries spent) forbids everything. Read once per site, through the same session.
+        """
+        parts = urlsplit(url)
+        site = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+        if site not in self._robots:
+            robots_url = site + "/robots.txt"
+            try:
+                resp = session.get(robots_url)
+            except FetchError as exc:
+                self._robots[site] = f"robots.txt unreachable ({exc}): the site is not crawled"
+            else:
+                parser = urllib.robotparser.RobotFileParser(robots_url)
+                if resp.status_code >= 500:
+                    self._robots[site] = (f"robots.txt answered HTTP {resp.status_code}: the site "
+                                          "is not crawled")
+                else:
+                    parser.parse([] if resp.status_code >= 400 else resp.text.splitlines())
+                    self._robots[site] = parser
+        rules = self._robots[site]
+        if isinstance(rules, str):
+            raise ItemProblem(rules)
+        if not rules.can_fetch(self.user_agent, url):
+            raise ItemProblem(f"disallowed by {site}/robots.txt for user agent "
+                              f"{self.user_agent!r}")
+
     def _page(self, session: Any, row: UrlRow) -> Document:
+        if self.respect_robots:
+            self.robots_allow(session, row.url)
         try:
             resp = session.get(row.url)
         except FetchError as exc:

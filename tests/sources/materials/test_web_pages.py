@@ -93,7 +93,8 @@ def test_news_page_text_metadata_and_copyright_footer(pages_server):
         "Jane Reporter", "Example News", "page text")
     assert prov["status"] == 200 and prov["from_cache"] is False
     assert len(row["revision_id"]) == 64 and row["revision_timestamp"] is not None
-    assert pages_server.hits == [("/news/harbour", UA)]  # sent with our User-Agent
+    # robots.txt (absent: everything allowed) is asked first; both are sent with our User-Agent
+    assert pages_server.hits == [("/robots.txt", UA), ("/news/harbour", UA)]
     to_table(r.corpus, CORPUS)
 
 
@@ -233,7 +234,28 @@ def test_limit_fetches_only_the_sample(pages_server):
     urls = serve(pages_server, "/news/harbour", "/docs/install", "/broken", "/meta")
     r = load(urls, limit=2, sample_seed=None)
     assert r.corpus["url"].tolist() == urls[:2]
-    assert len(pages_server.hits) == 2
+    assert [p for p, _ in pages_server.hits] == ["/robots.txt", "/news/harbour", "/docs/install"]
+
+
+def test_robots_txt_disallow_is_a_skip(pages_server):
+    news, docs = serve(pages_server, "/news/harbour", "/docs/install")
+    pages_server.page("/robots.txt", "User-agent: *\nDisallow: /docs/\n",
+                      content_type="text/plain")
+    r = load([news, docs])
+    assert r.corpus["url"].tolist() == [news]
+    assert r.skipped["reason"].item() == (f"disallowed by {pages_server.url}/robots.txt for user "
+                                          f"agent {UA!r}")
+    assert pages_server.count("/docs/install") == 0 and pages_server.count("/robots.txt") == 1
+    assert len(load([news, docs], respect_robots=False).corpus) == 2
+
+
+def test_robots_txt_unreachable_means_the_site_is_not_crawled(pages_server):
+    [news] = serve(pages_server, "/news/harbour")
+    pages_server.fail_next("/robots.txt", 503, n=3)
+    r = load([news], max_retries=2)
+    assert len(r.corpus) == 0 and pages_server.count("/news/harbour") == 0
+    assert r.skipped["reason"].item().startswith("robots.txt unreachable (GET ")
+    assert "the site is not crawled" in r.skipped["reason"].item()
 
 
 @pytest.mark.parametrize("content, match", [
