@@ -140,3 +140,20 @@ def test_a_real_installed_distribution():
 def test_bad_params(params, match):
     with pytest.raises(SourceError, match=match):
         build_source("d", {"kind": "package_docs", **params})
+
+
+def test_a_licence_text_does_not_lend_its_own_copyright_line():
+    """The full GPL-3.0 text carries "Copyright (C) 2007 Free Software Foundation": that line
+    is the licence's, not the package's (any installed copy of the text will do)."""
+    from copyprobe.sources.installed_licences import licence_files
+    from copyprobe.sources.materials.package_docs import copyright_lines
+    from copyprobe.sources.materials.rights import find_notices
+
+    gpl = [f for f in licence_files() if "Version 3, 29 June 2007" in f.text
+           and "Free Software Foundation" in f.text and "GNU GENERAL PUBLIC" in f.text.upper()]
+    if not gpl:
+        pytest.skip("no installed distribution ships the GPL-3.0 text")
+    raw = [n.holder for _, n in find_notices(gpl[0].text)]
+    assert any("Free Software Foundation" in h for h in raw)  # the line is there ...
+    kept = [n.holder for _, n in copyright_lines([gpl[0]])]
+    assert not any("Free Software Foundation" in h for h in kept)  # ... and not taken
