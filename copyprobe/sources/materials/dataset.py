@@ -270,6 +270,11 @@ class CopyrightDataset(Source):
 
     def selected_folders(self, root: Path) -> dict[str, Path]:
         folders = category_folders(root)
+        if isinstance(self.limit, dict):
+            unknown = sorted(set(self.limit) - set(folders))
+            if unknown:
+                raise SourceError(f"source {KIND}: param 'limit' names {unknown}, not found in "
+                                  f"{root} (has {sorted(folders)})")
         if self.categories is None:
             return folders
         unknown = [c for c in self.categories if c not in folders]

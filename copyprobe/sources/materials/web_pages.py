@@ -359,9 +359,10 @@ class WebPages(Source):
         if self.strip_notices and main:
             main, removed = strip_notices(main)
         n = word_count(main)
+        if n == 0:
+            raise ItemProblem("no main text found")
         if n < self.min_words:
-            what = "no main text found" if n == 0 else f"main text has {n} words"
-            raise ItemProblem(f"{what}, fewer than min_words={self.min_words}")
+            raise ItemProblem(f"main text has {n} words, fewer than min_words={self.min_words}")
         meta = {k: getattr(extracted, k, None) for k in
                 ("title", "author", "date", "sitename", "license", "description", "hostname")}
         tree = load_html(body)

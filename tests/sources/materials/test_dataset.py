@@ -145,6 +145,8 @@ def test_min_words_and_per_category_limit(tmp_path):
                                          "news_copyright/a1.txt"]
     per = load(tmp_path, min_words=5, limit={"news": 3}).corpus
     assert per["category"].value_counts().to_dict() == {"news": 3, "code": 1}
+    with pytest.raises(SourceError, match=r"param 'limit' names \['nwes'\], not found"):
+        load(tmp_path, limit={"nwes": 3})
 
 
 @pytest.mark.parametrize("content, why", [(b"caf\xe9 au lait", "not UTF-8 text (byte 3"),

@@ -148,7 +148,8 @@ def test_failures_are_skipped_with_url_and_reason(pages_server):
 def test_page_without_any_text(pages_server):
     url = pages_server.page("/blank", "<html><head><title>x</title></head><body></body></html>")
     r = load([url])
-    assert r.skipped["reason"].tolist() == ["no main text found, fewer than min_words=50"]
+    assert r.skipped["reason"].tolist() == ["no main text found"]
+    assert load([url], min_words=0).skipped["reason"].tolist() == ["no main text found"]
 
 
 def test_503_once_is_retried(pages_server):
