@@ -7,11 +7,11 @@ first publication and the holder: "Copyright (c) 2015-2020 Jane Doe. All rights 
 free-form copyright lines); :func:`find_notices` scans a text line by line.
 
 What counts as a notice: a line of at most :data:`MAX_NOTICE_WORDS` words holding the symbol
-``©`` / ``(c)``, or the word "copyright" followed by a year or a symbol. The year is the first
-year of a range ("2015-2020" -> 2015: the year of first publication); the holder is the text
-after the year up to the first sentence end, ";", "|", ", see" or "All rights reserved"
-(e-mail and web addresses dropped). Template lines
-("Copyright [yyyy] [name of copyright owner]") are not notices.
+``©``, or "(c)" or the word "copyright" followed by a year or a symbol ("(c) the council
+decides" is the third item of a list, not a notice). The year is the first year of a range
+("2015-2020" -> 2015: the year of first publication); the holder is the text after the year up
+to the first sentence end, ";", "|", ", see" or "All rights reserved" (e-mail and web addresses
+dropped). Template lines ("Copyright [yyyy] [name of copyright owner]") are not notices.
 """
 
 from __future__ import annotations
@@ -97,7 +97,11 @@ def parse_notice(line: str) -> Notice | None:
     m = _MARKER.search(line)
     if m is None:
         return None
-    has_symbol = bool(re.search(_SYMBOL, m.group(0)))
+    # "©" (or "Copyright ©") stands for a notice even without a year next to it; a bare "(c)"
+    # does only before a year (else it is the third item of a list), as does a bare "Copyright".
+    marker = m.group(0).lower()
+    has_symbol = "©" in marker or "&copy;" in marker or (
+        "copyright" in marker and bool(re.search(_SYMBOL, marker)))
     rest = line[m.end():]
     y = _YEARS.match(rest)
     year: int | None = None

@@ -41,6 +41,7 @@ def test_notice_gives_holder_and_first_year(line, holder, year):
     "Copyright [yyyy] [name of copyright owner]",       # Apache-2.0's template
     "Copyright (c) <year> <copyright holders>",         # MIT's template
     "Copyright law protects the expression of facts.",  # prose
+    "(c) the council decides on the budget.",           # the third item of a list
     "All rights reserved.",                             # no holder, no year
     "The above copyright notice and this permission notice shall be included",
     "",
