@@ -3,8 +3,9 @@
 A copyright notice names an indicator (``©``, ``(c)`` or the word "Copyright"), the year of
 first publication and the holder: "Copyright (c) 2015-2020 Jane Doe. All rights reserved.",
 "© 2025 Cable News Network. A Warner Bros. Discovery Company.", "Copyright © BBC 2024".
-:func:`parse_notice` reads one such line with a small regular expression (no library parses
-free-form copyright lines); :func:`find_notices` scans a text line by line.
+:func:`parse_notice` reads one such line with a small regular expression (the thorough tool,
+ScanCode toolkit's copyright detector, is a large dependency for reading short lines);
+:func:`find_notices` scans a text line by line.
 
 What counts as a notice: a line of at most :data:`MAX_NOTICE_WORDS` words holding the symbol
 ``©``, or "(c)" or the word "copyright" followed by a year or a symbol ("(c) the council
