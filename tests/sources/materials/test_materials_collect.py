@@ -26,6 +26,13 @@ def _config(tmp_path: Path, sources: dict) -> dict:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_schema_block_lists_the_params_the_source_knows(kind):
+    from copyprobe.config import source_kind_params
+
+    assert source_kind_params()[kind] == set(SOURCES.get(kind).known_params)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_unknown_param_is_refused_by_name(kind):
     known = sorted(SOURCES.get(kind).known_params)
     with pytest.raises(SourceError) as info:
