@@ -144,6 +144,9 @@ SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:Inst
 SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
 SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
 SOURCES.declare("openstax", "copyprobe.sources.openstax:OpenStax")
+SOURCES.declare("copyright_dataset", "copyprobe.sources.materials.dataset:CopyrightDataset")
+SOURCES.declare("web_pages", "copyprobe.sources.materials.web_pages:WebPages")
+SOURCES.declare("package_docs", "copyprobe.sources.materials.package_docs:PackageDocs")
 
 
 def _utc(ts: dt.datetime | None) -> pd.Timestamp | None:

@@ -2,15 +2,18 @@
 
 The table (CSV, or Parquet when its name ends in ``.parquet``/``.pq``) has one row per
 document with the columns ``file`` (path relative to the folder), ``title`` and ``published``
-(ISO date), and optionally ``url`` and ``licence``. Rows are read in table order; row numbers
-in messages count data rows from 1 (for a CSV, line = row + 1 because of the header).
+(ISO date), and optionally ``url`` and ``licence``, and, for copyright materials, ``category``
+(book, code, lyrics, news, ...), ``holder``, ``year`` (four digits) and ``notice`` (the original
+copyright line), which fill the corpus columns category, rights_holder, rights_year and
+rights_notice. Rows are read in table order; row numbers in messages count data rows from 1
+(for a CSV, line = row + 1 because of the header).
 
 Documents may sit in subfolders (``file`` = ``sub/doc.txt``); folders and files whose name
 starts with "." are ignored.
 
 Problems with a listed document (file missing, not a .txt/.md file, not UTF-8, empty or
-whitespace-only, unparseable date, listed twice, same doc_id as another row, path outside the
-folder) raise :class:`SourceError` naming the metadata table, the row and the file with
+whitespace-only, unparseable date or year, listed twice, same doc_id as another row, path
+outside the folder) raise :class:`SourceError` naming the metadata table, the row and the file with
 ``on_error: raise`` (the default), or are recorded with :meth:`Source.skip` with
 ``on_error: skip``. A ``.txt``/``.md`` file in the folder (or a subfolder) that the table does
 not list is likewise an error naming the file under ``raise`` and a skip with reason "not
@@ -36,9 +39,10 @@ from typing import Any
 import pandas as pd
 
 from copyprobe.sources.base import SOURCES, Document, Source, SourceError
+from copyprobe.sources.materials.rights import parse_year
 
 REQUIRED_COLUMNS = ("file", "title", "published")
-OPTIONAL_COLUMNS = ("url", "licence")
+OPTIONAL_COLUMNS = ("url", "licence", "category", "holder", "year", "notice")
 SUFFIXES = {".txt", ".md"}
 _PARAMS = {"path", "metadata", "on_error"}
 
@@ -203,6 +207,10 @@ class LocalFolder(Source):
                 listed.add(norm)
                 path, data, text = self._read_document(rel)
                 published = parse_published(rec.get("published"))
+                try:
+                    year = parse_year(rec.get("year")) if has["year"] else None
+                except ValueError as exc:
+                    raise _RowProblem(str(exc)) from None
                 doc_id = "local:" + str(PurePosixPath(norm).with_suffix(""))
                 if doc_id in ids:
                     raise _RowProblem(f"doc_id {doc_id!r} also produced by {ids[doc_id]!r}")
@@ -219,6 +227,10 @@ class LocalFolder(Source):
                 date_basis=basis,
                 url=_cell(rec.get("url")) if has["url"] else "",
                 licence=_cell(rec.get("licence")) if has["licence"] else "",
+                category=_cell(rec.get("category")) if has["category"] else "",
+                rights_holder=_cell(rec.get("holder")) if has["holder"] else "",
+                rights_year=year,
+                rights_notice=_cell(rec.get("notice")) if has["notice"] else "",
                 provenance={
                     "file": norm,
                     "sha256": hashlib.sha256(data).hexdigest(),
