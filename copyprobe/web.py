@@ -50,6 +50,32 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 CACHE_HEADER = "X-Copyprobe-Cache"
 
 
+#: Where crawlers cache raw answers unless a source sets ``cache_dir`` (null: no cache);
+#: relative to the working directory, which in the workflow is the project folder.
+DEFAULT_CACHE_DIR = ".cache/copyprobe/http"
+
+#: The environment variable that gives every crawler of a study its User-Agent when a source's
+#: config has no ``user_agent`` (a name and a contact address; not a secret, but not a setting
+#: that changes any result, so it may live outside the config).
+USER_AGENT_ENV = "COPYPROBE_USER_AGENT"
+
+
+def user_agent(configured: Any) -> str | None:
+    """The User-Agent a crawler sends: the source's ``user_agent`` param, else
+    ``$COPYPROBE_USER_AGENT``, else None (the source decides whether it may go without)."""
+    for value in (configured, os.environ.get(USER_AGENT_ENV)):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def user_agent_required(source_kind: str, why: str = "") -> str:
+    """The message of a source that refuses to crawl without a User-Agent."""
+    return (f"source {source_kind}: param 'user_agent' is required{why}: a name and a contact "
+            f"address, e.g. 'my-study/1.0 (me@example.org)', in the source's config or in the "
+            f"environment variable {USER_AGENT_ENV}")
+
+
 class FetchError(RuntimeError):
     """A request failed for good (retries spent, an error status, or an unreadable answer)."""
 

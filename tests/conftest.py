@@ -62,3 +62,13 @@ def smollm2_backend(smollm2_file):
     backend = LlamaCppBackend.from_config({"n_ctx": 2048, "n_threads": 2}, smollm2_file)
     yield backend
     backend.close()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_crawlers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Crawlers cache raw answers in the test's own folder (not the project's .cache), and a
+    User-Agent set in the developer's environment does not leak into tests."""
+    import copyprobe.web
+
+    monkeypatch.setattr(copyprobe.web, "DEFAULT_CACHE_DIR", str(tmp_path / "http-cache"))
+    monkeypatch.delenv(copyprobe.web.USER_AGENT_ENV, raising=False)

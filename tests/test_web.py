@@ -222,3 +222,12 @@ def test_retry_after_parsing_and_settings_checks():
         WebSettings(user_agent=" ")
     with pytest.raises(ValueError, match="max_requests_per_second"):
         WebSettings(user_agent="x", max_requests_per_second=0)
+
+
+def test_user_agent_from_config_else_environment(monkeypatch):
+    from copyprobe.web import USER_AGENT_ENV, user_agent, user_agent_required
+
+    assert user_agent(" study/1 (a@b.c) ") == "study/1 (a@b.c)" and user_agent(None) is None
+    monkeypatch.setenv(USER_AGENT_ENV, "env/1 (e@b.c)")
+    assert user_agent("") == "env/1 (e@b.c)" and user_agent("cfg/1") == "cfg/1"
+    assert USER_AGENT_ENV in user_agent_required("wikipedia", " for en.wikipedia.org")

@@ -27,9 +27,11 @@ skipped with the reason under ``on_error: skip`` (the default) and stop the run 
 Params (config keys):
 
 ``urls``                     the list (inline) or the list file (required).
-``user_agent``               sent with every request: a name and a contact address (required).
+``user_agent``               sent with every request: a name and a contact address (required;
+                             else the environment variable ``COPYPROBE_USER_AGENT``).
 ``max_requests_per_second``  rate limit (default 1).
-``cache_dir``                raw answers are cached here (default null: no cache).
+``cache_dir``                raw answers are cached here (default ``.cache/copyprobe/http``;
+                             null: no cache).
 ``max_retries``              retries per request (default 5).
 ``timeout``                  seconds per request (default 30).
 ``category``                 category of the pages whose row has none (default "web").
@@ -75,7 +77,15 @@ from copyprobe.sources.materials.rights import (
     parse_year,
     strip_notices,
 )
-from copyprobe.web import CACHE_HEADER, FetchError, WebSettings, polite_session
+from copyprobe import web
+from copyprobe.web import (
+    CACHE_HEADER,
+    FetchError,
+    WebSettings,
+    polite_session,
+    user_agent,
+    user_agent_required,
+)
 
 KIND = "web_pages"
 ROW_COLUMNS = ("category", "holder", "year", "notice", "title", "published", "licence")
@@ -225,17 +235,16 @@ class WebPages(Source):
             raise SourceError(f"source {KIND}: param 'urls' (a list of URLs or a list file) is "
                               "required")
         self.urls_param = params["urls"]
-        ua = params.get("user_agent")
-        if not isinstance(ua, str) or not ua.strip():
-            raise SourceError(f"source {KIND}: param 'user_agent' is required: a name and a "
-                              "contact address, e.g. 'my-study/1.0 (me@example.org)'")
-        self.user_agent = ua.strip()
+        ua = user_agent(params.get("user_agent"))
+        if ua is None:
+            raise SourceError(user_agent_required(KIND))
+        self.user_agent = ua
         rate = params.get("max_requests_per_second", 1.0)
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0:
             raise SourceError(f"source {KIND}: param 'max_requests_per_second' = {rate!r} must "
                               "be a positive number")
         self.rate = float(rate)
-        cache = params.get("cache_dir")
+        cache = params.get("cache_dir", web.DEFAULT_CACHE_DIR)
         self.cache_dir = None if cache is None else resolve_path(KIND, cache, "cache_dir")
         self.max_retries = int_param(KIND, params, "max_retries", 5, 0)
         timeout = params.get("timeout", 30.0)

@@ -20,7 +20,7 @@ licence}``), ``sections`` (``numbered``: only "<chapter>.<n>" sections, as the M
 kept, the default; ``all``), ``min_words``, ``limit`` and ``sample_seed`` (a seeded sample of at
 most ``limit`` sections per book: sections are visited in a seeded random order and the first
 ``limit`` that pass the filters are kept, in book order), and for the archive reader
-``user_agent`` (required), ``release_url``, ``archive_url``, ``catalogue_url``,
+``user_agent`` (required; else ``$COPYPROBE_USER_AGENT``), ``release_url``, ``archive_url``, ``catalogue_url``,
 ``max_requests_per_second``, ``cache_dir``. docs/openstax.md has the details.
 """
 
@@ -41,6 +41,7 @@ from copyprobe.sources.openstax.book import (
     page_url,
 )
 from copyprobe.sources.openstax.toc import SECTION_RE, TocPage
+from copyprobe.web import user_agent, user_agent_required
 
 READERS = ("archive", "cnxml", "msr_csv")
 _PARAMS = {"reader", "books", "sections", "min_words", "limit", "sample_seed", "user_agent",
@@ -107,10 +108,9 @@ class OpenStax(Source):
         web = sorted(k for k in _WEB_PARAMS if k in params)
         if self.reader != "archive" and web:
             raise SourceError(f"source openstax: param(s) {web} are for the archive reader only")
-        if self.reader == "archive" and not str(params.get("user_agent") or "").strip():
-            raise SourceError("source openstax: the archive reader needs 'user_agent' (who is "
-                              "asking, with a contact address, e.g. "
-                              "'copyprobe/1 (you@example.org)')")
+        self.user_agent = user_agent(params.get("user_agent"))
+        if self.reader == "archive" and self.user_agent is None:
+            raise SourceError(user_agent_required("openstax", " by the archive reader"))
 
     @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
@@ -153,11 +153,11 @@ class OpenStax(Source):
 
     def _client(self) -> Any:
         from copyprobe.sources.openstax.archive import CATALOGUE_URL, RELEASE_URL, ArchiveClient
-        from copyprobe.web import WebSettings, polite_session
+        from copyprobe.web import DEFAULT_CACHE_DIR, WebSettings, polite_session
 
         p = self.params
         session = polite_session(WebSettings(
-            user_agent=str(p["user_agent"]), cache_dir=p.get("cache_dir"),
+            user_agent=str(self.user_agent), cache_dir=p.get("cache_dir", DEFAULT_CACHE_DIR),
             max_requests_per_second=float(p.get("max_requests_per_second", 1.0))))
         return ArchiveClient(session, release_url=str(p.get("release_url") or RELEASE_URL),
                              archive_url=str(p.get("archive_url") or ""),

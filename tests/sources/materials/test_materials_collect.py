@@ -44,7 +44,7 @@ def test_unknown_param_is_refused_by_name(kind):
     ({"kind": "copyright_dataset", "path": "x", "categores": ["news"]},
      r"unknown config key 'sources\.s\.categores'"),
     ({"kind": "copyright_dataset", "path": "x", "limit": {"news": 0}}, r"'sources\.s\.limit'"),
-    ({"kind": "web_pages", "urls": ["http://a.example/"]}, r"'user_agent' is a required"),
+    ({"kind": "web_pages"}, r"'urls' is a required"),
     ({"kind": "web_pages", "urls": [{"url": "http://a.example/", "year": 2020, "by": "x"}],
       "user_agent": "t"}, r"'sources\.s\.urls'"),
     ({"kind": "package_docs", "published": "soon"}, r"'sources\.s\.published'"),

@@ -98,7 +98,7 @@ def test_a_cache_dir_makes_the_second_run_ask_nothing(archive_server, tmp_path):
     assert list(second.corpus["text"]) == list(first.corpus["text"])
 
 
-def test_unknown_book_and_missing_user_agent_are_clear_errors(archive_server):
+def test_unknown_book_and_missing_user_agent_are_clear_errors(archive_server, monkeypatch):
     with pytest.raises(SourceError, match=r"catalogue .* has no book with slug 'no-such-book'"):
         load(spec(archive_server, {"slug": "no-such-book"}))
     other = "99999999-2222-4333-8444-555555555555"
@@ -107,8 +107,13 @@ def test_unknown_book_and_missing_user_agent_are_clear_errors(archive_server):
         load(spec(archive_server, {"uuid": other, "published": "2020-01-01"}))
     s = spec(archive_server)
     del s["user_agent"]
-    with pytest.raises(SourceError, match="the archive reader needs 'user_agent'"):
+    monkeypatch.delenv("COPYPROBE_USER_AGENT", raising=False)
+    with pytest.raises(SourceError, match="'user_agent' is required by the archive reader: .*"
+                                          "COPYPROBE_USER_AGENT"):
         build_source("oer", s)
+    # one setting for every crawler of a study: the environment variable
+    monkeypatch.setenv("COPYPROBE_USER_AGENT", "env-study/1 (env@example.org)")
+    assert build_source("oer", s).user_agent == "env-study/1 (env@example.org)"
 
 
 def test_a_failing_server_stops_the_source_naming_the_url(archive_server):
