@@ -143,6 +143,7 @@ SOURCES.declare("wikipedia_offline", "copyprobe.sources.wikipedia_offline:Wikipe
 SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:InstalledLicences")
 SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
 SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
+SOURCES.declare("wikipedia", "copyprobe.sources.wikipedia:Wikipedia", uses_cutoffs=True)
 
 
 def _utc(ts: dt.datetime | None) -> pd.Timestamp | None:
