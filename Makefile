@@ -1,6 +1,8 @@
 # copyprobe: two commands.
 #   make demo   set up .venv and run the offline MSR demo (default config)
 #   make test   set up .venv and run the test suite
+#   (make test-services installs the Debian packages of the MediaWiki the crawler tests start;
+#    without them those tests skip; CI runs it first, see .ci/run)
 # Set-up is idempotent: the venv is rebuilt only when pyproject.toml changes.
 
 PYTHON ?= python3
@@ -22,7 +24,7 @@ endif
 WHEELHOUSE ?= $(HOME)/.cache/copyprobe/wheels/$(LLAMA_FLAVOUR)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo test setup bench clean-results
+.PHONY: demo test test-services setup bench clean-results
 
 setup: $(STAMP)
 
@@ -50,6 +52,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+test-services:
+	scripts/install-test-services
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/matching.py

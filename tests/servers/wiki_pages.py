@@ -1,5 +1,5 @@
 """The pages of the test MediaWiki, as plain data, and a writer of the MediaWiki XML dump
-(export format 0.11) that :mod:`tests.servers.mediawiki` imports.
+(export format 0.11) that ``mediawiki.py`` next to this file imports.
 
 Every page has one to four revisions at known UTC instants, so a crawler test can check each
 rule: creation date = first revision, "the last revision strictly before T" (one revision lies
@@ -247,8 +247,8 @@ The workshop became known for a robust flatbed movement that could be maintained
 handyman, and for an escapement design that kept good time in damp and unheated towers. Surviving
 order books list more than nine hundred turret clocks. Smaller bracket clocks with engraved
 brass dials were sold through jewellers in the county towns, and a handful were exported to
-merchants overseas. Marine chronometers were made in small numbers for the coastal trade, each one tested for
-six weeks in a cellar kept at a steady temperature before it was sold.
+merchants overseas. Marine chronometers were made in small numbers for the coastal trade,
+each one tested for six weeks in a cellar kept at a steady temperature before it was sold.
 
 == Decline ==
 Electric synchronous clocks reduced demand after the Second World War, and the firm turned to
@@ -390,7 +390,7 @@ PAGES: tuple[Page, ...] = (
     Page("Corrin", "disambiguation", (
         _rev("2025-04-01T12:00:00Z", _CORRIN_DISAMBIG, "Steamfan", "disambiguation"),
     )),
-    *(Page(title, "template", (_rev("2014-01-01T00:00:00Z", body, "Admin", "template"),), ns=10)
+    *(Page(title, "template", (_rev("2014-01-01T00:00:00Z", body, "Templater", "template"),), ns=10)
       for title, body in TEMPLATE_BODIES.items()),
 )
 
@@ -460,8 +460,9 @@ def _full_title(p: Page) -> str:
 
 def dump_xml(pages: tuple[Page, ...] | list[Page] = PAGES, *, sitename: str = "TestWiki",
              base: str = "http://127.0.0.1/index.php/Main_Page") -> bytes:
-    """The pages as a MediaWiki export-0.11 XML document (UTF-8 bytes). Page and revision ids
-    are numbered from 1 in order; an importing wiki renumbers them."""
+    """The pages as a MediaWiki export-0.11 XML document (UTF-8 bytes): pages outside the main
+    namespace (the templates) first, so they exist when the articles using them are imported.
+    Page and revision ids are numbered from 1 in that order; an importing wiki renumbers them."""
     ET.register_namespace("", EXPORT_NS)
     ET.register_namespace("xsi", XSI_NS)
     q = lambda tag: f"{{{EXPORT_NS}}}{tag}"  # noqa: E731
@@ -477,7 +478,7 @@ def dump_xml(pages: tuple[Page, ...] | list[Page] = PAGES, *, sitename: str = "T
     for key, name in NAMESPACES.items():
         ET.SubElement(nss, q("namespace"), {"key": str(key), "case": "first-letter"}).text = name
     rev_id = 0
-    for page_id, p in enumerate(pages, start=1):
+    for page_id, p in enumerate(sorted(pages, key=lambda p: p.ns == 0), start=1):
         el = ET.SubElement(root, q("page"))
         ET.SubElement(el, q("title")).text = _full_title(p)
         ET.SubElement(el, q("ns")).text = str(p.ns)
