@@ -385,3 +385,65 @@ def test_config_block_and_cut_at_reach_the_source(tmp_path):
     bad = {**cfg, "sources": {**cfg["sources"], "w": {"kind": "wikipedia", "revision": "x"}}}
     with pytest.raises(ConfigError, match="sources.w.revision"):
         validate_config(bad)
+
+
+# --- through `copyprobe collect` (config file, schema block, model cutoffs) ---------------------
+
+def _config_file(tmp_path, source: dict):
+    import yaml
+
+    cfg = {"sources": {"wiki": source}, "datasets": {"d": ["wiki"]},
+           "models": {m: {"backend": "openai", "cutoff": c, "model_id": "x",
+                          "api_key_env": "NO_SUCH_KEY_VAR", "api_key_optional": True,
+                          "base_url": "http://127.0.0.1:9/v1"}
+                      for m, c in (("a", CUTOFFS[0]), ("b", CUTOFFS[1]))}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_copyprobe_collect_uses_the_model_cutoffs(mediawiki, tmp_path, capsys, by_cutoff):
+    from copyprobe.artifacts import CORPUS, MANIFEST, read_table
+    from copyprobe.cli import main
+
+    cfg = _config_file(tmp_path, {"kind": "wikipedia", "api_url": mediawiki.api_url,
+                                  "titles": ["Veloria moth", "Quenby"], "cut_at": "References",
+                                  "cache_dir": str(tmp_path / "cache")})
+    out = tmp_path / "wiki.parquet"
+    assert main(["collect", str(cfg), "--source", "wiki", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["documents"] == 2 and summary["skipped"] == 2
+    corpus = read_table(out, CORPUS)
+    assert sorted(corpus["as_of"].astype(str)) == CUTOFFS
+    expected = by_cutoff.corpus[by_cutoff.corpus["title"] == "Veloria moth"]
+    assert sorted(corpus["text"]) == sorted(expected["text"])
+    assert list(read_table(summary["manifest_file"], MANIFEST)["revision_id"]) == list(
+        corpus["revision_id"])
+
+
+def test_copyprobe_collect_unreachable_api_url_is_one_clear_line(tmp_path, capsys):
+    from copyprobe.cli import main
+
+    with socket_closed() as port:
+        url = f"http://127.0.0.1:{port}/w/api.php"
+        cfg = _config_file(tmp_path, {"kind": "wikipedia", "api_url": url, "titles": ["A"],
+                                      "max_retries": 0, "cache_dir": None})
+        rc = main(["collect", str(cfg), "--source", "wiki", "--out", str(tmp_path / "o.parquet")])
+    message = capsys.readouterr().err
+    assert rc == 1 and not (tmp_path / "o.parquet").exists()
+    assert message.startswith("copyprobe: source wikipedia: GET ")
+    assert url in message and "ConnectionError" in message and "after 1 attempt" in message
+
+
+class socket_closed:
+    """A local port on which nothing listens."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    def __exit__(self, *exc) -> None:
+        pass
