@@ -38,6 +38,8 @@ MAXLAG = 5
 DEFAULT_LAG_WAIT = 5.0
 #: Titles, page ids or revision ids per query (the API's limit for clients without bot rights).
 MAX_BATCH = 50
+#: Items per request of a list (creation log, recent changes, all pages): the API's limit.
+MAX_LIST_CHUNK = 500
 
 
 def maxlag_delay(resp: requests.Response) -> float | None:
@@ -113,13 +115,15 @@ class Wiki:
     """One MediaWiki, reached through ``api_url`` with the given HTTP settings."""
 
     def __init__(self, api_url: str, settings: WebSettings, *, batch: int = MAX_BATCH,
-                 maxlag: int = MAXLAG, sleep: Any = None) -> None:
+                 list_chunk: int = MAX_LIST_CHUNK, maxlag: int = MAXLAG,
+                 sleep: Any = None) -> None:
         scheme, host, path, ext = split_api_url(api_url)
         extra = {} if sleep is None else {"sleep": sleep}
         self.session = polite_session(settings, retry_on=maxlag_delay, cacheable=cacheable,
                                       **extra)
         self.api_url = api_url
         self.batch = max(1, min(batch, MAX_BATCH))
+        self.list_chunk = max(1, min(list_chunk, MAX_LIST_CHUNK))
         self.site = PoliteSite(host, path=path, ext=ext, scheme=scheme, pool=self.session,
                                max_lag=maxlag, max_retries=0)
         info = self.site.get("query", meta="siteinfo", siprop="general|rightsinfo")["query"]
@@ -236,7 +240,7 @@ class Wiki:
     def created_by_log(self, after: dt.datetime, before: dt.datetime) -> list[tuple[str, int]]:
         """(title, page id) of page creations logged in ``[after, before)`` in namespace 0."""
         items = mwclient.listing.List(
-            self.site, "logevents", "le", api_chunk_size=self.batch, letype="create",
+            self.site, "logevents", "le", api_chunk_size=self.list_chunk, letype="create",
             lenamespace="0", ledir="newer", lestart=api_ts(after),
             leend=api_ts(before - dt.timedelta(seconds=1)), leprop="title|ids|timestamp")
         return [(e["title"], int(e.get("pageid") or 0)) for e in items]
@@ -246,14 +250,14 @@ class Wiki:
         """(title, page id) of new pages in namespace 0 that recent changes list in the window
         (a wiki keeps recent changes for ``$wgRCMaxAge``, 90 days by default)."""
         items = mwclient.listing.List(
-            self.site, "recentchanges", "rc", api_chunk_size=self.batch, rctype="new",
+            self.site, "recentchanges", "rc", api_chunk_size=self.list_chunk, rctype="new",
             rcnamespace="0", rcdir="newer", rcstart=api_ts(after),
             rcend=api_ts(before - dt.timedelta(seconds=1)), rcprop="title|ids|timestamp")
         return [(e["title"], int(e.get("pageid") or 0)) for e in items]
 
     def all_pages(self) -> list[tuple[str, int]]:
         """(title, page id) of every page of namespace 0, redirects included."""
-        items = mwclient.listing.List(self.site, "allpages", "ap", api_chunk_size=self.batch,
+        items = mwclient.listing.List(self.site, "allpages", "ap", api_chunk_size=self.list_chunk,
                                       apnamespace="0", apfilterredir="all")
         return [(e["title"], int(e["pageid"])) for e in items]
 

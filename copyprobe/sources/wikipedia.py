@@ -33,6 +33,7 @@ ISO date or instant takes the last revision strictly before it (doc_id ``wikiped
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import random
 from collections.abc import Iterable, Iterator, Mapping
@@ -164,10 +165,12 @@ class Wikipedia(Source):
             cache_dir=self.cache_dir,
             max_requests_per_second=self.params.get("max_requests_per_second", 1.0),
             max_retries=int(self.params.get("max_retries", 5)))
+        size = self.params.get("batch_size")
         try:
             return mediawiki_api.Wiki(
                 self.api_url, settings, sleep=self.sleep,
-                batch=int(self.params.get("batch_size", mediawiki_api.MAX_BATCH)),
+                batch=int(size or mediawiki_api.MAX_BATCH),
+                list_chunk=int(size or mediawiki_api.MAX_LIST_CHUNK),
                 maxlag=mediawiki_api.MAXLAG if self.maxlag is None else self.maxlag)
         except ValueError as exc:
             raise SourceError(f"source wikipedia: param 'api_url': {exc}") from None
@@ -204,20 +207,23 @@ class Wikipedia(Source):
         return "last revision strictly before each model cutoff (latest for pages created later)"
 
     def _crawl(self, wiki: Any) -> Iterator[Document]:
+        refs: list[Any]
         if self.window is None:
-            candidates = self._titles_candidates(wiki)
-            how = "titles"
+            refs, how = self._titles_candidates(wiki), "titles"
+            describe = list  # described already (a title list is short)
         else:
-            candidates, how = self._window_candidates(wiki)
+            refs, how = self._window_candidates(wiki)
+            describe = functools.partial(self._described, wiki)
         if self.limit is not None:
-            random.Random(self.sample_seed).shuffle(candidates)
+            random.Random(self.sample_seed).shuffle(refs)
         taken = 0
-        for info, asked in candidates:
-            if self.limit is not None and taken >= self.limit:
-                break
-            docs = list(self._page_documents(wiki, info, asked, how))
-            taken += bool(docs)
-            yield from docs
+        for i in range(0, len(refs), wiki.batch):  # pages are described a batch at a time
+            for info, asked in describe(refs[i:i + wiki.batch]):
+                if self.limit is not None and taken >= self.limit:
+                    return
+                docs = list(self._page_documents(wiki, info, asked, how))
+                taken += bool(docs)
+                yield from docs
 
     def _titles_candidates(self, wiki: Any) -> list[tuple[Any, str]]:
         raw = self.params["titles"]
@@ -239,11 +245,12 @@ class Wikipedia(Source):
             out.append((info, t))
         return out
 
-    def _window_candidates(self, wiki: Any) -> tuple[list[tuple[Any, str]], str]:
+    def _window_candidates(self, wiki: Any) -> tuple[list[tuple[str, int]], str]:
+        """(title, page id) of pages created in the window, by title, and how they were found."""
         after, before = self.window
         methods = [self.discovery] if self.discovery != "auto" else [
             "logevents", "recentchanges", "allpages"]
-        found: list[tuple[str, int]] = []
+        found: list[tuple[str, int]] = []  # (title, page id); id 0: deleted since
         how = methods[-1]
         for how in methods:
             if how == "logevents":
@@ -259,14 +266,22 @@ class Wikipedia(Source):
             if found:
                 break
         log.info("wikipedia: %d pages created in the window found by %s", len(found), how)
-        ids = sorted({pid for _, pid in found if pid})
-        titles = sorted({t for t, pid in found if not pid})  # deleted since: page id 0
-        infos, _ = wiki.page_infos(page_ids=ids)
-        missing = [t for t in titles]
-        for t in missing:
-            self.skip(t, "missing page (created in the window, deleted since)")
-        out = [(i, i.title) for i in infos if i.page_id is not None]
-        return sorted(out, key=lambda c: c[0].title), how
+        unique: dict[Any, tuple[str, int]] = {}  # one entry per page (by id, or title if 0)
+        for title, pid in sorted(found):
+            unique.setdefault(pid or title, (title, pid))
+        return sorted(unique.values()), how
+
+    def _described(self, wiki: Any, found: list[tuple[str, int]]) -> list[tuple[Any, str]]:
+        """Candidates ``(PageInfo, title)``; pages deleted since their creation are skipped."""
+        infos, _ = wiki.page_infos(page_ids=[pid for _, pid in found if pid])
+        by_id = {i.page_id: i for i in infos if i.page_id is not None}
+        out = []
+        for title, pid in found:
+            if pid not in by_id:
+                self.skip(title, "missing page (created in the window, deleted since)")
+            else:
+                out.append((by_id[pid], title))
+        return out
 
     def _page_documents(self, wiki: Any, info: Any, asked: str, how: str,
                         ) -> Iterator[Document]:
