@@ -74,11 +74,11 @@ def _instant(value: Any, key: str) -> dt.datetime:
     else:
         text = str(value).strip()
         try:
-            t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            t = dt.datetime.fromisoformat(text)
         except ValueError:
             raise SourceError(f"source wikipedia: param {key!r}: not an ISO date or instant: "
                               f"{value!r}") from None
-    return t.replace(tzinfo=dt.timezone.utc) if t.tzinfo is None else t.astimezone(dt.timezone.utc)
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
 
 
 def read_titles(path: str | Path) -> list[str]:
@@ -329,7 +329,7 @@ class Wikipedia(Source):
             return [(info.title, self.revision_rule, None, base)]
         out = []
         for c in self.cutoffs:
-            instant = dt.datetime(c.year, c.month, c.day, tzinfo=dt.timezone.utc)
+            instant = dt.datetime(c.year, c.month, c.day, tzinfo=dt.UTC)
             out.append((f"{info.title}@{c.isoformat()}", instant if created < instant else None,
                         c, f"{base}@{c.isoformat()}"))
         return out
@@ -376,7 +376,7 @@ class Wikipedia(Source):
             title, page_id, rev = fetched[revid]
             published = _date_or_none(row.published)
             created = (dt.datetime(published.year, published.month, published.day,
-                                   tzinfo=dt.timezone.utc) if published else None)
+                                   tzinfo=dt.UTC) if published else None)
             if created is None:
                 first = wiki.first_revision(page_id)
                 created = first.timestamp if first else rev.timestamp
@@ -396,7 +396,7 @@ class Wikipedia(Source):
 def _read_manifest(path: str) -> pd.DataFrame:
     try:
         rows = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for unreadable files
+    except (OSError, ValueError) as exc:  # missing file; not Parquet (ArrowInvalid)
         raise SourceError(f"source wikipedia: param 'manifest': cannot read {path}: "
                           f"{exc}") from None
     need = {"doc_id", "revision_id", "published", "as_of"}

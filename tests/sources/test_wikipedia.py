@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import mediawiki as mw  # tests/servers, put on sys.path by conftest.py
 import pandas as pd
 import pytest
 import requests
 
-import mediawiki as mw  # tests/servers, put on sys.path by conftest.py
 from copyprobe.config import ConfigError, source_spec, validate_config
 from copyprobe.sources import SourceError, build_source, source_input_files
 from copyprobe.sources.mediawiki_api import MAXLAG, maxlag_delay
@@ -22,7 +22,7 @@ ARTICLES = ["Harrowgate Lighthouse", "Veloria moth", "Quenby River Bridge", "Pel
 
 
 def utc(day: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
 
 
 class Sleeps(list):
@@ -100,7 +100,8 @@ def test_revision_on_the_cutoff_instant_is_not_taken(by_cutoff, mediawiki):
 
 def test_exclusions_keep_their_reason(by_cutoff):
     why = reasons(by_cutoff)
-    assert why["Harrowgate Light"] == "duplicate: resolves to 'Harrowgate Lighthouse', listed already"
+    assert why["Harrowgate Light"] == (
+        "duplicate: resolves to 'Harrowgate Lighthouse', listed already")
     assert why["Harrowgate lighthouse"].startswith("duplicate: resolves to")
     assert why["No such page"] == "missing page"
     assert why["List of lighthouses in Harrowshire"].startswith("list page")
@@ -153,7 +154,7 @@ def test_params_min_words_and_cut_at(mediawiki, tmp_path):
     stub = collect(mediawiki.api_url, tmp_path, titles=["Aldermoor Chapel"],
                    revision_before="latest", min_words=0)
     assert list(stub.corpus["title"]) == ["Aldermoor Chapel"]
-    kw = dict(titles=["Harrowgate Lighthouse"], revision_before="latest")
+    kw = {"titles": ["Harrowgate Lighthouse"], "revision_before": "latest"}
     nothing_cut = collect(mediawiki.api_url, tmp_path, cut_at="", **kw).corpus["text"][0]
     assert "Lanternkeeper" in nothing_cut  # External links, after References
     history_cut = collect(mediawiki.api_url, tmp_path, cut_at="History", **kw).corpus["text"][0]
@@ -240,7 +241,7 @@ def test_maxlag_on_every_api_call_and_the_user_agent(wiki_proxy, tmp_path):
 
 
 def test_second_collect_is_served_from_the_cache(wiki_proxy, tmp_path, wiki_pages):
-    kw = dict(titles=wiki_pages.titles(ns=0), revision_before="latest")
+    kw = {"titles": wiki_pages.titles(ns=0), "revision_before": "latest"}
     first = collect(wiki_proxy.api_url, tmp_path, **kw)
     asked = wiki_proxy.forwarded
     assert asked > 0

@@ -34,7 +34,8 @@ def test_markup_removed_and_prose_kept(wikitext, expected):
 
 
 def test_cut_at_heading_default_references_and_none():
-    text = "Lead.\n== History ==\nOld.\n== References ==\n{{reflist}}\n== External links ==\nLinkword"
+    text = ("Lead.\n== History ==\nOld.\n== References ==\n{{reflist}}\n"
+            "== External links ==\nLinkword")
     assert to_text(text) == "Lead.\n\nOld."
     assert to_text(text, cut_at="history") == "Lead."  # case-insensitive
     assert to_text(text, cut_at=None) == "Lead.\n\nOld.\n\nLinkword"
