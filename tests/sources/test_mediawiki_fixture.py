@@ -232,3 +232,25 @@ def test_install_script_dry_run_when_mediawiki_is_missing(tmp_path):
     assert made < lines.index(install) < lines.index(f"+ rm -f {policy}")
     assert not policy.exists()  # a dry run changes nothing
     assert _install("--bogus").returncode == 2
+
+
+def test_the_proxys_faults_are_retried_by_the_polite_session_and_mwclient_reads_through_it(
+        mediawiki, wiki_proxy):
+    # the faults the crawler tests script are ones copyprobe.web retries, and mwclient speaks to
+    # the test wiki (host "127.0.0.1:PORT", path "/") through that session
+    mwclient = pytest.importorskip("mwclient")
+    from copyprobe.web import WebSettings, polite_session
+
+    session = polite_session(WebSettings(
+        user_agent="copyprobe-test/0 (test@example.org)", max_requests_per_second=None,
+        backoff_base=0.01, backoff_max=0.05))
+    wiki_proxy.fail_next("429", retry_after=0)
+    wiki_proxy.fail_next("drop")
+    wiki_proxy.fail_next("503")
+    site = mwclient.Site(wiki_proxy.host, path=wiki_proxy.path, scheme="http", pool=session,
+                         clients_useragent="copyprobe-test/0 (test@example.org)")
+    assert site.site["sitename"] == "TestWiki"
+    assert session.stats["retries"] == 3
+    first = next(iter(site.pages["Veloria moth"].revisions(dir="newer", max_items=1)))
+    assert first["timestamp"][:3] == (2019, 5, 20)  # mwclient gives a time.struct_time
+    assert wiki_proxy.faults_served == 3 and wiki_proxy.forwarded == wiki_proxy.received - 3
