@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from copyprobe.sources.base import SOURCES, Document, Source, SourceError
+from copyprobe.sources.mediawiki_api import split_api_url
 from copyprobe.sources.wikitext import (
     DEFAULT_CUT_AT,
     category_names,
@@ -102,6 +103,10 @@ class Wikipedia(Source):
         super().__init__(**params)
         p = params
         self.api_url = str(p.get("api_url") or DEFAULT_API_URL)
+        try:
+            split_api_url(self.api_url)
+        except ValueError as exc:
+            raise SourceError(f"source wikipedia: param 'api_url': {exc}") from None
         host = (urlsplit(self.api_url).hostname or "").lower()
         ua = p.get("user_agent")
         if not ua and any(host == h or host.endswith("." + h) for h in UA_REQUIRED_HOSTS):
@@ -166,14 +171,11 @@ class Wikipedia(Source):
             max_requests_per_second=self.params.get("max_requests_per_second", 1.0),
             max_retries=int(self.params.get("max_retries", 5)))
         size = self.params.get("batch_size")
-        try:
-            return mediawiki_api.Wiki(
-                self.api_url, settings, sleep=self.sleep,
-                batch=int(size or mediawiki_api.MAX_BATCH),
-                list_chunk=int(size or mediawiki_api.MAX_LIST_CHUNK),
-                maxlag=mediawiki_api.MAXLAG if self.maxlag is None else self.maxlag)
-        except ValueError as exc:
-            raise SourceError(f"source wikipedia: param 'api_url': {exc}") from None
+        return mediawiki_api.Wiki(
+            self.api_url, settings, sleep=self.sleep,
+            batch=int(size or mediawiki_api.MAX_BATCH),
+            list_chunk=int(size or mediawiki_api.MAX_LIST_CHUNK),
+            maxlag=mediawiki_api.MAXLAG if self.maxlag is None else self.maxlag)
 
     def documents(self) -> Iterable[Document]:
         import mwclient.errors

@@ -358,11 +358,19 @@ def test_user_agent_required_for_wikimedia_hosts(api_url):
     ({"titles": ["A"], "revision_before": "soon"}, "'revision_before': not an ISO date"),
     ({"titles": ["A"], "discovery": "guess"}, "'discovery'"),
     ({"titles": ["A"], "maxlag": 3}, r"unknown param\(s\) \['maxlag'\]"),
+    ({"titles": ["A"], "api_url": "http://127.0.0.1:9/w/index.php"}, "does not end in api.php"),
+    ({"titles": ["A"], "api_url": "ftp://127.0.0.1/api.php"}, "not an http"),
 ])
 def test_bad_params(params, message):
     with pytest.raises(SourceError, match=message):
         build_source("wiki", {"kind": "wikipedia", "api_url": "http://127.0.0.1:9/api.php",
                               **params})
+
+
+def test_an_api_url_that_is_not_the_api_names_url_and_status(mediawiki, tmp_path):
+    url = f"{mediawiki.base_url}/no/such/api.php"
+    with pytest.raises(SourceError, match=r"no/such/api\.php.*HTTPError.*404"):
+        collect(url, tmp_path, titles=["Veloria moth"], revision_before="latest")
 
 
 def test_cutoff_rule_without_cutoffs_is_refused(tmp_path):
