@@ -181,7 +181,9 @@ class Wiki:
                     for r in q.get("redirects", []):
                         redirects[r["from"]] = r["to"]
                     for p in (q.get("pages") or {}).values():
-                        have = pages.setdefault(p["title"], {**p, "categories": []})
+                        # a missing page id comes back without a title
+                        key = p.get("title") or f"#{p.get('pageid')}"
+                        have = pages.setdefault(key, {"title": key, **p, "categories": []})
                         have["categories"] += [c["title"] for c in p.get("categories", [])]
         out = []
         for p in pages.values():

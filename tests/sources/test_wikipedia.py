@@ -456,3 +456,22 @@ class socket_closed:
 
     def __exit__(self, *exc) -> None:
         pass
+
+
+def test_page_infos_by_id_and_title(mediawiki, tmp_path):
+    """The API client describes pages by id without following redirects, and a page id the
+    wiki does not know comes back as a missing page."""
+    from copyprobe.sources.mediawiki_api import Wiki
+    from copyprobe.web import WebSettings
+
+    wiki = Wiki(mediawiki.api_url, WebSettings(user_agent="copyprobe-test/0 (a@b.c)",
+                                               max_requests_per_second=None))
+    redirect_id = mediawiki.page_id("Harrowgate Light")
+    infos, _ = wiki.page_infos(page_ids=[redirect_id, 999999])
+    described = {i.title: i for i in infos}
+    assert described["Harrowgate Light"].redirect
+    assert described["Harrowgate Light"].page_id == redirect_id
+    assert described["#999999"].page_id is None
+    infos, resolved = wiki.page_infos(titles=["harrowgate Light", "Quenby"])
+    assert resolved == {"harrowgate Light": "Harrowgate Lighthouse"}
+    assert sorted(i.title for i in infos) == ["Harrowgate Lighthouse", "Quenby"]
