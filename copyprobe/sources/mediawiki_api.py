@@ -182,8 +182,8 @@ class Wiki:
                         redirects[r["from"]] = r["to"]
                     for p in (q.get("pages") or {}).values():
                         # a missing page id comes back without a title
-                        key = p.get("title") or f"#{p.get('pageid')}"
-                        have = pages.setdefault(key, {"title": key, **p, "categories": []})
+                        name = p.get("title") or f"#{p.get('pageid')}"
+                        have = pages.setdefault(name, {"title": name, **p, "categories": []})
                         have["categories"] += [c["title"] for c in p.get("categories", [])]
         out = []
         for p in pages.values():
