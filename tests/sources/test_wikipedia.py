@@ -13,7 +13,7 @@ import requests
 
 from copyprobe.config import ConfigError, source_spec, validate_config
 from copyprobe.sources import SourceError, build_source, source_input_files
-from copyprobe.sources.mediawiki_api import MAXLAG, maxlag_delay
+from copyprobe.sources.mediawiki_api import MAXLAG, cacheable, maxlag_delay
 from copyprobe.sources.wikitext import to_text
 
 CUTOFFS = ["2023-01-01", "2024-06-30"]
@@ -290,13 +290,16 @@ def test_maxlag_answer_is_waited_for_then_fails_with_the_url(mediawiki, tmp_path
     assert raw.status_code == 200 and raw.json()["error"]["code"] == "maxlag"
     wait = maxlag_delay(raw)
     assert wait == float(raw.headers["Retry-After"]) and wait > 0
+    ok = requests.get(mediawiki.api_url, params={"action": "query", "meta": "siteinfo",
+                                                 "format": "json", "maxlag": 5}, timeout=30)
+    assert maxlag_delay(ok) is None
+    assert cacheable(ok) and not cacheable(raw)  # an error answer is never kept
     src = source(mediawiki.api_url, tmp_path, sleep=Sleeps(), titles=["Veloria moth"],
                  revision_before="latest", max_retries=2)
     src.maxlag = -2
     with pytest.raises(SourceError, match=r"api\.php.*asked to retry after 3 attempt"):
         src.load("wiki")
     assert len(src.sleep) == 2 and all(wait <= s <= 1.1 * wait for s in src.sleep)
-    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.json"))
 
 
 # --- rerun from a manifest --------------------------------------------------------------------
