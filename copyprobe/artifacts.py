@@ -117,6 +117,52 @@ CURATED = TableSpec(
             ("published", pa.date32()),
             ("cutoff", pa.date32()),
             ("n_words", pa.int64()),
+            # Why a document was dropped, as a code (copyprobe.curation.EXCLUSIONS; "" if kept),
+            # and for a duplicate the kept document it repeats and their shingle similarity.
+            ("exclusion", pa.string()),
+            ("duplicate_of", pa.string()),
+            ("similarity", pa.float64()),
+            ("as_of", pa.date32()),
+        ]
+    ),
+)
+
+#: The curation report of one model: one row per (dataset, split), split being "pre", "post" or
+#: "none" (documents that fit neither side of the cutoff). The blind baseline and the count of
+#: other models' versions belong to the dataset and repeat on each of its rows.
+CURATION_REPORT = TableSpec(
+    "curation_report",
+    pa.schema(
+        [
+            ("model", pa.string()),
+            ("cutoff", pa.date32()),
+            ("dataset", pa.string()),
+            ("sources", pa.list_(pa.string())),
+            ("split", pa.string()),
+            ("kept", pa.int64()),
+            ("excluded", pa.int64()),
+            ("excluded_no_date", pa.int64()),
+            ("excluded_margin", pa.int64()),
+            ("excluded_too_short", pa.int64()),
+            ("excluded_too_long", pa.int64()),
+            ("excluded_exact_duplicate", pa.int64()),
+            ("excluded_near_duplicate", pa.int64()),
+            ("published_min", pa.date32()),
+            ("published_max", pa.date32()),
+            ("words_min", pa.float64()),
+            ("words_p25", pa.float64()),
+            ("words_median", pa.float64()),
+            ("words_p75", pa.float64()),
+            ("words_max", pa.float64()),
+            ("licences", pa.map_(pa.string(), pa.int64())),
+            ("cross_source_duplicates", pa.int64()),
+            ("cross_split_duplicates", pa.int64()),
+            ("other_versions", pa.int64()),
+            ("blind_auc", pa.float64()),
+            ("blind_auc_low", pa.float64()),
+            ("blind_auc_high", pa.float64()),
+            ("blind_folds", pa.int64()),
+            ("blind_note", pa.string()),
         ]
     ),
 )

@@ -140,6 +140,31 @@ def curation_params(wildcards):
     return {"cutoff": config["models"][wildcards.model]["cutoff"], **config["curation"]}
 
 
+def model_curated(wildcards):
+    """The curated table of every source the model runs on."""
+    return expand("results/curated/{model}/{source}.parquet", model=wildcards.model,
+                  source=cpc.model_sources(config, wildcards.model))
+
+
+def model_corpora(wildcards):
+    return expand("results/corpus/{source}.parquet",
+                  source=cpc.model_sources(config, wildcards.model))
+
+
+def curation_report_params(wildcards):
+    """The model's cutoff, the curation and blind-baseline settings, and its datasets."""
+    return {
+        "cutoff": config["models"][wildcards.model]["cutoff"],
+        "curation": config["curation"],
+        "statistics": config["statistics"],
+        "datasets": {d: config["datasets"][d] for d in cpc.model_datasets(config, wildcards.model)},
+    }
+
+
+def all_curation_reports():
+    return [f"results/curation/{m}.{ext}" for m in config["models"] for ext in ("parquet", "md")]
+
+
 def dataset_members(wildcards):
     return config["datasets"][wildcards.dataset]
 
@@ -244,6 +269,7 @@ def all_targets():
         *experiment_figures(),
         *sweeps,
         *(comparisons if all_comparisons() else []),
+        *all_curation_reports(),
     ]
 
 

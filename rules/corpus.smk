@@ -44,3 +44,18 @@ rule curate:
         curation=curation_params,
     script:
         "../workflow_scripts/curate.py"
+
+
+rule curation_report:
+    input:
+        curated=model_curated,
+        corpora=model_corpora,
+    output:
+        table="results/curation/{model}.parquet",
+        md="results/curation/{model}.md",
+    log:
+        "logs/curation_report/{model}.log",
+    params:
+        report=curation_report_params,
+    script:
+        "../workflow_scripts/curation_report.py"

@@ -9,7 +9,10 @@ def _corpus():
     return pd.DataFrame({
         "doc_id": ["old", "new", "edge", "undated", "short"],
         "source": ["s"] * 5,
-        "text": ["w " * 50, "w " * 50, "w " * 50, "w " * 50, "w " * 3],
+        # distinct texts, so that no document is a duplicate of another
+        "text": [" ".join(f"{d}{i}" for i in range(n))
+                 for d, n in (("old", 50), ("new", 50), ("edge", 50), ("undated", 50),
+                              ("short", 3))],
         "published": [dt.date(2010, 1, 1), dt.date(2025, 1, 1), dt.date(2024, 6, 20), None,
                       dt.date(2010, 1, 1)],
     })

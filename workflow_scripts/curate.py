@@ -11,10 +11,14 @@ p = dict(snakemake.params.curation)  # noqa: F821
 corpus = read_table(snakemake.input[0], CORPUS)  # noqa: F821
 out = curate(corpus, model=snakemake.wildcards.model,  # noqa: F821
              cutoff=dt.date.fromisoformat(p["cutoff"]), margin_days=p["margin_days"],
-             min_words=p["min_words"], max_words=p["max_words"])
+             margin_before_days=p["margin_before_days"], margin_after_days=p["margin_after_days"],
+             min_words=p["min_words"], max_words=p["max_words"], dedup=p["dedup"])
 write_table(out, snakemake.output[0], CURATED, provenance("curate", p))  # noqa: F821
+if len(out) < len(corpus):
+    log.info("%d corpus rows are other models' versions (as_of another cutoff): left out",
+             len(corpus) - len(out))
 kept = out[out["kept"]]
 log.info("%d documents: %d pre, %d post, %d excluded", len(out), (kept["split"] == "pre").sum(),
          (kept["split"] == "post").sum(), (~out["kept"]).sum())
-for reason, n in out.loc[~out["kept"], "reason"].value_counts().items():
-    log.info("excluded %d: %s", n, reason)
+for code, n in out.loc[~out["kept"], "exclusion"].value_counts().items():
+    log.info("excluded %d: %s", n, code)

@@ -144,6 +144,7 @@ SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:Inst
 SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
 SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
 SOURCES.declare("wikipedia", "copyprobe.sources.wikipedia:Wikipedia", uses_cutoffs=True)
+SOURCES.declare("openstax", "copyprobe.sources.openstax:OpenStax")
 
 
 def _utc(ts: dt.datetime | None) -> pd.Timestamp | None:

@@ -227,10 +227,11 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
     rules = {rule for rule, _ in per_model}
     # generate's shard jobs (and the prepare_model step they need) are known only once the
     # prompts exist (build_prompts is a checkpoint): a dry run lists the merge that waits.
-    assert {"curate", "build_prompts", "merge_generations", "count_matches",
+    assert {"curate", "curation_report", "build_prompts", "merge_generations", "count_matches",
             "compute_stats", "plot_figures", "plot_experiment", "compare_settings"} <= rules <= {
-        "prepare_model", "curate", "build_prompts", "generate", "merge_generations",
-        "count_matches", "compute_stats", "plot_figures", "plot_experiment", "compare_settings"}
+        "prepare_model", "curate", "curation_report", "build_prompts", "generate",
+        "merge_generations", "count_matches", "compute_stats", "plot_figures", "plot_experiment",
+        "compare_settings"}
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
 
 
