@@ -107,7 +107,8 @@ def _check_source_params(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> N
         block = blocks.get(spec["kind"])
         if block is None:  # a kind registered by other code checks its own params
             continue
-        params = {k: v for k, v in spec.items() if k not in ("kind", "cut_at")}
+        generic = ("kind",) if "cut_at" in block.get("properties", {}) else ("kind", "cut_at")
+        params = {k: v for k, v in spec.items() if k not in generic}
         validator = _Validator(block, format_checker=jsonschema.FormatChecker())
         _first_error(validator, params, ("sources", name), f" (source kind {spec['kind']!r})")
 
@@ -264,7 +265,10 @@ def source_cutoffs(cfg: Mapping[str, Any], source: str) -> list[str]:
 
 
 def source_spec(cfg: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """A source's kind params (without the generic keys such as ``cut_at``)."""
+    """A source's kind params. The generic ``cut_at`` goes only to kinds whose schema block
+    lists it, and only when set (null: the kind's own default)."""
     spec = dict(cfg["sources"][source])
-    spec.pop("cut_at", None)
+    cut_at = spec.pop("cut_at", None)
+    if cut_at is not None and "cut_at" in source_kind_params().get(spec["kind"], set()):
+        spec["cut_at"] = cut_at
     return spec

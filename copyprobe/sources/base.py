@@ -143,6 +143,7 @@ SOURCES.declare("wikipedia_offline", "copyprobe.sources.wikipedia_offline:Wikipe
 SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:InstalledLicences")
 SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
 SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
+SOURCES.declare("wikipedia", "copyprobe.sources.wikipedia:Wikipedia", uses_cutoffs=True)
 SOURCES.declare("openstax", "copyprobe.sources.openstax:OpenStax")
 SOURCES.declare("copyright_dataset", "copyprobe.sources.materials.dataset:CopyrightDataset")
 SOURCES.declare("web_pages", "copyprobe.sources.materials.web_pages:WebPages")
