@@ -264,6 +264,15 @@ def source_cutoffs(cfg: Mapping[str, Any], source: str) -> list[str]:
     return sorted({str(m["cutoff"]) for m in cfg["models"].values()})
 
 
+def prompt_cut_at(cfg: Mapping[str, Any], source: str) -> str | None:
+    """The marker at which the prompt builder cuts a source's texts: the generic ``cut_at``,
+    unless the source's kind takes ``cut_at`` itself (it has already cut, at a heading)."""
+    spec = cfg["sources"][source]
+    if "cut_at" in source_kind_params().get(spec["kind"], set()):
+        return None
+    return spec.get("cut_at")
+
+
 def source_spec(cfg: Mapping[str, Any], source: str) -> dict[str, Any]:
     """A source's kind params. The generic ``cut_at`` goes only to kinds whose schema block
     lists it, and only when set (null: the kind's own default)."""

@@ -74,7 +74,7 @@ def source_files(wildcards):
 
 
 def cut_at(wildcards):
-    return config["sources"][wildcards.source].get("cut_at")
+    return cpc.prompt_cut_at(config, wildcards.source)
 
 
 def model_params(wildcards):

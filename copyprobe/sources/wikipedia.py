@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
+from copyprobe import web
 from copyprobe.sources.base import SOURCES, Document, Source, SourceError
 from copyprobe.sources.mediawiki_api import split_api_url
 from copyprobe.sources.wikitext import (
@@ -52,11 +53,11 @@ from copyprobe.sources.wikitext import (
     template_names,
     to_text,
 )
+from copyprobe.web import user_agent, user_agent_required
 
 log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://en.wikipedia.org/w/api.php"
-DEFAULT_CACHE_DIR = ".cache/copyprobe/http"
 DEFAULT_MIN_WORDS = 50
 #: Hosts whose operators require a User-Agent with contact details
 #: (https://meta.wikimedia.org/wiki/User-Agent_policy).
@@ -108,13 +109,11 @@ class Wikipedia(Source):
         except ValueError as exc:
             raise SourceError(f"source wikipedia: param 'api_url': {exc}") from None
         host = (urlsplit(self.api_url).hostname or "").lower()
-        ua = p.get("user_agent")
-        if not ua and any(host == h or host.endswith("." + h) for h in UA_REQUIRED_HOSTS):
-            raise SourceError(
-                f"source wikipedia: param 'user_agent' is required for {host} (Wikimedia's "
-                "User-Agent policy): give a name and a contact address, e.g. "
-                "'my-study/1.0 (me@example.org)'")
-        self.user_agent = str(ua or "copyprobe (MediaWiki crawler; no contact given)")
+        ua = user_agent(p.get("user_agent"))
+        if ua is None and any(host == h or host.endswith("." + h) for h in UA_REQUIRED_HOSTS):
+            raise SourceError(user_agent_required(
+                "wikipedia", f" for {host} (Wikimedia's User-Agent policy)"))
+        self.user_agent = ua or "copyprobe (MediaWiki crawler; no contact given)"
         modes = [k for k in ("titles", "manifest") if p.get(k) is not None]
         if p.get("created_after") is not None or p.get("created_before") is not None:
             modes.append("created_after/created_before")
@@ -146,7 +145,7 @@ class Wikipedia(Source):
         self.min_words = int(p.get("min_words", DEFAULT_MIN_WORDS))
         cut = p.get("cut_at", DEFAULT_CUT_AT)
         self.cut_at = DEFAULT_CUT_AT if cut is None else str(cut)  # "" cuts nothing
-        self.cache_dir = p.get("cache_dir", DEFAULT_CACHE_DIR)
+        self.cache_dir = p.get("cache_dir", web.DEFAULT_CACHE_DIR)
         #: Hooks for tests: the session's sleep (None: time.sleep) and the maxlag sent.
         self.sleep: Any = None
         self.maxlag: int | None = None

@@ -344,13 +344,15 @@ def test_manifest_revision_gone_is_skipped(by_cutoff, mediawiki, tmp_path):
 
 @pytest.mark.parametrize("api_url", ["https://en.wikipedia.org/w/api.php",
                                      "https://commons.wikimedia.org/w/api.php", None])
-def test_user_agent_required_for_wikimedia_hosts(api_url):
+def test_user_agent_required_for_wikimedia_hosts(api_url, monkeypatch):
     spec = {"kind": "wikipedia", "titles": ["Oslo"]}
     if api_url:
         spec["api_url"] = api_url
     with pytest.raises(SourceError, match="'user_agent' is required"):
         build_source("wiki", spec)
     build_source("wiki", {**spec, "user_agent": "study/1 (me@example.org)"})  # no request yet
+    monkeypatch.setenv("COPYPROBE_USER_AGENT", "env-study/1 (me@example.org)")
+    assert build_source("wiki", spec).user_agent == "env-study/1 (me@example.org)"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -394,6 +396,13 @@ def test_config_block_and_cut_at_reach_the_source(tmp_path):
         pytest.fail(f"config rejected: {exc}")
     assert source_spec(valid, "w")["cut_at"] == "Notes"
     assert "cut_at" not in source_spec(valid, "w2")  # null: the source's default
+    # the source cut at the heading: the prompt builder does not cut again at the word
+    from copyprobe.config import prompt_cut_at
+
+    assert prompt_cut_at(valid, "w") is None
+    local = validate_config({**valid, "sources": {**valid["sources"], "l": {
+        "kind": "local", "path": "docs", "cut_at": "References"}}})
+    assert prompt_cut_at(local, "l") == "References"
     bad = {**cfg, "sources": {**cfg["sources"], "w": {"kind": "wikipedia", "revision": "x"}}}
     with pytest.raises(ConfigError, match="sources.w.revision"):
         validate_config(bad)

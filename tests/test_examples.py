@@ -1,0 +1,65 @@
+"""The example configs under config/examples are valid and plan the study they describe
+(they need internet to run, so only their plan is checked here)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from copyprobe.config import load_config, source_cutoffs, source_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+LIVE = ROOT / "config" / "examples" / "wikipedia_live.yaml"
+
+
+def test_live_example_is_valid_and_needs_a_user_agent_only_from_outside():
+    cfg = load_config(LIVE)
+    kinds = {name: s["kind"] for name, s in cfg["sources"].items()}
+    assert kinds == {"wiki_pre": "wikipedia", "wiki_post": "wikipedia",
+                     "oer_pre": "openstax", "oer_post": "openstax"}
+    # no contact address is invented in a tracked file: it comes from COPYPROBE_USER_AGENT
+    assert all("user_agent" not in s for s in cfg["sources"].values())
+    assert source_cutoffs(cfg, "wiki_pre") == ["2024-06-30"]
+    assert source_cutoffs(cfg, "oer_pre") == []  # a book does not depend on the cutoff
+    # D_post windows start after every model's cutoff plus the margin
+    margin = cfg["curation"]["margin_days"]
+    import datetime as dt
+
+    latest = max(dt.date.fromisoformat(str(m["cutoff"])) for m in cfg["models"].values())
+    assert dt.date.fromisoformat(source_spec(cfg, "wiki_post")["created_after"]) > (
+        latest + dt.timedelta(days=margin))
+    assert dt.date.fromisoformat(source_spec(cfg, "wiki_pre")["created_before"]) < (
+        latest - dt.timedelta(days=margin))
+
+
+def test_live_example_refuses_to_crawl_without_a_user_agent(monkeypatch):
+    from copyprobe.sources import SourceError, build_source
+
+    cfg = load_config(LIVE)
+    with pytest.raises(SourceError, match="user_agent' is required .*COPYPROBE_USER_AGENT"):
+        build_source("wiki_pre", source_spec(cfg, "wiki_pre"), ["2024-06-30"])
+    monkeypatch.setenv("COPYPROBE_USER_AGENT", "copyprobe-tests/0 (tests@example.org)")
+    for name in cfg["sources"]:  # builds without any request
+        build_source(name, source_spec(cfg, name), source_cutoffs(cfg, name))
+
+
+@pytest.mark.slow
+def test_live_example_plans_every_source_and_the_reports(tmp_path, workflow_copy):
+    wd = workflow_copy(tmp_path, documents=1, folder="unused")
+    shutil.copy(LIVE, wd / "config" / "live.yaml")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
+         "config/live.yaml", "--replace-workflow-config"],
+        cwd=wd, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    planned = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?\s+wildcards: (.*)$", out,
+                         flags=re.MULTILINE)
+    collected = {w for rule, w in planned if rule == "collect_corpus"}
+    assert collected == {f"source={s}" for s in ("wiki_pre", "wiki_post", "oer_pre", "oer_post")}
+    assert "rule curation_report:" in out or "localrule curation_report:" in out
