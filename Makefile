@@ -59,6 +59,7 @@ test-services:
 bench: $(STAMP)
 	$(BIN)/python benchmarks/matching.py
 	$(BIN)/python benchmarks/generation.py
+	$(BIN)/python benchmarks/curation.py
 
 clean-results:
 	rm -rf results logs .snakemake
