@@ -8,7 +8,9 @@ Faults (``kind``)
     ``"500"``    status 500
     ``"drop"``   closes the connection without sending any response
     ``"delay"``  waits ``seconds`` (default 5), then forwards the request normally
-A faulted request (other than ``delay``) never reaches the upstream.
+    ``"maxlag"`` forwards the request with its ``maxlag`` value set to -2, so that the upstream
+                 MediaWiki itself answers it with a real maxlag error
+A faulted request (other than ``delay`` and ``maxlag``) never reaches the upstream.
 
 Scripting
     ``fail_next(kind, n=1, **opts)`` fails the next ``n`` requests (FIFO);
@@ -30,6 +32,7 @@ the request it carried.
 from __future__ import annotations
 
 import http.client
+import re
 import sys
 import threading
 from collections import deque
@@ -44,7 +47,7 @@ from urllib.parse import unquote_plus, urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_thread import ServerThread  # noqa: E402
 
-KINDS = ("429", "503", "500", "drop", "delay")
+KINDS = ("429", "503", "500", "drop", "delay", "maxlag")
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
               "trailers", "transfer-encoding", "upgrade", "proxy-connection"}
 
@@ -58,6 +61,16 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; known: {', '.join(KINDS)}")
+
+
+def _lagged(target: str) -> str:
+    """``target`` with its ``maxlag`` query value set to -2: a MediaWiki on one database then
+    answers with a real maxlag error (HTTP 200, Retry-After, X-Database-Lag)."""
+    return re.sub(r"([?&]maxlag=)-?\d+", r"\g<1>-2", target)
+
+
+def _lagged_body(body: bytes) -> bytes:
+    return re.sub(rb"(^|&)(maxlag=)-?\d+", rb"\1\2-2", body)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -80,6 +93,11 @@ class _Handler(BaseHTTPRequestHandler):
         fault = proxy._take_fault(self.path, body)
         outcome = "forwarded" if fault is None or fault.kind == "delay" else fault.kind
         proxy._record(self.command, self.path, outcome, fault)
+        if fault is not None and fault.kind == "maxlag":
+            # the upstream MediaWiki itself answers this one request as lagged
+            self.path = _lagged(self.path)
+            self._forward(_lagged_body(body))
+            return
         if fault is not None:
             if fault.kind == "drop":
                 self.close_connection = True

@@ -487,3 +487,21 @@ def test_page_infos_by_id_and_title(mediawiki, tmp_path):
     infos, resolved = wiki.page_infos(titles=["harrowgate Light", "Quenby"])
     assert resolved == {"harrowgate Light": "Harrowgate Lighthouse"}
     assert sorted(i.title for i in infos) == ["Harrowgate Lighthouse", "Quenby"]
+
+
+def test_a_maxlag_answer_is_waited_for_and_the_crawl_goes_on(mediawiki, wiki_proxy, tmp_path,
+                                                             wiki_pages):
+    """The wiki itself answers one call as lagged (the proxy sets that call's maxlag to -2):
+    the source waits the Retry-After the wiki sent, asks again, and gets the same documents."""
+    clean = collect(mediawiki.api_url, tmp_path / "clean", titles=["Veloria moth"],
+                    revision_before="latest")
+    sleeps = Sleeps()
+    wiki_proxy.fail_when("prop=revisions", "maxlag", times=1)
+    lagged = collect(wiki_proxy.api_url, tmp_path / "lagged", sleep=sleeps,
+                     titles=["Veloria moth"], revision_before="latest")
+    assert wiki_proxy.faults_served == 1 and len(sleeps) == 1 and sleeps[0] >= 1
+    lagged_rows = [t for _, t, outcome in wiki_proxy.log if outcome == "maxlag"]
+    assert len(lagged_rows) == 1 and "maxlag=5" in lagged_rows[0]
+    cols = ["title", "page_id", "revision_id", "text"]
+    # the same documents (the url names the host asked, so it is left out)
+    pd.testing.assert_frame_equal(lagged.corpus[cols], clean.corpus[cols])
