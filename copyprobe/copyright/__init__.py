@@ -1,0 +1,1 @@
+"""The copyright-compliance study: materials rendered to images, prompts, scoring and analysis."""

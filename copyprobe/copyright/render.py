@@ -1,0 +1,362 @@
+"""Deterministic rendering of a material's text (and an image notice) to PNG pages with Pillow.
+
+The same text, footer and :class:`RenderSettings` give byte-identical PNGs on the same installed
+versions of the font, Pillow, FreeType and zlib: the font is a TTF file shipped inside a Python
+package (matplotlib's ``mpl-data/fonts/ttf``; its path and sha256 are recorded), text is laid
+out with Pillow's basic layout engine (so the output does not depend on whether libraqm happens
+to be installed), and PNGs are written with fixed encoder options and no metadata chunks.
+
+Layout: the text is wrapped to ``width - 2 * margin`` pixels word by word (measured with
+``FreeTypeFont.getlength``); every newline starts a new line (paragraphs and blank lines are
+kept, leading indentation too), tabs become four spaces, a word wider than the line is broken
+between characters. Lines are ``round(font_size * line_spacing)`` pixels apart. A page holds at
+most ``max_lines_per_page`` text lines; ``overflow="truncate"`` draws only the first page,
+``"paginate"`` draws up to ``max_pages`` pages; lines beyond that are dropped and the result says
+``truncated``. The footer (an image notice) is wrapped in its own font size and drawn under a
+rule at the bottom of every page, in a band of its own below the text band, so it never
+overlaps the text. A page is as tall as its content.
+
+:func:`render_to_files` names each PNG by a sha256 over everything that decides its pixels
+(:func:`render_key`) plus the page number, and skips pages whose file already exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import io
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, ImageDraw, ImageFont, features
+
+#: Bumped whenever a change to this module changes the pixels or bytes of a rendered page, so
+#: content-addressed files drawn by an older renderer are not reused.
+RENDERER_VERSION = "1"
+
+#: The Python package whose data folder holds the fonts, and that folder inside it.
+FONT_PACKAGE = "matplotlib"
+FONT_DIR = ("mpl-data", "fonts", "ttf")
+
+#: Fixed PNG encoder options (no ``optimize``: its search is deterministic, but slower).
+PNG_OPTIONS = {"format": "PNG", "compress_level": 6, "optimize": False}
+
+OVERFLOW = ("truncate", "paginate")
+TAB = "    "
+BACKGROUND = 255  # white, 8-bit greyscale
+INK = 0  # black
+RULE_WIDTH = 2  # pixels, the line between the text and the footer
+
+
+class RenderError(ValueError):
+    """Bad render settings or a font that cannot be found."""
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """How a material is drawn. Every field is part of the rendered files' content address."""
+
+    width: int = 1024
+    font_size: int = 20
+    margin: int = 32
+    line_spacing: float = 1.3
+    font: str = "DejaVuSans"
+    max_lines_per_page: int = 60
+    overflow: str = "truncate"
+    max_pages: int = 4
+    footer_font_size: int = 18
+
+    def __post_init__(self) -> None:
+        for key in ("width", "font_size", "max_lines_per_page", "max_pages", "footer_font_size"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RenderError(f"render setting {key!r} must be a positive integer, "
+                                  f"got {value!r}")
+        if isinstance(self.margin, bool) or not isinstance(self.margin, int) or self.margin < 0:
+            raise RenderError(f"render setting 'margin' must be an integer >= 0, "
+                              f"got {self.margin!r}")
+        if (isinstance(self.line_spacing, bool)
+                or not isinstance(self.line_spacing, (int, float))
+                or not math.isfinite(self.line_spacing) or self.line_spacing < 1.0):
+            raise RenderError(f"render setting 'line_spacing' must be a number >= 1.0, "
+                              f"got {self.line_spacing!r}")
+        if self.overflow not in OVERFLOW:
+            raise RenderError(f"render setting 'overflow' must be one of {OVERFLOW}, "
+                              f"got {self.overflow!r}")
+        if self.width - 2 * self.margin < 4 * max(self.font_size, self.footer_font_size):
+            raise RenderError(f"render settings leave too little room for text: width "
+                              f"{self.width} minus twice the margin {self.margin} is under four "
+                              f"times the font size")
+        if not isinstance(self.font, str) or not self.font:
+            raise RenderError(f"render setting 'font' must be a font name, got {self.font!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict (JSON-serialisable; the keys are the field names)."""
+        out = dataclasses.asdict(self)
+        out["line_spacing"] = float(out["line_spacing"])
+        return out
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any] | None) -> RenderSettings:
+        """Settings from a mapping such as a config slice; unknown keys are an error naming
+        them, missing keys take the defaults."""
+        values = dict(values or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise RenderError(f"unknown render setting(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """The drawn pages and what was left out."""
+
+    images: list[Image.Image]
+    truncated: bool
+    lines_total: int
+    lines_drawn: int
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    """One PNG written by :func:`render_to_files`; ``sha256`` is that of the file's bytes."""
+
+    path: str
+    sha256: str
+    page: int
+    pages: int
+    truncated: bool
+
+
+# ---------------------------------------------------------------------------------------------
+# The font
+
+
+def _font_dir() -> Path:
+    spec = importlib.util.find_spec(FONT_PACKAGE)  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise RenderError(f"the font package {FONT_PACKAGE!r} is not installed")
+    return Path(list(spec.submodule_search_locations)[0]).joinpath(*FONT_DIR)
+
+
+def available_fonts() -> list[str]:
+    """The font names :class:`RenderSettings` accepts (the TTF files' stems)."""
+    folder = _font_dir()
+    return sorted(p.stem for p in folder.glob("*.ttf")) if folder.is_dir() else []
+
+
+@functools.lru_cache(maxsize=None)
+def _font_record(name: str) -> dict[str, str]:
+    path = _font_dir() / f"{name}.ttf"
+    if "/" in name or "\\" in name or not path.is_file():
+        raise RenderError(f"font {name!r} not found in {FONT_PACKAGE}'s "
+                          f"{'/'.join(FONT_DIR)}; available: {', '.join(available_fonts())}")
+    return {"font": name, "path": str(path),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "package": FONT_PACKAGE,
+            "package_version": importlib.metadata.version(FONT_PACKAGE)}
+
+
+def font_info(settings: RenderSettings) -> dict[str, str]:
+    """The font file drawn with: name, path, sha256, and the package (and version) shipping it."""
+    return dict(_font_record(settings.font))
+
+
+@functools.lru_cache(maxsize=64)
+def _load_font(path: str, size: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(path, size, layout_engine=ImageFont.Layout.BASIC)
+
+
+def engine_versions() -> dict[str, str]:
+    """The versions of the libraries that draw and encode the pages."""
+    return {"renderer": RENDERER_VERSION, "pillow": importlib.metadata.version("pillow"),
+            "freetype2": str(features.version("freetype2")),
+            "zlib": str(features.version("zlib"))}
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout
+
+_SPACES = re.compile(r"( +)")
+
+
+def _break_word(word: str, font: ImageFont.FreeTypeFont, width: float) -> list[str]:
+    """``word`` cut into pieces that each fit ``width`` (at least one character per piece)."""
+    pieces = []
+    while word:
+        lo, hi = 1, len(word)  # the longest prefix that fits, by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if font.getlength(word[:mid]) <= width:
+                lo = mid
+            else:
+                hi = mid - 1
+        pieces.append(word[:lo])
+        word = word[lo:]
+    return pieces
+
+
+def wrap(text: str, font: ImageFont.FreeTypeFont, width: float) -> list[str]:
+    """``text`` as lines no wider than ``width`` pixels in ``font``: every newline starts a line
+    (blank lines kept), words are never split unless one alone is too wide, the spaces at a
+    break are dropped, a paragraph's leading indentation is kept."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", TAB)
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        paragraph = paragraph.rstrip(" ")
+        parts = _SPACES.split(paragraph)  # word, spaces, word, ... ('' first when indented)
+        line = parts[0]
+        if line and font.getlength(line) > width:
+            *done, line = _break_word(line, font, width)
+            lines.extend(done)
+        for i in range(1, len(parts), 2):
+            spaces, word = parts[i], parts[i + 1]
+            candidate = line + spaces + word
+            if font.getlength(candidate) <= width:
+                line = candidate
+                continue
+            if line.strip():
+                lines.append(line)
+                line = word
+            else:  # only indentation so far: the word starts the line without it
+                line = word
+            if font.getlength(line) > width:
+                *done, line = _break_word(line, font, width)
+                lines.extend(done)
+        lines.append(line)
+    return lines
+
+
+@dataclass(frozen=True)
+class _Layout:
+    pages: list[list[str]]
+    footer: list[str]
+    truncated: bool
+    lines_total: int
+    lines_drawn: int
+
+
+def _layout(text: str, settings: RenderSettings, footer: str | None) -> _Layout:
+    path = _font_record(settings.font)["path"]
+    usable = settings.width - 2 * settings.margin
+    lines = wrap(text, _load_font(path, settings.font_size), usable)
+    foot = (wrap(footer, _load_font(path, settings.footer_font_size), usable)
+            if footer is not None and footer.strip() else [])
+    per = settings.max_lines_per_page
+    limit = per if settings.overflow == "truncate" else per * settings.max_pages
+    kept = lines[:limit]
+    pages = [kept[i:i + per] for i in range(0, len(kept), per)] or [[]]
+    return _Layout(pages=pages, footer=foot, truncated=len(lines) > limit,
+                   lines_total=len(lines), lines_drawn=len(kept))
+
+
+def _line_height(size: int, spacing: float) -> int:
+    return max(1, round(size * spacing))
+
+
+def _draw_page(lines: list[str], footer: list[str], settings: RenderSettings) -> Image.Image:
+    path = _font_record(settings.font)["path"]
+    font = _load_font(path, settings.font_size)
+    step = _line_height(settings.font_size, settings.line_spacing)
+    text_height = len(lines) * step
+    footer_height = 0
+    if footer:
+        foot_font = _load_font(path, settings.footer_font_size)
+        foot_step = _line_height(settings.footer_font_size, settings.line_spacing)
+        gap = settings.footer_font_size  # blank space above and below the rule
+        footer_height = 2 * gap + RULE_WIDTH + len(footer) * foot_step
+    height = 2 * settings.margin + text_height + footer_height
+    image = Image.new("L", (settings.width, max(height, 1)), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    x = settings.margin
+    y = settings.margin
+    for line in lines:
+        if line:
+            draw.text((x, y), line, font=font, fill=INK)
+        y += step
+    if footer:
+        y = settings.margin + text_height + gap
+        draw.rectangle([x, y, settings.width - settings.margin - 1, y + RULE_WIDTH - 1],
+                       fill=INK)
+        y += RULE_WIDTH + gap
+        for line in footer:
+            if line:
+                draw.text((x, y), line, font=foot_font, fill=INK)
+            y += foot_step
+    return image
+
+
+def render_pages(text: str, settings: RenderSettings | None = None,
+                 footer: str | None = None) -> RenderResult:
+    """Draw ``text`` (with ``footer`` under a rule at the bottom of every page, when given)."""
+    settings = settings or RenderSettings()
+    layout = _layout(text, settings, footer)
+    images = [_draw_page(page, layout.footer, settings) for page in layout.pages]
+    return RenderResult(images=images, truncated=layout.truncated,
+                        lines_total=layout.lines_total, lines_drawn=layout.lines_drawn)
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    """``image`` as PNG bytes, with the fixed encoder options and no metadata."""
+    buf = io.BytesIO()
+    image.save(buf, **PNG_OPTIONS)
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# Content-addressed files
+
+
+def render_key(text: str, settings: RenderSettings, footer: str | None) -> str:
+    """sha256 over the text, footer, settings, font file, renderer version and the versions of
+    Pillow, FreeType and zlib: equal keys mean byte-identical pages."""
+    payload = {"text": text, "footer": footer, "settings": settings.as_dict(),
+               "font_sha256": _font_record(settings.font)["sha256"],
+               "engine": engine_versions()}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render_to_files(text: str, settings: RenderSettings | None, footer: str | None,
+                    out_dir: str | os.PathLike[str]) -> list[RenderedPage]:
+    """Render into ``out_dir`` as ``<render_key>-p<page>.png`` (pages from 1); a page whose file
+    already exists is not drawn again. Files are written to a temporary name and renamed."""
+    settings = settings or RenderSettings()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    key = render_key(text, settings, footer)
+    layout = _layout(text, settings, footer)
+    n = len(layout.pages)
+    pages = []
+    for number, lines in enumerate(layout.pages, start=1):
+        path = out / f"{key}-p{number}.png"
+        if path.is_file():
+            data = path.read_bytes()
+        else:
+            data = png_bytes(_draw_page(lines, layout.footer, settings))
+            _write_atomic(path, data)
+        pages.append(RenderedPage(path=str(path), sha256=hashlib.sha256(data).hexdigest(),
+                                  page=number, pages=n, truncated=layout.truncated))
+    return pages
