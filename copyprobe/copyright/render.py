@@ -189,6 +189,7 @@ def engine_versions() -> dict[str, str]:
 # Layout
 
 _SPACES = re.compile(r"( +)")
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ ]*\n)+")
 
 
 def _break_word(word: str, font: ImageFont.FreeTypeFont, width: float) -> list[str]:
@@ -210,9 +211,13 @@ def _break_word(word: str, font: ImageFont.FreeTypeFont, width: float) -> list[s
 def wrap(text: str, font: ImageFont.FreeTypeFont, width: float) -> list[str]:
     """``text`` as lines no wider than ``width`` pixels in ``font``: every newline starts a line
     (blank lines kept), words are never split unless one alone is too wide, the spaces at a
-    break are dropped, a paragraph's leading indentation is kept."""
+    break are dropped, a paragraph's leading indentation is kept. Blank lines before the first
+    and after the last line of text are dropped; a text of only whitespace has no lines."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", TAB)
+    text = _LEADING_BLANK_LINES.sub("", text.rstrip())
     lines: list[str] = []
+    if not text:
+        return lines
     for paragraph in text.split("\n"):
         paragraph = paragraph.rstrip(" ")
         parts = _SPACES.split(paragraph)  # word, spaces, word, ... ('' first when indented)
