@@ -208,38 +208,85 @@ def _break_word(word: str, font: ImageFont.FreeTypeFont, width: float) -> list[s
     return pieces
 
 
+def _wrap_exact(parts: list[str], font: ImageFont.FreeTypeFont, width: float) -> list[str]:
+    """Greedy wrapping of one paragraph's ``parts`` (word, spaces, word, ...), measuring every
+    candidate line with ``getlength``."""
+    lines: list[str] = []
+    line = parts[0]
+    if line and font.getlength(line) > width:
+        *done, line = _break_word(line, font, width)
+        lines.extend(done)
+    for i in range(1, len(parts), 2):
+        spaces, word = parts[i], parts[i + 1]
+        candidate = line + spaces + word
+        if font.getlength(candidate) <= width:
+            line = candidate
+            continue
+        if line.strip():
+            lines.append(line)
+        line = word  # a line that held only indentation starts with the word instead
+        if font.getlength(line) > width:
+            *done, line = _break_word(line, font, width)
+            lines.extend(done)
+    lines.append(line)
+    return lines
+
+
+def _wrap_summed(parts: list[str], font: ImageFont.FreeTypeFont, width: float,
+                 widths: dict[str, float]) -> list[str]:
+    """:func:`_wrap_exact`, with a line's width taken as the sum of its words' and spaces'
+    widths (each word measured once): many times faster on long texts."""
+    def length(piece: str) -> float:
+        if piece not in widths:
+            widths[piece] = font.getlength(piece)
+        return widths[piece]
+
+    lines: list[str] = []
+    line = [parts[0]]
+    used = length(parts[0]) if parts[0] else 0.0
+    if used > width:
+        *done, last = _break_word(parts[0], font, width)
+        lines.extend(done)
+        line, used = [last], length(last)
+    for i in range(1, len(parts), 2):
+        spaces, word = parts[i], parts[i + 1]
+        grown = used + len(spaces) * length(" ") + length(word)
+        if grown <= width:
+            line += [spaces, word]
+            used = grown
+            continue
+        if "".join(line).strip():
+            lines.append("".join(line))
+        line, used = [word], length(word)
+        if used > width:
+            *done, last = _break_word(word, font, width)
+            lines.extend(done)
+            line, used = [last], length(last)
+    lines.append("".join(line))
+    return lines
+
+
 def wrap(text: str, font: ImageFont.FreeTypeFont, width: float) -> list[str]:
     """``text`` as lines no wider than ``width`` pixels in ``font``: every newline starts a line
     (blank lines kept), words are never split unless one alone is too wide, the spaces at a
     break are dropped, a paragraph's leading indentation is kept. Blank lines before the first
-    and after the last line of text are dropped; a text of only whitespace has no lines."""
+    and after the last line of text are dropped; a text of only whitespace has no lines.
+
+    Lines are first laid out by summing word widths; a paragraph in which a finished line then
+    measures wider than ``width`` (kerning across a space would do that) is laid out again
+    measuring every candidate line."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", TAB)
     text = _LEADING_BLANK_LINES.sub("", text.rstrip())
     lines: list[str] = []
     if not text:
         return lines
+    widths: dict[str, float] = {}
     for paragraph in text.split("\n"):
-        paragraph = paragraph.rstrip(" ")
-        parts = _SPACES.split(paragraph)  # word, spaces, word, ... ('' first when indented)
-        line = parts[0]
-        if line and font.getlength(line) > width:
-            *done, line = _break_word(line, font, width)
-            lines.extend(done)
-        for i in range(1, len(parts), 2):
-            spaces, word = parts[i], parts[i + 1]
-            candidate = line + spaces + word
-            if font.getlength(candidate) <= width:
-                line = candidate
-                continue
-            if line.strip():
-                lines.append(line)
-                line = word
-            else:  # only indentation so far: the word starts the line without it
-                line = word
-            if font.getlength(line) > width:
-                *done, line = _break_word(line, font, width)
-                lines.extend(done)
-        lines.append(line)
+        parts = _SPACES.split(paragraph.rstrip(" "))  # word, spaces, ... ('' first if indented)
+        done = _wrap_summed(parts, font, width, widths)
+        if any(font.getlength(line) > width for line in done):
+            done = _wrap_exact(parts, font, width)
+        lines.extend(done)
     return lines
 
 

@@ -146,6 +146,19 @@ def test_wrapping_keeps_paragraphs_blank_lines_and_indentation() -> None:
                                      "    four spaces"]
 
 
+@pytest.mark.parametrize("width", [120, 300, 960])
+def test_fast_wrapping_gives_the_lines_of_measuring_every_candidate(width: int) -> None:
+    from copyprobe.copyright.render import _SPACES, _wrap_exact
+
+    font = _load_font(font_info(RenderSettings())["path"], 20)
+    text = "\n".join([PROSE, CODE, (ROOT / "README.md").read_text(encoding="utf-8")])
+    expected = []
+    for paragraph in text.replace("\t", "    ").rstrip().split("\n"):
+        expected += _wrap_exact(_SPACES.split(paragraph.rstrip(" ")), font, width)
+    assert len(expected) > 200
+    assert wrap(text, font, width) == expected
+
+
 def test_a_word_wider_than_the_line_is_broken_between_characters() -> None:
     font = _load_font(font_info(RenderSettings())["path"], 20)
     word = "x" * 200
