@@ -267,7 +267,7 @@ def _wrap_summed(parts: list[str], font: ImageFont.FreeTypeFont, width: float,
 
 
 def wrap(text: str, font: ImageFont.FreeTypeFont, width: float) -> list[str]:
-    """``text`` as lines no wider than ``width`` pixels in ``font``: every newline starts a line
+    """``text`` as lines no wider than ``width`` pixels in ``font``: every line end starts a line
     (blank lines kept), words are never split unless one alone is too wide, the spaces at a
     break are dropped, a paragraph's leading indentation is kept. Blank lines before the first
     and after the last line of text are dropped; a text of only whitespace has no lines.
@@ -281,7 +281,7 @@ def wrap(text: str, font: ImageFont.FreeTypeFont, width: float) -> list[str]:
     if not text:
         return lines
     widths: dict[str, float] = {}
-    for paragraph in text.split("\n"):
+    for paragraph in text.splitlines():  # also at \v, \f, U+2028 and the other line ends
         parts = _SPACES.split(paragraph.rstrip(" "))  # word, spaces, ... ('' first if indented)
         done = _wrap_summed(parts, font, width, widths)
         if any(font.getlength(line) > width for line in done):

@@ -141,9 +141,9 @@ def test_wrapping_fits_the_width_and_keeps_every_word_in_order() -> None:
 
 def test_wrapping_keeps_paragraphs_blank_lines_and_indentation() -> None:
     font = _load_font(font_info(RenderSettings())["path"], 20)
-    text = "First paragraph.\n\nSecond one.\r\n\tindented()\n    four spaces"
+    text = "First paragraph.\n\nSecond one.\r\n\tindented()\n    four spaces\fpage\u2028end"
     assert wrap(text, font, 900) == ["First paragraph.", "", "Second one.", "    indented()",
-                                     "    four spaces"]
+                                     "    four spaces", "page", "end"]
 
 
 @pytest.mark.parametrize("width", [120, 300, 960])
