@@ -239,3 +239,45 @@ def test_bad_input_is_one_line_naming_it(tmp_path, capsys) -> None:
         build_manifest(pd.DataFrame({"doc_id": ["x"]}), own_seeds())
     with pytest.raises(ValueError, match="notice form 'footer'"):
         build_manifest(_materials(), own_seeds(), forms=["footer"])
+
+
+def test_images_one_rendering_per_material_and_image_form(tmp_path, capsys) -> None:
+    pytest.importorskip("copyprobe.copyright.render",
+                        reason="the renderer (copyprobe/copyright/render.py) is not here yet")
+    import hashlib
+
+    mats = pd.concat([_materials(doc_id="book:1", rights_notice="© 2001 Jane Doe"),
+                      _materials(doc_id="book:2", text="Another text. Short.")],
+                     ignore_index=True)
+    images = tmp_path / "img"
+    df, report = build_manifest(mats, own_seeds(), images_dir=images)
+    assert len(df) == 12 * (5 + 3)
+    # book:1 plain / generic footer / original footer, book:2 plain / generic footer
+    files = sorted(images.glob("*.png"))
+    assert len(files) == 5 and report["images"] == 5
+    for row in df.itertuples():
+        assert len(row.image_paths) >= 1 and len(row.image_paths) == len(row.image_sha256)
+        for p, sha in zip(row.image_paths, row.image_sha256):
+            assert hashlib.sha256(Path(p).read_bytes()).hexdigest() == sha
+    one = df[df["material_id"] == "book:1"]
+    first = one.groupby("notice_form")["image_sha256"].first().map(tuple)
+    assert first["none"] == first["text_generic"] == first["text_original"]
+    assert len({first["none"], first["image_generic"], first["image_original"]}) == 3
+    settings = json.loads(df["render_settings"].iloc[0])
+    assert len(settings["font_file"]["sha256"]) == 64 and settings["width"] > 0
+    # the text goes as an image: an image-form prompt has the query alone as text
+    img_row = one[one["notice_form"] == "image_original"].iloc[0]
+    content = prompt_for(img_row).messages[0]["content"]
+    assert content[0] == {"type": "text", "text": img_row["query"]}
+    assert [p["type"] for p in content[1:]] == ["image_url"] * len(img_row["image_paths"])
+    # built again: the same files and ids, nothing drawn again
+    mtimes = {f: f.stat().st_mtime_ns for f in files}
+    again, _ = build_manifest(mats, own_seeds(), images_dir=images)
+    assert list(again["request_id"]) == list(df["request_id"])
+    assert {f: f.stat().st_mtime_ns for f in sorted(images.glob("*.png"))} == mtimes
+    # the request id follows the images: another width, other images, other ids
+    from copyprobe.copyright.render import RenderSettings
+
+    wide, _ = build_manifest(mats, own_seeds(), images_dir=tmp_path / "img2",
+                             settings=RenderSettings(width=800))
+    assert not set(wide["request_id"]) & set(df["request_id"])
