@@ -159,7 +159,8 @@ def passage_text(text: str, passage: str) -> str | None:
 # ----------------------------------------------------------------------------- loading
 
 def _query_id(task: str, origin: str, i: int, query: str) -> str:
-    return f"{task}:{'own' if origin == 'copyprobe' else 'seeds'}:{i:02d}:{text_id(query, length=8)}"
+    kind = "own" if origin == "copyprobe" else "seeds"
+    return f"{task}:{kind}:{i:02d}:{text_id(query, length=8)}"
 
 
 def _make(task: str, queries: list[str], origin: str, benign: bool) -> list[Query]:
