@@ -37,6 +37,8 @@ def cmd_copyright_manifest(args: argparse.Namespace) -> dict:
     from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST, build_manifest
     from copyprobe.copyright.queries import benign_queries, load_seeds_json, own_seeds
 
+    if args.overflow and not args.images:
+        raise SystemExit("copyprobe: --overflow applies to the rendered images; give --images DIR")
     queries = load_seeds_json(args.queries) if args.queries else own_seeds()
     if args.benign:
         queries = queries + benign_queries()

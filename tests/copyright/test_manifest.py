@@ -226,6 +226,9 @@ def test_bad_input_is_one_line_naming_it(tmp_path, capsys) -> None:
                  "--out", str(tmp_path / "m.parquet")]) == 1
     err = capsys.readouterr().err
     assert str(seeds) in err and "no queries for task(s)" in err
+    with pytest.raises(SystemExit, match="--overflow applies to the rendered images"):
+        main(["copyright-manifest", str(tmp_path), "--overflow", "paginate",
+              "--out", str(tmp_path / "m.parquet")])
     with pytest.raises(SystemExit, match="no such folder or corpus file"):
         main(["copyright-manifest", str(tmp_path / "nope"), "--out", str(tmp_path / "m.parquet")])
     # a material file that is not UTF-8 stops the run with its path
