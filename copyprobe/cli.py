@@ -11,6 +11,7 @@ config, run one model of a config on one prompts table, re-score released genera
     copyprobe generate results/prompts/M/main/S.parquet --model M --out gen.parquet
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
+    copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
 
 Results are printed as JSON on stdout; an error is one line on stderr (exit status 1).
 """
@@ -23,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from copyprobe.copyright.cli import add_commands as add_copyright_commands
 from copyprobe.msr.cli import add_commands as add_msr_commands
 
 
@@ -147,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, help="the generations Parquet file to write")
     g.set_defaults(func=cmd_generate)
     add_msr_commands(sub)
+    add_copyright_commands(sub)
     for command in sub.choices.values():
         command.formatter_class = HelpFormatter
     return p

@@ -128,7 +128,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_option_has_help_and_shows_its_default():
     parser = build_parser()
     subs = _subparsers(parser)
-    assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats"}
+    assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats",
+                         "copyright-manifest"}
     for name, sub in [("copyprobe", parser), *subs.items()]:
         text = " ".join(sub.format_help().split())
         for action in sub._actions:
