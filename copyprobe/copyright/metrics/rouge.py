@@ -23,6 +23,8 @@ import numpy as np
 from nltk.stem import porter
 from rouge_score import scoring, tokenize
 
+from copyprobe.copyright.metrics._inputs import check_pairs
+
 __all__ = ["RougeL", "lcs_length", "rouge_l", "rouge_l_many", "tokens"]
 
 
@@ -130,15 +132,9 @@ class RougeL:
         return _score(_lcs_from_masks(masks, len(r), p), len(p), len(r))
 
     def many(self, predictions: Sequence[str], references: Sequence[str]) -> np.ndarray:
-        if len(predictions) != len(references):
-            raise ValueError(f"rouge_l_many: {len(predictions)} predictions but "
-                             f"{len(references)} references")
+        predictions, references = check_pairs("rouge_l_many", predictions, references)
         out = np.empty((len(predictions), 3), dtype=np.float64)
         for i, (pred, ref) in enumerate(zip(predictions, references, strict=True)):
-            for what, text in (("prediction", pred), ("reference", ref)):
-                if not isinstance(text, str):
-                    raise TypeError(f"rouge_l_many: row {i}: the {what} is "
-                                    f"{type(text).__name__} {text!r}, not a string")
             out[i] = self.score(pred, ref)
         return out
 
