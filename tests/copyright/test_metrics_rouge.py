@@ -61,7 +61,8 @@ def _pairs(n: int, seed: int) -> list[tuple[str, str]]:
             w = ref.split()
             a = rng.randint(0, len(w))
             b = rng.randint(a, len(w))
-            pred = " ".join([_text(rng, rng.randint(0, 20)), *w[a:b], _text(rng, rng.randint(0, 20))])
+            pred = " ".join([_text(rng, rng.randint(0, 20)), *w[a:b],
+                             _text(rng, rng.randint(0, 20))])
         else:  # punctuation only or one token on either side
             pred = rng.choice(("...", "— ©", "", "cat", "CATS!", ref))
         pairs.append((pred, ref))
@@ -125,3 +126,4 @@ def test_cached_references_give_the_same_scores_as_fresh_ones() -> None:
     again = scorer.many(["nothing here", "the quick fox"], [ref, ref])
     np.testing.assert_array_equal(again, first[[2, 0]])
     np.testing.assert_array_equal(first[1], rouge_l("lazy dogs jump", ref))
+    assert RougeL.settings()["rouge_score_version"].count(".") == 2

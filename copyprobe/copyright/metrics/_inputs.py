@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 
 def check_pairs(what: str, a: Sequence[object], b: Sequence[object],
-                names: tuple[str, str] = ("prediction", "reference")) -> tuple[list[str], list[str]]:
+                names: tuple[str, str] = ("prediction", "reference"),
+                ) -> tuple[list[str], list[str]]:
     """``a`` and ``b`` as lists of strings of equal length, or a ValueError/TypeError that names
     the metric (``what``), the row and the side."""
     a, b = list(a), list(b)

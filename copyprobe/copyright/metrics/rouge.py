@@ -112,6 +112,15 @@ class RougeL:
     """ROUGE-L over many pairs, tokenizing each distinct text once and building the bit masks
     of each distinct reference once."""
 
+    @staticmethod
+    def settings() -> dict[str, str]:
+        """What determines the scores, for provenance."""
+        from importlib.metadata import version
+
+        return {"metric": "rouge_l", "tokenizer": "rouge_score.tokenize", "stemmer": "porter",
+                "lcs": "bit-parallel", "rouge_score_version": version("rouge-score"),
+                "nltk_version": version("nltk")}
+
     def __init__(self) -> None:
         self._tokens: dict[str, list[str]] = {}
         self._ref_masks: dict[str, dict[str, int]] = {}
