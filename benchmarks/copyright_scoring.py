@@ -13,7 +13,8 @@ use_stemmer=True)``) on ``--rouge-sample`` of them, extrapolated, and checked to
 metrics cost per distinct text (each material is one reference of many responses), so by default
 they run on a sample that keeps the full run's ratio of materials to responses and are
 extrapolated by the ratio of distinct texts; ``--full`` runs all 12,500 pairs of each. Model
-loading is timed apart. Every line says what was measured and what extrapolated.
+loading is timed apart. Every line says what was measured and what extrapolated, and gives the
+process's CPU seconds (all threads) beside the wall-clock time, which a shared machine inflates.
 
 Usage::
 
@@ -91,9 +92,13 @@ def make_pairs(n: int, n_materials: int, seed: int, words: int | None = None) ->
     return preds, refs
 
 
+CPU: list[float] = []  # CPU seconds of this process (all threads) of the last _timed call
+
+
 def _timed(fn, *args):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn(*args)
+    CPU[:] = [time.process_time() - c0]
     return out, time.perf_counter() - t0
 
 
@@ -114,7 +119,7 @@ def main() -> None:
     preds, refs = make_pairs(a.rouge_pairs, a.materials, a.seed)
     scores, t_rouge = _timed(RougeL().many, preds, refs)
     print(f"ROUGE-L (bit-parallel, exact): {a.rouge_pairs} pairs in {t_rouge:.1f} s "
-          f"(measured; mean F1 {scores[:, 2].mean():.3f})")
+          f"({CPU[0]:.1f} s CPU; measured; mean F1 {scores[:, 2].mean():.3f})")
 
     from rouge_score import rouge_scorer
 
@@ -124,7 +129,8 @@ def main() -> None:
                                                for p, r in zip(preds[:k], refs[:k])]))
     diff = np.abs(sample - scores[:k]).max()
     t_plain_all = t_plain / k * a.rouge_pairs
-    print(f"plain rouge-score: {k} pairs in {t_plain:.1f} s (measured) -> {a.rouge_pairs} pairs "
+    print(f"plain rouge-score: {k} pairs in {t_plain:.1f} s ({CPU[0]:.1f} s CPU; measured) -> "
+          f"{a.rouge_pairs} pairs "
           f"~{t_plain_all:.0f} s (extrapolated), {t_plain_all / t_rouge:.0f}x slower; "
           f"max |difference| {diff:.1e}")
     total = t_rouge
@@ -148,7 +154,8 @@ def main() -> None:
         out, t = _timed(getattr(model, method), p, r)
         t_all = t * factor
         total += t_all + t_load
-        print(f"{label}: load {t_load:.1f} s; {n} pairs in {t:.1f} s ({what}) -> "
+        print(f"{label}: load {t_load:.1f} s; {n} pairs in {t:.1f} s ({CPU[0]:.1f} s CPU; "
+              f"{what}) -> "
               f"{a.model_pairs} pairs ~{t_all:.0f} s"
               f"{'' if a.full else ' (extrapolated by distinct texts)'}; "
               f"{n + n_mat} distinct texts, {(n + n_mat) / t:.1f} texts/s, mean {out.mean():.3f}")

