@@ -1,0 +1,1 @@
+"""The copyright-compliance benchmark: a study package built on the shared core."""
