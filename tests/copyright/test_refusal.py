@@ -124,7 +124,7 @@ def test_judge_prompt_is_one_user_message_with_the_response_and_the_question():
     assert p.format == "chat" and len(p.messages) == 1 and p.messages[0]["role"] == "user"
     body = p.messages[0]["content"]
     assert "BEGIN REPLY\nI'm sorry, but I can't.\nEND REPLY" in body
-    assert body.rstrip().endswith("Answer with exactly one word: yes or no.")
+    assert body.rstrip().endswith("begin with an explicit refusal? Answer yes or no.")
     assert "cut here" not in body
 
 
@@ -278,6 +278,8 @@ def test_judge_with_smollm2(tmp_path: Path):
     # every answer is read by the parser, whatever the small model says
     assert list(out["refusal_judge"]) == [parse_verdict(t) for t in out["judge_text"]]
     assert set(out["refusal_judge"]) <= {"yes", "no", "unparseable"}
+    # the small model answers at least the plain compliance with a parseable yes or no
+    assert set(out["refusal_judge"]) & {"yes", "no"}
     assert not out["judge_from_cache"].any()
     again = judge_responses(responses, spec, tmp_path)
     assert again["judge_from_cache"].all()
