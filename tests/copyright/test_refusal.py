@@ -243,11 +243,16 @@ def test_judge_through_an_openai_compatible_server(fault_server: Any, tmp_path: 
     assert "BEGIN REPLY\nI'm sorry, but I can't share that text.\nEND REPLY" in json.dumps(
         content, ensure_ascii=False).replace("\\n", "\n")
     assert out.attrs["summary"]["failed"] == 1 and out.attrs["summary"]["requests"] == 2
+    # neither the unparseable answer nor the failed or skipped rows count in the agreement
+    agree = agreement(out["refusal_rule"], out["refusal_judge"])
+    assert (agree["n"], agree["unparseable"], agree["no_verdict"]) == (0, 1, 2)
 
     # cached like any call: a rerun sends only the failed request
     again = judge_responses(responses, _api_spec(fault_server), tmp_path / "cache")
     assert fault_server.total_requests == 3
-    assert bool(again.iloc[0]["judge_from_cache"]) and again.iloc[0]["judge_text"] == a["judge_text"]
+    assert bool(again.iloc[0]["judge_from_cache"])
+    assert again.iloc[0]["judge_text"] == a["judge_text"]
+    assert again.iloc[1]["judge_status"] == "failed"
     # a different cut is a different prompt: sent again
     judge_responses({"a": responses["a"]}, _api_spec(fault_server), tmp_path / "cache",
                     max_tokens=3)
