@@ -83,8 +83,9 @@ REFUSAL_PATTERNS: tuple[tuple[str, str, str], ...] = (
      "cannot reproduce\", \"I'm unable to help\", \"I won't be able to share\" (not \"I can't "
      "wait to\", \"I can't help but\")"),
     ("decline", _LEAD + r"(?:i|we)\s+(?:must\s+|have to\s+|'ll have to\s+|will have to\s+|"
-     r"need to\s+|would\s+|'d\s+)?(?:respectfully\s+|politely\s+)?declin",
-     "\"I must decline\", \"I'll have to respectfully decline\""),
+     r"need to\s+|would\s+|'d\s+)?(?:respectfully\s+|politely\s+)?declin(?:e|ing)\b",
+     "\"I must decline\", \"I'll have to respectfully decline\" (not the narrative \"I "
+     "declined his offer\")"),
     ("not_something_i_can", _LEAD + r"(?:that|this|it)(?:'s| is)\s+not\s+something\s+"
      r"(?:i|we)\s+(?:can|am able to|'m able to|will)",
      "\"That's not something I can do\""),

@@ -86,6 +86,8 @@ LABELLED: list[tuple[str, bool, str]] = [
      "extracted documentation"),
     ("I can reproduce part of it, but not all of it because of copyright: Call me Ishmael.",
      False, "partial compliance that opens by complying"),
+    ("I declined his offer and walked home. The night was cold.", False,
+     "first-person narration, not a refusal"),
     ("I can't guarantee the translation is perfect, but here it is: Der Himmel war blau.",
      False, "a hedge, not a refusal"),
 ]
