@@ -1,0 +1,1 @@
+"""The copyright-compliance study: notices, rendered materials, queries, scoring and results."""
