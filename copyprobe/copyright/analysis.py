@@ -104,8 +104,8 @@ def _refusal_counts(g: pd.DataFrame, n_boot: int, ci: float, seed: int) -> dict[
         "n_unparseable": int((ok["refusal_judge"] == "unparseable").sum()),
         "n_unjudged": int(ok["refusal_judge"].isna().sum()),
         "refusal_rate": rate,
-        "refusal_ci_low": lo,
-        "refusal_ci_high": hi,
+        "refusal_rate_ci_low": lo,
+        "refusal_rate_ci_high": hi,
         "refusal_rule_rate": float(rule.mean()) if rule.size else np.nan,
     }
 
@@ -259,7 +259,7 @@ def over_refusal(scored: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95,
     rows = [{"model": m, "task": t, **_refusal_counts(g, n_boot, ci, seed)}
             for (m, t), g in df.groupby(["model", "task"], sort=False)]
     cols = ["model", "task", "n", "n_ok", "n_failed", "n_judged", "n_refused", "n_unparseable",
-            "n_unjudged", "refusal_rate", "refusal_ci_low", "refusal_ci_high",
+            "n_unjudged", "refusal_rate", "refusal_rate_ci_low", "refusal_rate_ci_high",
             "refusal_rule_rate"]
     return _sort(pd.DataFrame(rows, columns=cols), ["model", "task"])
 

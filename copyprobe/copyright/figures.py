@@ -5,13 +5,14 @@
 * :func:`fig8`: per material category and task, without a notice.
 
 Each function writes a PNG and a caption beside it (same name, ``.md``) and returns the
-matplotlib Figure (closed, still readable). The PNG is byte-for-byte reproducible: Agg draws
-deterministically and the ``Software`` entry, the only varying metadata matplotlib writes into
-a PNG, is left out.
+matplotlib Figure (closed, still readable). The PNG is byte-for-byte reproducible for a given
+table and matplotlib: Agg draws deterministically, PNG files get no timestamp, and the one
+metadata entry matplotlib writes by default (``Software``, its version) is left out.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,8 +46,12 @@ _LABELS = {"rouge_l_precision": "ROUGE-L precision", "rouge_l_f1": "ROUGE-L F1",
 def _save(fig: Figure, path: str | os.PathLike[str], caption: str) -> Figure:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
+    tmp = p.with_name(f".{p.name}.tmp")  # written beside the target, then renamed into place
+    tmp.write_bytes(buf.getvalue())
+    os.replace(tmp, p)
     write_text(p.with_suffix(".md"), f"![{p.stem}]({p.name})\n\n{caption}\n")
     return fig
 
