@@ -144,6 +144,8 @@ def _per_task(df: pd.DataFrame, keys: list[str], n_boot: int, ci: float, seed: i
                         "rouge_l_f1_ci_high": np.nan, "n_rouge_l_f1": 0})
         row.update(_refusal_counts(g, n_boot, ci, seed))
         rows.append(row)
+    if not rows:  # e.g. no row without a notice: an empty table, not an error
+        return pd.DataFrame(columns=[*keys, "metric", "n", "n_failed", "refusal_rate"])
     return _sort(pd.DataFrame(rows), keys)
 
 

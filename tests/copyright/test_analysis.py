@@ -231,6 +231,15 @@ def test_write_tables_writes_csv_and_markdown(tmp_path, repetition_rows) -> None
     assert "100.00" in (tmp_path / "over_refusal.md").read_text()
 
 
+def test_a_table_without_unnoticed_rows_writes_empty_tables(tmp_path) -> None:
+    df = frame([row(form="text_generic", sim=0.4), row(form="image_original", sim=0.6)])
+    assert table1(df, **BOOT).empty and by_category(df, **BOOT).empty
+    write_tables(df, tmp_path, **BOOT)
+    assert (tmp_path / "table1.md").read_text().startswith("| model | task | metric |")
+    # 2 forms x (repetition, repetition+extraction)
+    assert len(pd.read_csv(tmp_path / "by_notice_form.csv")) == 4
+
+
 def test_markdown_of_an_empty_table_is_still_a_table() -> None:
     md = to_markdown(pd.DataFrame(columns=["model", "refusal_rate"]), "nothing")
     assert md.splitlines()[:2] == ["| model | refusal_rate |", "|---|---|"]
