@@ -38,7 +38,9 @@ __all__ = [
     "TASK_METRICS",
     "by_category",
     "by_notice_form",
+    "infringement_rows",
     "over_refusal",
+    "sort_rows",
     "table1",
     "table5",
     "to_markdown",
@@ -70,7 +72,9 @@ def _order_key(order: Sequence[str]) -> Any:
     return key
 
 
-def _sort(df: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+def sort_rows(df: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+    """``df`` sorted by ``cols``: notice forms and tasks in the benchmark's order, others
+    alphabetically."""
     orders = {"notice_form": FORM_ORDER, "task": TASK_ORDER, "level": ("responses", "cells")}
     for col in reversed(cols):  # stable sorts from the last key to the first
         key = _order_key(orders[col]) if col in orders else None
@@ -146,10 +150,11 @@ def _per_task(df: pd.DataFrame, keys: list[str], n_boot: int, ci: float, seed: i
         rows.append(row)
     if not rows:  # e.g. no row without a notice: an empty table, not an error
         return pd.DataFrame(columns=[*keys, "metric", "n", "n_failed", "refusal_rate"])
-    return _sort(pd.DataFrame(rows), keys)
+    return sort_rows(pd.DataFrame(rows), keys)
 
 
-def _infringement(scored: pd.DataFrame, notice_form: str | None) -> pd.DataFrame:
+def infringement_rows(scored: pd.DataFrame, notice_form: str | None) -> pd.DataFrame:
+    """The non-benign rows, of ``notice_form`` only unless it is None."""
     df = scored[~scored["benign"]]
     return df if notice_form is None else df[df["notice_form"] == notice_form]
 
@@ -160,7 +165,7 @@ def table1(scored: pd.DataFrame, *, notice_form: str | None = NO_NOTICE, n_boot:
     its interval), ROUGE-L F1 beside precision for repetition and extraction, the refusal rate
     with its interval, and the counts. Rows of ``notice_form`` only (None: every form)."""
     scored = validate_scored(scored)
-    return _per_task(_infringement(scored, notice_form), ["model", "task"], n_boot, ci, seed,
+    return _per_task(infringement_rows(scored, notice_form), ["model", "task"], n_boot, ci, seed,
                      spread=False, f1=True)
 
 
@@ -175,7 +180,7 @@ def by_notice_form(scored: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95
     quartiles, max) and the refusal rate; plus the task ``repetition+extraction`` pooling the
     ROUGE-L precision of both (Figure 6's distributions)."""
     scored = validate_scored(scored)
-    df = _with_rouge_pool(_infringement(scored, None))
+    df = _with_rouge_pool(infringement_rows(scored, None))
     return _per_task(df, ["model", "notice_form", "task"], n_boot, ci, seed, spread=True,
                      f1=False)
 
@@ -185,7 +190,7 @@ def by_category(scored: pd.DataFrame, *, notice_form: str | None = NO_NOTICE, n_
     """Per model, material category and task: similarity and refusal rate (Figure 8), on the
     rows of ``notice_form`` only (None: every form)."""
     scored = validate_scored(scored)
-    return _per_task(_infringement(scored, notice_form), ["model", "category", "task"], n_boot,
+    return _per_task(infringement_rows(scored, notice_form), ["model", "category", "task"], n_boot,
                      ci, seed, spread=True, f1=False)
 
 
@@ -219,7 +224,7 @@ def table5(scored: pd.DataFrame, *, notice_form: str | None = None,
     Spearman value per task). Negative values: responses that refuse are less similar.
     """
     scored = validate_scored(scored)
-    df = _infringement(scored, notice_form)
+    df = infringement_rows(scored, notice_form)
     df = df[(df["status"] == "ok") & df["refused"].notna()]
     groups: list[tuple[str, pd.DataFrame]] = [(str(m), g) for m, g in df.groupby("model")]
     if pool_models and len(groups) > 1:
@@ -248,7 +253,7 @@ def table5(scored: pd.DataFrame, *, notice_form: str | None = None,
                      "n_refused": int(t["refused"].astype(bool).sum())})
     cols = ["level", "model", "task", "metric", "n", "n_refused", "pearson_r", "pearson_p",
             "spearman_rho", "spearman_p", "note"]
-    return _sort(pd.DataFrame(rows, columns=cols), ["level", "model", "task"])
+    return sort_rows(pd.DataFrame(rows, columns=cols), ["level", "model", "task"])
 
 
 def over_refusal(scored: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95,
@@ -263,7 +268,7 @@ def over_refusal(scored: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95,
     cols = ["model", "task", "n", "n_ok", "n_failed", "n_judged", "n_refused", "n_unparseable",
             "n_unjudged", "refusal_rate", "refusal_rate_ci_low", "refusal_rate_ci_high",
             "refusal_rule_rate"]
-    return _sort(pd.DataFrame(rows, columns=cols), ["model", "task"])
+    return sort_rows(pd.DataFrame(rows, columns=cols), ["model", "task"])
 
 
 # ---- writers --------------------------------------------------------------------------------

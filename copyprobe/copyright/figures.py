@@ -30,8 +30,8 @@ from copyprobe.copyright.analysis import (  # noqa: E402
     NO_NOTICE,
     ROUGE_TASKS,
     TASK_METRICS,
-    _infringement,
-    _sort,
+    infringement_rows,
+    sort_rows,
 )
 from copyprobe.copyright.scored import validate_scored  # noqa: E402
 
@@ -57,7 +57,7 @@ def _save(fig: Figure, path: str | os.PathLike[str], caption: str) -> Figure:
 
 
 def _ordered(df: pd.DataFrame, col: str) -> list[str]:
-    return [str(v) for v in _sort(df[[col]].drop_duplicates(), [col])[col]]
+    return [str(v) for v in sort_rows(df[[col]].drop_duplicates(), [col])[col]]
 
 
 def _empty(ax: plt.Axes, text: str = "no data") -> None:
@@ -69,7 +69,7 @@ def fig6(scored: pd.DataFrame, path: str | os.PathLike[str], *,
     """One panel per model: a box plot of ``metric`` per notice form over the ok rows of
     ``tasks`` (means marked), the number of responses under each box."""
     scored = validate_scored(scored)
-    df = _infringement(scored, None)
+    df = infringement_rows(scored, None)
     df = df[(df["status"] == "ok") & df["task"].isin(tasks) & np.isfinite(df[metric])]
     models = _ordered(scored, "model")
     forms = _ordered(scored[~scored["benign"]], "notice_form")
@@ -149,7 +149,7 @@ def fig7(scored: pd.DataFrame, path: str | os.PathLike[str]) -> Figure:
                "paraphrase, translation), each model's mean similarity (top: ROUGE-L precision, "
                "BERTScore F1, embedding cosine as the task defines) and refusal rate (bottom: "
                "judged responses only; failed responses and unparseable verdicts left out).")
-    return _bars(_infringement(scored, None), path, "notice_form", caption,
+    return _bars(infringement_rows(scored, None), path, "notice_form", caption,
                  "Compliance per notice form and task")
 
 
@@ -161,7 +161,7 @@ def fig8(scored: pd.DataFrame, path: str | os.PathLike[str], *,
         "all notice forms" if notice_form is None else f"notice form {notice_form}")
     caption = (f"Figure 8: per material category and infringement task, {which}: each model's "
                "mean similarity (top) and refusal rate (bottom; judged responses only).")
-    return _bars(_infringement(scored, notice_form), path, "category", caption,
+    return _bars(infringement_rows(scored, notice_form), path, "category", caption,
                  f"Compliance per material category ({which})")
 
 
