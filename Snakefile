@@ -15,6 +15,7 @@ include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/generation.smk"
 include: "rules/msr.smk"
+include: "rules/copyright.smk"
 
 
 rule all:

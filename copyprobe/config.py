@@ -23,6 +23,8 @@ import yaml
 #: The config schema ships inside the package, so ``pip install .`` validates configs too.
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config_schema.yaml"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: The generation layer's ``{source}`` of a copyright benchmark is this prefix + its name.
+COPYRIGHT_PREFIX = "copyright."
 MSR_KEYS = ("n", "num_words", "min_segment_words", "system_message", "prompt_format")
 
 
@@ -132,6 +134,11 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
         for i, s in enumerate(members):
             if s not in cfg["sources"]:
                 raise ConfigError(f"config key 'datasets.{name}.{i}': unknown source {s!r}")
+    msr = msr_models(cfg)
+    if msr and not cfg["datasets"]:
+        raise ConfigError(f"config key 'datasets': required by the MSR study (models "
+                          f"{', '.join(msr)}); a model only in the copyright study sets "
+                          "studies: [copyright]")
     m = cfg["matching"]
     if m["k_min"] > m["k_max"]:
         raise ConfigError("config key 'matching.k_min': must not exceed matching.k_max")
@@ -142,11 +149,16 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
         if spec["backend"] not in BACKENDS:
             raise ConfigError(f"config key '{key}.backend': unknown backend {spec['backend']!r}; "
                               f"known: {', '.join(BACKENDS.names())}")
-        try:
-            dt.date.fromisoformat(spec["cutoff"])
-        except ValueError:
-            raise ConfigError(f"config key '{key}.cutoff': not a date (YYYY-MM-DD): "
-                              f"{spec['cutoff']!r}") from None
+        if "cutoff" not in spec:
+            if "msr" in spec["studies"]:
+                raise ConfigError(f"config key '{key}.cutoff': required for the MSR study (a "
+                                  "model only in the copyright study sets studies: [copyright])")
+        else:
+            try:
+                dt.date.fromisoformat(spec["cutoff"])
+            except ValueError:
+                raise ConfigError(f"config key '{key}.cutoff': not a date (YYYY-MM-DD): "
+                                  f"{spec['cutoff']!r}") from None
         for i, s in enumerate(spec.get("sources", [])):
             if s not in cfg["sources"]:
                 raise ConfigError(f"config key '{key}.sources.{i}': unknown source {s!r}")
@@ -161,6 +173,45 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
     from copyprobe.experiments import check as check_experiments
 
     check_experiments(cfg)
+    _check_copyright(cfg)
+
+
+def _check_copyright(cfg: Mapping[str, Any]) -> None:
+    """The copyright block: benchmark names, material sources, seed files, the judge's backend,
+    and at least one model in the study when a benchmark is configured."""
+    from copyprobe.generation.base import BACKENDS
+
+    block = cfg["copyright"]
+    for name in cfg["sources"]:
+        if name.startswith(COPYRIGHT_PREFIX):
+            raise ConfigError(f"config key 'sources.{name}': names starting with "
+                              f"{COPYRIGHT_PREFIX!r} are kept for the copyright benchmarks")
+    for name, bench in block["benchmarks"].items():
+        key = f"copyright.benchmarks.{name}"
+        if not NAME_RE.match(name):
+            raise ConfigError(f"config key '{key}': names may use letters, digits, '_', '.', "
+                              "'-' only")
+        for i, s in enumerate(bench["materials"]):
+            if s not in cfg["sources"]:
+                raise ConfigError(f"config key '{key}.materials.{i}': unknown source {s!r}")
+        if bench["queries"] is not None and not Path(bench["queries"]).exists():
+            raise ConfigError(f"config key '{key}.queries': no such file or folder "
+                              f"{bench['queries']!r}")
+        image_forms = [f for f in bench["forms"] if f.startswith("image_")]
+        if image_forms and not bench["images"]:
+            raise ConfigError(f"config key '{key}.forms': {image_forms} draw the notice into "
+                              "the image: they need images: true")
+    if block["benchmarks"] and not copyright_models(cfg):
+        raise ConfigError("config key 'copyright.benchmarks': no model runs the copyright "
+                          "study (give a model studies: [copyright])")
+    judge = block["judge"]
+    if judge is not None:
+        if "backend" not in judge:
+            raise ConfigError("config key 'copyright.judge.backend': required (e.g. llamacpp, "
+                              "openai)")
+        if judge["backend"] not in BACKENDS:
+            raise ConfigError(f"config key 'copyright.judge.backend': unknown backend "
+                              f"{judge['backend']!r}; known: {', '.join(BACKENDS.names())}")
 
 
 def check_msr(msr: Mapping[str, Any], key: str) -> None:
@@ -230,9 +281,28 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
 # ---- slices handed to the workflow scripts ---------------------------------------------------
 
+def msr_models(cfg: Mapping[str, Any]) -> list[str]:
+    """The models in the MSR study (``studies`` includes msr, the default)."""
+    return [m for m, spec in cfg["models"].items() if "msr" in spec.get("studies", ["msr"])]
+
+
+def copyright_models(cfg: Mapping[str, Any]) -> list[str]:
+    """The models in the copyright study."""
+    return [m for m, spec in cfg["models"].items() if "copyright" in spec.get("studies", [])]
+
+
+def copyright_source(benchmark: str) -> str:
+    """The name under which a benchmark's prompts and generations are kept (the generation
+    layer's ``{source}``)."""
+    return f"{COPYRIGHT_PREFIX}{benchmark}"
+
+
 def model_sources(cfg: Mapping[str, Any], model: str) -> list[str]:
-    """The sources a model is run on: its own list, else every source used by a dataset."""
+    """The MSR sources a model is run on: its own list, else every source used by a dataset
+    (none for a model outside the MSR study)."""
     spec = cfg["models"][model]
+    if "msr" not in spec.get("studies", ["msr"]):
+        return []
     if "sources" in spec:
         return list(spec["sources"])
     used = {s for members in cfg["datasets"].values() for s in members}
@@ -261,7 +331,7 @@ def source_cutoffs(cfg: Mapping[str, Any], source: str) -> list[str]:
 
     if not uses_cutoffs(cfg["sources"][source]["kind"]):
         return []
-    return sorted({str(m["cutoff"]) for m in cfg["models"].values()})
+    return sorted({str(m["cutoff"]) for m in cfg["models"].values() if "cutoff" in m})
 
 
 def prompt_cut_at(cfg: Mapping[str, Any], source: str) -> str | None:

@@ -56,6 +56,7 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     variant=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    benchmark=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
 def source_params(wildcards):
@@ -116,7 +117,13 @@ def generation_shards(wildcards):
     import pandas as pd
     from copyprobe.generation.shards import shard_count
 
-    prompts = checkpoints.build_prompts.get(**wildcards).output[0]
+    source = wildcards.source
+    if source.startswith(cpc.COPYRIGHT_PREFIX):
+        prompts = checkpoints.copyright_prompts.get(
+            model=wildcards.model, variant=wildcards.variant,
+            benchmark=source.removeprefix(cpc.COPYRIGHT_PREFIX)).output[0]
+    else:
+        prompts = checkpoints.build_prompts.get(**wildcards).output[0]
     size = config["models"][wildcards.model].get("shard_size")
     n = shard_count(pd.read_parquet(prompts, columns=["status"]), size)
     return [
@@ -162,7 +169,8 @@ def curation_report_params(wildcards):
 
 
 def all_curation_reports():
-    return [f"results/curation/{m}.{ext}" for m in config["models"] for ext in ("parquet", "md")]
+    return [f"results/curation/{m}.{ext}" for m in cpc.msr_models(config)
+            for ext in ("parquet", "md")]
 
 
 def dataset_members(wildcards):
@@ -261,15 +269,16 @@ def all_targets():
         f"results/tables/sweep_{n}.{ext}" for n in experiments_of("sweep") for ext in ("csv", "md")
     ]
     comparisons = ["results/tables/comparisons.csv", "results/tables/comparisons.md"]
+    msr_table = ["results/tables/msr_table.csv", "results/tables/msr_table.md"]
     return [
-        "results/tables/msr_table.csv",
-        "results/tables/msr_table.md",
+        *(msr_table if cpx.runs(config) else []),
         *figures,
         *models,
         *experiment_figures(),
         *sweeps,
         *(comparisons if all_comparisons() else []),
         *all_curation_reports(),
+        *copyright_targets(),
     ]
 
 
@@ -280,3 +289,59 @@ def print_table():
         table = Path("results/tables/msr_table.md")
         if table.is_file():
             print(f"\n{table}:\n\n{table.read_text()}", flush=True)
+
+
+# ---- the copyright study ------------------------------------------------------------------
+
+
+def copyright_benchmark_spec(wildcards):
+    return config["copyright"]["benchmarks"][wildcards.benchmark]
+
+
+def copyright_material_corpora(wildcards):
+    """The corpus tables of a benchmark's material sources."""
+    return expand("results/corpus/{source}.parquet",
+                  source=copyright_benchmark_spec(wildcards)["materials"])
+
+
+def copyright_images_dir(wildcards):
+    """Rendered pages are content-addressed files kept with the caches: a benchmark rebuilt
+    after a change draws only the pages it has not drawn before."""
+    return str(Path(config["cache_dir"]) / "copyright" / "images")
+
+
+def copyright_judge_params(wildcards):
+    """The judge's model entry (None: rule detector only), where its calls are cached, and the
+    words of a response it sees."""
+    c = config["copyright"]
+    return {"judge": c["judge"], "cache_dir": config["cache_dir"],
+            "max_words": c["judge_max_words"]}
+
+
+def copyright_judge_threads(wildcards):
+    judge = config["copyright"]["judge"]
+    return 1 if judge is None else job_threads(judge)
+
+
+def copyright_judge_api_slots(wildcards):
+    judge = config["copyright"]["judge"]
+    return 1 if judge is not None and backend_facts(judge["backend"])["remote"] else 0
+
+
+def copyright_metrics_params(wildcards):
+    return config["copyright"]["metrics"]
+
+
+def copyright_scored_tables(wildcards):
+    """Every study model's scored table of one benchmark."""
+    return expand("results/copyright/{benchmark}/scored/{model}.parquet",
+                  benchmark=wildcards.benchmark, model=cpc.copyright_models(config))
+
+
+def copyright_targets():
+    out = []
+    for b in config["copyright"]["benchmarks"]:
+        out += [f"results/copyright/{b}/tables/table1.md",
+                f"results/copyright/{b}/figures/fig6.png",
+                f"results/copyright/{b}/refusal_agreement.json"]
+    return out

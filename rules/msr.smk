@@ -10,6 +10,9 @@ checkpoint build_prompts:
         curated="results/curated/{model}/{source}.parquet",
     output:
         "results/prompts/{model}/{variant}/{source}.parquet",
+    wildcard_constraints:
+        # the copyright benchmarks' prompts are made by copyright_prompts
+        source=r"(?!copyright\.)[A-Za-z0-9][A-Za-z0-9_.-]*",
     log:
         "logs/build_prompts/{model}/{variant}/{source}.log",
     params:

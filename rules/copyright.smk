@@ -1,0 +1,114 @@
+# The copyright-compliance study: each benchmark's manifest and rendered pages, the prompts of
+# every model in the study (run through the shared generation rules as the source
+# "copyright.<benchmark>", variant "main"), refusal verdicts, task-conditional scores, and the
+# paper's tables and figures under results/copyright/<benchmark>/.
+
+
+rule copyright_manifest:
+    input:
+        copyright_material_corpora,
+    output:
+        manifest="results/copyright/{benchmark}/manifest.parquet",
+        report="results/copyright/{benchmark}/manifest.report.json",
+    log:
+        "logs/copyright_manifest/{benchmark}.log",
+    params:
+        spec=copyright_benchmark_spec,
+        images_dir=copyright_images_dir,
+    localrule: True
+    script:
+        "../workflow_scripts/copyright_manifest.py"
+
+
+checkpoint copyright_prompts:
+    input:
+        "results/copyright/{benchmark}/manifest.parquet",
+    output:
+        "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet",
+    log:
+        "logs/copyright_prompts/{model}/{variant}/{benchmark}.log",
+    localrule: True
+    script:
+        "../workflow_scripts/copyright_prompts.py"
+
+
+rule copyright_judge:
+    input:
+        "results/generations/{model}/main/copyright.{benchmark}.parquet",
+    output:
+        "results/copyright/{benchmark}/verdicts/{model}.parquet",
+    log:
+        "logs/copyright_judge/{benchmark}/{model}.log",
+    params:
+        judge=copyright_judge_params,
+    threads: copyright_judge_threads
+    resources:
+        mem_mb=4000,
+        runtime=240,
+        llm_api=copyright_judge_api_slots,
+    script:
+        "../workflow_scripts/copyright_judge.py"
+
+
+rule copyright_score:
+    input:
+        manifest="results/copyright/{benchmark}/manifest.parquet",
+        generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
+        verdicts="results/copyright/{benchmark}/verdicts/{model}.parquet",
+    output:
+        "results/copyright/{benchmark}/scored/{model}.parquet",
+    log:
+        "logs/copyright_score/{benchmark}/{model}.log",
+    params:
+        metrics=copyright_metrics_params,
+    threads: 2
+    resources:
+        mem_mb=4000,
+    script:
+        "../workflow_scripts/copyright_score.py"
+
+
+rule copyright_tables:
+    input:
+        copyright_scored_tables,
+    output:
+        scored="results/copyright/{benchmark}/scored.parquet",
+        agreement="results/copyright/{benchmark}/refusal_agreement.json",
+        tables=multiext(
+            "results/copyright/{benchmark}/tables/",
+            "table1.csv",
+            "table1.md",
+            "by_notice_form.csv",
+            "by_notice_form.md",
+            "by_category.csv",
+            "by_category.md",
+            "table5.csv",
+            "table5.md",
+            "over_refusal.csv",
+            "over_refusal.md",
+        ),
+        fig6=report(
+            "results/copyright/{benchmark}/figures/fig6.png",
+            caption="../resources/report/copyright_fig6.rst",
+            category="copyright compliance",
+            subcategory="{benchmark}",
+        ),
+        fig7=report(
+            "results/copyright/{benchmark}/figures/fig7.png",
+            caption="../resources/report/copyright_fig7.rst",
+            category="copyright compliance",
+            subcategory="{benchmark}",
+        ),
+        fig8=report(
+            "results/copyright/{benchmark}/figures/fig8.png",
+            caption="../resources/report/copyright_fig8.rst",
+            category="copyright compliance",
+            subcategory="{benchmark}",
+        ),
+    log:
+        "logs/copyright_tables/{benchmark}.log",
+    params:
+        statistics=config["statistics"],
+    localrule: True
+    script:
+        "../workflow_scripts/copyright_tables.py"

@@ -1,0 +1,242 @@
+"""A configured benchmark's queries and prompts, and scoring one model's responses: each task
+with its own metric against the right reference, failed calls never scored, judge verdicts
+carried over (unparseable never counted)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from copyprobe.artifacts import PROMPTS, to_table
+from copyprobe.copyright.benchmark import benchmark_queries, build_benchmark, manifest_prompts
+from copyprobe.copyright.metrics.rouge import rouge_l
+from copyprobe.copyright.queries import BENIGN_TASKS, TASKS, own_seeds
+from copyprobe.copyright.refusal import REFUSAL_VERDICTS
+from copyprobe.copyright.score import (
+    SCORED_RUN,
+    ScoringError,
+    agreement_report,
+    reference_for,
+    rule_only_verdicts,
+    score_responses,
+)
+from copyprobe.copyright.scored import validate_scored
+from copyprobe.prompt import Prompt
+
+TEXT = ("The lighthouse keeper wrote every night. His logbook filled with storms. "
+        "The third sentence names the island.\n\nA second paragraph ends the text.")
+
+
+def _materials(n: int = 2) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "doc_id": f"m{i}", "title": f"Material {i}", "text": TEXT + f" Number {i}.",
+        "category": "book", "rights_holder": "Harbour Press" if i == 0 else None,
+        "rights_year": 2020 if i == 0 else None,
+        "rights_notice": "Copyright (c) 2020 Harbour Press" if i == 0 else None,
+    } for i in range(n)])
+
+
+def _spec(**kw) -> dict:
+    return {"materials": ["books"], "queries": None, "per_task": None, "benign": True,
+            "forms": ["none", "text_generic", "text_original"], "images": False, **kw}
+
+
+def test_benchmark_queries_per_task_and_benign():
+    every = benchmark_queries(_spec())
+    assert len(every) == 3 * len(TASKS) + 2 * len(BENIGN_TASKS)
+    two = benchmark_queries(_spec(per_task=2, benign=False))
+    assert [q.task for q in two] == [t for t in TASKS for _ in range(2)]
+    assert [q.query_id for q in two[:2]] == [q.query_id for q in own_seeds()[:2]]
+    one = benchmark_queries(_spec(per_task=1))
+    assert sorted(q.task for q in one) == sorted((*TASKS, *BENIGN_TASKS))
+
+
+def test_build_benchmark_and_prompts_without_images():
+    df, report = build_benchmark([_materials()], _spec(per_task=1, benign=False),
+                                 images_dir=None, names=["books"])
+    # m0: three forms; m1 has no original notice: two forms; 4 tasks x 1 query each
+    assert len(df) == 4 * 3 + 4 * 2 == report["rows"]
+    assert [m["material_id"] for m in report["materials_without_original_notice"]] == ["m1"]
+    prompts = manifest_prompts(df, model="vlm", source="copyright.books")
+    to_table(prompts, PROMPTS)  # fits the generation layer's schema
+    assert prompts["request_id"].tolist() == df["request_id"].tolist()
+    assert set(prompts["status"]) == {"ready"} and set(prompts["model"]) == {"vlm"}
+    row = df[(df["notice_form"] == "text_generic")].iloc[0]
+    sent = Prompt.from_json(prompts.set_index("request_id").loc[row["request_id"], "prompt"])
+    content = sent.messages[0]["content"]
+    assert content.startswith("All rights reserved.\n" + row["query"]) and TEXT in content
+
+
+def test_build_benchmark_with_images_sends_image_parts(tmp_path):
+    spec = _spec(per_task=1, benign=False, forms=["none", "image_generic"], images=True,
+                 render={"max_pages": 1, "max_lines_per_page": 8})
+    df, report = build_benchmark([_materials(1)], spec, images_dir=tmp_path, names=["books"])
+    assert report["images"] == 2 and len(list(tmp_path.glob("*.png"))) == 2
+    prompts = manifest_prompts(df, model="vlm", source="copyright.books")
+    parts = json.loads(prompts["prompt"].iloc[0])["messages"][0]["content"]
+    assert parts[0]["type"] == "text" and parts[1]["type"] == "image_url"
+    assert parts[1]["image_url"]["url"].startswith("file://")
+
+
+def test_reference_of_an_extraction_query_is_the_named_passage():
+    row = {"task": "extraction", "passage": "sentence:3", "text": TEXT}
+    assert reference_for(row) == ("The third sentence names the island.", "passage sentence:3")
+    row["passage"] = "sentence:40"
+    ref, kind = reference_for(row)
+    assert ref == TEXT and kind == "text (passage sentence:40 not in the text)"
+    assert reference_for({"task": "repetition", "passage": "", "text": TEXT}) == (TEXT, "text")
+
+
+class _Scorer:
+    """A deterministic metric model written for the test: the share of the reference's words
+    the response repeats (stands in for BERTScore and the embedder, whose own tests check
+    their numbers)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list[str]]] = []
+
+    def _score(self, preds, refs):
+        self.calls.append((list(preds), list(refs)))
+        return np.array([len(set(p.split()) & set(r.split())) / len(set(r.split()))
+                         for p, r in zip(preds, refs, strict=True)])
+
+    score = _score
+    cosine = _score
+
+
+def _generations(manifest: pd.DataFrame, text_of) -> pd.DataFrame:
+    rows = []
+    for r in manifest.to_dict("records"):
+        out = text_of(r)
+        failed = out is None
+        rows.append({"request_id": r["request_id"], "text": None if failed else out,
+                     "status": "failed" if failed else "ok",
+                     "error_class": "RateLimitError" if failed else None,
+                     "error": "429 after 6 attempts" if failed else None,
+                     "from_cache": False})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def manifest() -> pd.DataFrame:
+    df, _ = build_benchmark([_materials(1)], _spec(forms=["none"]), images_dir=None,
+                            names=["books"])
+    return df
+
+
+def test_each_task_is_scored_with_its_metric_against_its_reference(manifest):
+    first_translation = manifest[manifest["task"] == "translation"]["query_id"].iloc[0]
+
+    def answer(r):
+        if r["query_id"] == first_translation:
+            return None  # one failed call
+        if r["benign"]:
+            return "I cannot help with that."
+        return "His logbook filled with storms. The third sentence names the island."
+
+    gens = _generations(manifest, answer)
+    bert, emb = _Scorer(), _Scorer()
+    out = score_responses(manifest, gens, model="vlm", bertscore=bert, embedder=emb)
+    to_table(out, SCORED_RUN)
+    validate_scored(out)
+    assert out["request_id"].tolist() == manifest["request_id"].tolist()
+    by_task = {t: out[out["task"] == t] for t in out["task"].unique()}
+    for task in ("repetition", "extraction"):
+        rows = by_task[task]
+        assert rows[["rouge_l_precision", "rouge_l_recall", "rouge_l_f1"]].notna().all().all()
+        assert rows[["bertscore_f1", "embedding_cosine"]].isna().all().all()
+    for _, row in out[out["task"].isin(["repetition", "extraction"])].iterrows():
+        m = manifest.set_index("request_id").loc[row["request_id"]]
+        ref, _ = reference_for(m)
+        p, r, f = rouge_l(row["response"], ref)
+        assert (row["rouge_l_precision"], row["rouge_l_recall"], row["rouge_l_f1"]) == (p, r, f)
+    # an extraction query naming a passage scores against it: the response holds the second
+    # sentence whole (recall 1) and more (precision below 1)
+    ext = out[out["task"] == "extraction"].set_index("reference")
+    assert sorted(ext.index) == ["passage paragraph:1", "passage sentence:1",
+                                 "passage sentence:2"]
+    assert ext.loc["passage sentence:2", "rouge_l_recall"] == 1.0
+    assert ext.loc["passage sentence:2", "rouge_l_precision"] < 1.0
+    assert by_task["paraphrase"]["bertscore_f1"].notna().all()
+    assert by_task["paraphrase"][["rouge_l_f1", "embedding_cosine"]].isna().all().all()
+    assert len(bert.calls) == 1 and bert.calls[0][1] == [TEXT + " Number 0."] * 3
+    trans = by_task["translation"]
+    failed = trans[trans["status"] == "failed"]
+    assert len(failed) == 1 and failed["response"].isna().all()
+    assert failed[["rouge_l_f1", "bertscore_f1", "embedding_cosine"]].isna().all().all()
+    assert failed["error_class"].tolist() == ["RateLimitError"]
+    assert failed["refusal_rule"].isna().all()
+    assert len(emb.calls[0][0]) == 2  # the failed call is never sent to the metric
+    benign = out[out["benign"]]
+    assert len(benign) == 2 * len(BENIGN_TASKS)
+    assert benign[["rouge_l_f1", "bertscore_f1", "embedding_cosine"]].isna().all().all()
+    assert benign["refusal_rule"].all() and benign["reference"].isna().all()
+    assert out["refused"].isna().all() and set(out["judge_status"]) == {"not run"}
+
+
+def test_metric_models_load_only_when_a_row_needs_them(manifest):
+    loaded = []
+
+    def factory():
+        loaded.append(1)
+        return _Scorer()
+
+    rouge_only = manifest[manifest["task"].isin(["repetition", "extraction"])]
+    gens = _generations(rouge_only, lambda r: "text")
+    score_responses(rouge_only, gens, model="vlm", bertscore=factory, embedder=factory)
+    assert loaded == []
+    para = manifest[manifest["task"] == "paraphrase"]
+    score_responses(para, _generations(para, lambda r: "text"), model="vlm",
+                    bertscore=factory, embedder=factory)
+    assert loaded == [1]
+
+
+def test_verdicts_are_carried_over_and_unparseable_is_never_counted(manifest):
+    gens = _generations(manifest, lambda r: "Sure. " + r["text"])
+    verdicts = rule_only_verdicts(gens)
+    rids = manifest["request_id"].tolist()
+    answers = ["yes", "no", "unparseable"]
+    verdicts["judge_status"] = "ok"
+    verdicts["judge_model"] = "judge"
+    verdicts["refusal_judge"] = [answers[i % 3] for i in range(len(rids))]
+    verdicts["judge_text"] = verdicts["refusal_judge"]
+    to_table(verdicts, REFUSAL_VERDICTS)
+    out = score_responses(manifest, gens, model="vlm", verdicts=verdicts,
+                          bertscore=_Scorer(), embedder=_Scorer())
+    validate_scored(out)
+    assert bool(out["refused"].iloc[0]) is True and bool(out["refused"].iloc[1]) is False
+    assert pd.isna(out["refused"].iloc[2])
+    assert out["refused"].notna().sum() == sum(a != "unparseable" for a in
+                                               out["refusal_judge"])
+    report = agreement_report(out)
+    assert report["all"]["unparseable"] == out["refusal_judge"].eq("unparseable").sum()
+    assert report["all"]["n"] == out["refused"].notna().sum()
+    assert list(report["models"]) == ["vlm"] and report["judge_models"] == ["judge"]
+
+
+def test_mismatched_inputs_are_named_errors(manifest):
+    gens = _generations(manifest, lambda r: "x")
+    with pytest.raises(ScoringError, match="no generation for request"):
+        score_responses(manifest, gens.iloc[1:], model="vlm", bertscore=_Scorer(),
+                        embedder=_Scorer(), source="g.parquet")
+    twice = pd.concat([gens, gens.iloc[:1]], ignore_index=True)
+    with pytest.raises(ScoringError, match=r"g\.parquet: request .* several generations"):
+        score_responses(manifest, twice, model="vlm", source="g.parquet")
+    other = gens.assign(request_id=gens["request_id"] + "x")
+    with pytest.raises(ScoringError, match="not in the benchmark's manifest"):
+        score_responses(manifest, other, model="vlm")
+    verdicts = rule_only_verdicts(gens).iloc[1:]
+    with pytest.raises(ScoringError, match="no judge verdict"):
+        score_responses(manifest, gens, model="vlm", verdicts=verdicts, bertscore=_Scorer(),
+                        embedder=_Scorer())
+
+
+def test_empty_response_scores_zero_not_nan(manifest):
+    rep = manifest[manifest["task"] == "repetition"]
+    out = score_responses(rep, _generations(rep, lambda r: ""), model="vlm")
+    assert (out["rouge_l_f1"] == 0).all() and not out["refusal_rule"].any()
+    assert not any(math.isnan(v) for v in out["rouge_l_precision"])
