@@ -72,6 +72,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/matching.py
 	$(BIN)/python benchmarks/generation.py
 	$(BIN)/python benchmarks/curation.py
+	$(BIN)/python benchmarks/copyright_render.py
+	$(BIN)/python benchmarks/copyright_manifest.py
+	$(BIN)/python benchmarks/copyright_scoring.py
 
 clean-results:
 	rm -rf results logs .snakemake

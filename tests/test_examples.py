@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -63,3 +64,50 @@ def test_live_example_plans_every_source_and_the_reports(tmp_path, workflow_copy
     collected = {w for rule, w in planned if rule == "collect_corpus"}
     assert collected == {f"source={s}" for s in ("wiki_pre", "wiki_post", "oer_pre", "oer_post")}
     assert "rule curation_report:" in out or "localrule curation_report:" in out
+
+
+PAPER = ROOT / "config" / "examples" / "copyright_paper.yaml"
+SHARED = Path(os.environ.get("COPYPROBE_SHARED_FIXTURES") or ROOT.parent / "shared" / "fixtures")
+
+
+def test_copyright_paper_example_names_the_papers_models_and_keys_only_by_variable():
+    from copyprobe.generation.base import backend_facts
+
+    cfg = load_config(PAPER)
+    models = cfg["models"]
+    assert all(m["studies"] == ["copyright"] for m in models.values())
+    ids = {m.get("model_id") for m in models.values()}
+    for wanted in ("Qwen/Qwen2.5-VL-7B-Instruct", "llava-hf/llava-1.5-7b-hf",
+                   "OpenGVLab/InternVL2-8B", "gpt-4o-2024-08-06"):
+        assert wanted in ids
+    # local open models run on a GPU and see the images; API models name their key variable
+    for name, m in models.items():
+        if m["backend"] == "hf":
+            assert m["vision"] is True, name
+        if backend_facts(m["backend"])["remote"]:
+            assert m["api_key_env"] in ("OPENAI_API_KEY", "OPENROUTER_API_KEY"), name
+    assert cfg["copyright"]["judge"]["api_key_env"] == "OPENAI_API_KEY"
+    text = PAPER.read_text()
+    assert "sk-" not in text  # no key in a tracked file
+
+
+@pytest.mark.slow
+def test_copyright_paper_example_plans_the_benchmark(tmp_path, workflow_copy):
+    """With the released layout in place (the shared fixture's code and news parts), the
+    example plans collection, the manifest and one prompts checkpoint per model."""
+    fixture = SHARED / "copyguard"
+    if not (fixture / "query" / "seeds.json").is_file():
+        pytest.skip(f"shared fixture {fixture} absent (set COPYPROBE_SHARED_FIXTURES)")
+    wd = workflow_copy(tmp_path, documents=1, folder="unused")
+    (wd / "data" / "copyguard").mkdir(parents=True)
+    (wd / "data" / "copyguard" / "dataset").symlink_to(fixture)
+    shutil.copy(PAPER, wd / "config" / "paper.yaml")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
+         "config/paper.yaml", "--replace-workflow-config"],
+        cwd=wd, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    prompts = set(re.findall(r"results/prompts/([\w.-]+)/main/copyright\.paper\.parquet", out))
+    assert prompts == set(load_config(PAPER)["models"])
+    assert "copyright_manifest" in out and "collect_corpus" in out

@@ -58,6 +58,7 @@ def _config(wd: Path) -> dict:
         "copyright": {
             "benchmarks": {"tiny": {
                 "materials": ["materials"], "per_task": 1, "benign": True,
+                "benign_forms": ["none"],
                 "forms": ["none", "text_original", "image_generic"],
                 "render": {"width": 700, "font_size": 18, "max_lines_per_page": 6,
                            "max_pages": 1}}},
@@ -89,8 +90,10 @@ def test_the_study_runs_end_to_end(ran):
     assert counts["copyright_manifest"] == 1 and counts["copyright_tables"] == 1
     assert "build_prompts" not in counts and "make_table" not in counts  # no MSR study here
     man = read_table(wd / "results/copyright/tiny/manifest.parquet", COPYRIGHT_MANIFEST)
-    # harbour: 3 forms; parser has no notice: no text_original rows; 8 tasks x 1 query
-    assert len(man) == 8 * 3 + 8 * 2
+    # harbour: 3 forms; parser has no notice: no text_original rows; 4 tasks x 1 query;
+    # the 4 benign tasks only without a notice
+    assert len(man) == 4 * 3 + 4 * 2 + 4 * 2
+    assert set(man.loc[man["benign"], "notice_form"]) == {"none"}
     report = json.loads((wd / "results/copyright/tiny/manifest.report.json").read_text())
     assert [m["title"] for m in report["materials_without_original_notice"]] == ["Parser Guide"]
     assert report["images"] == 4  # 2 materials x (plain, with the generic footer)
