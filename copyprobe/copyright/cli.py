@@ -188,7 +188,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="queries per task, the seeds included")
     q.add_argument("--temperature", type=float,
                    help="the rewriter's sampling temperature (default: the model entry's "
-                        "decoding.temperature, else 1.5 as in the paper)")
+                        "decoding.temperature, else 1.5)")
     q.add_argument("--max-attempts", type=int, default=5,
                    help="rounds of drawing per task; each round redraws what was rejected "
                         "with new sample indices")

