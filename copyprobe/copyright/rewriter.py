@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from copyprobe.copyright.queries import TASKS, Query, QueryError, task_of
+from copyprobe.copyright.queries import TASKS, Query, QueryError, passage_of, task_of
 from copyprobe.prompt import Prompt
 
 #: what each task asks the assistant to do, in the rewriter's prompt
@@ -116,6 +116,8 @@ class Draw:
     reason: str | None = None  # one of REJECT_REASONS, or the error class when failed
     rule_reads: str | None = None
     duplicate_of: str | None = None
+    #: the passage an extraction query names (``sentence:1``), for review; "" otherwise
+    passage: str = ""
 
 
 @dataclass
@@ -341,7 +343,8 @@ def rewrite_queries(seeds: Sequence[Query], backend_spec: Mapping[str, Any],
                                                        settings.max_words)
                     draw = Draw(**base, raw=g["text"], query=query,
                                 verdict="rejected" if reason else "kept", reason=reason,
-                                rule_reads=reads, duplicate_of=dup)
+                                rule_reads=reads, duplicate_of=dup,
+                                passage=passage_of(query) if task == "extraction" else "")
                     if reason is None:
                         queries[task].append(query)
                         kept[task][normalise(query)] = query

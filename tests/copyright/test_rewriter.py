@@ -152,6 +152,7 @@ def test_rewriter_rejects_redraws_and_reports_every_draw(server: Any, tmp_path: 
     assert by[("repetition", 1)].duplicate_of == SEED_TEXT["repetition"][0]
     assert by[("translation", 1)].duplicate_of == "Translate the text in the image into Italian."
     assert by[("extraction", 0)].rule_reads == "summary"
+    assert [by[("extraction", d)].passage for d in range(3)] == ["", "sentence:-1", "line:-1"]
     assert (by[("translation", 4)].seed_index, by[("translation", 4)].sample_index) == (1, 1)
     assert by[("repetition", 2)].raw.startswith("New request:")
     # one request per draw, none sent twice, each with the rewriter's decoding
@@ -314,6 +315,25 @@ def test_settings_and_seeds_are_checked(tmp_path: Path):
                         tmp_path)
     with pytest.raises(ValueError, match="needs a 'backend'"):
         rewrite_queries(SEEDS, {"model_id": "x"}, tmp_path)
+
+
+def test_starting_from_a_seeds_file(server: Any, tmp_path: Path):
+    four = {t: [*SEED_TEXT[t], DEFAULT[t].format(j=9, s=9)] for t in TASKS}
+    path = write_seeds_json(tmp_path / "four.json", four)
+    seeds = load_seeds_json(path)
+    # a file that already has per_task queries needs no model call
+    done = rewrite_queries(seeds, _spec(server), tmp_path / "cache", RewriteSettings(per_task=4))
+    assert done.queries == four and done.draws == [] and server.total_requests == 0
+    assert done.report()["seeds_from"] == [str(path)]
+    # one more per task: one draw each (extraction's first is off task: a second), with the
+    # file's four queries as the prompt's examples
+    more = rewrite_queries(seeds, _spec(server), tmp_path / "cache", RewriteSettings(per_task=5))
+    assert more.complete and server.total_requests == 5
+    assert [(d.task, d.seed_index, d.sample_index) for d in more.draws] == [
+        *[(t, 0, 0) for t in TASKS], ("extraction", 1, 0)]
+    for r in server.requests:
+        task = _which(r.body)[0]
+        assert DEFAULT[task].format(j=9, s=9) in r.body["messages"][0]["content"]
 
 
 @pytest.mark.parametrize(("raw", "clean"), [
