@@ -193,7 +193,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="rounds of drawing per task; each round redraws what was rejected "
                         "with new sample indices")
     q.add_argument("--seed", type=int, default=0,
-                   help="the decoding seed (a draw's seed is this plus its sample index)")
+                   help="the decoding seed, 0 by default (a draw's seed is this plus its "
+                        "sample index)")
     q.add_argument("--seeds", help="a seeds.json to start from instead of copyprobe's own "
                                    "seed queries")
     q.add_argument("--cache-dir", default=".cache/copyprobe",
