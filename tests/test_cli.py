@@ -129,7 +129,7 @@ def test_every_option_has_help_and_shows_its_default():
     parser = build_parser()
     subs = _subparsers(parser)
     assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats",
-                         "copyright-manifest"}
+                         "copyright-manifest", "copyright-queries"}
     for name, sub in [("copyprobe", parser), *subs.items()]:
         text = " ".join(sub.format_help().split())
         for action in sub._actions:

@@ -2,6 +2,8 @@
 
     copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
                                  [--notices notices.csv] [--images DIR] [--benign]
+    copyprobe copyright-queries --model-config MODEL.yaml --out seeds.json [--per-task 10]
+                                [--temperature 1.5] [--max-attempts 5] [--cache-dir DIR]
 
 MATERIALS is a folder in the released layout (read with the ``copyright_dataset`` source) or
 a corpus Parquet file from any copyright-material source.
@@ -10,6 +12,7 @@ a corpus Parquet file from any copyright-material source.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 
 
@@ -65,6 +68,81 @@ def cmd_copyright_manifest(args: argparse.Namespace) -> dict:
             "queries_off_task": len(report["queries_off_task"])}
 
 
+def _model_entry(path: str) -> dict:
+    """The model entry of a YAML file: a mapping with ``backend`` (and model_file, or
+    model_id and base_url, ...), or a mapping of one name to such an entry."""
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise SystemExit(f"copyprobe: --model-config {p}: cannot read it: {exc}") from None
+    if isinstance(data, dict) and "backend" not in data and len(data) == 1:
+        (name, entry), = data.items()
+        if isinstance(entry, dict):
+            data = {**entry, "name": str(name)}
+    if not isinstance(data, dict) or "backend" not in data:
+        raise SystemExit(f"copyprobe: --model-config {p}: expected a model entry with a "
+                         "'backend' (e.g. backend: openai, model_id: ..., base_url: ...)")
+    return data
+
+
+def cmd_copyright_queries(args: argparse.Namespace) -> dict:
+    from copyprobe.artifacts import provenance, write_json
+    from copyprobe.copyright.queries import load_seeds_json, own_seeds, write_seeds_json
+    from copyprobe.copyright.rewriter import (
+        RewriteError,
+        RewriteResult,
+        RewriteSettings,
+        rewrite_queries,
+    )
+    from copyprobe.generation.keys import missing_api_keys
+
+    spec = _model_entry(args.model_config)
+    name = str(spec.get("name", "query-rewriter"))
+    problems = missing_api_keys({name: spec})
+    if problems:
+        raise SystemExit("copyprobe: " + "; ".join(problems))
+    decoding = spec.get("decoding") or {}
+    settings = RewriteSettings(
+        per_task=args.per_task, max_attempts=args.max_attempts, seed=args.seed,
+        temperature=(args.temperature if args.temperature is not None
+                     else float(decoding.get("temperature", 1.5))),
+        max_tokens=int(decoding.get("max_tokens", 64)), allow_partial=args.allow_partial)
+    seeds = load_seeds_json(args.seeds) if args.seeds else own_seeds()
+    out = Path(args.out)
+    report_path = Path(args.report or out.with_name(out.name.removesuffix(".json")
+                                                    + ".report.json"))
+    params = {"model_config": str(args.model_config), "seeds": args.seeds or "copyprobe",
+              "cache_dir": str(args.cache_dir)}
+
+    def write_report(result: RewriteResult) -> None:
+        write_json(report_path, {**result.report(),
+                                 "provenance": provenance("copyright_queries", params)})
+
+    try:
+        result = rewrite_queries(seeds, spec, args.cache_dir, settings)
+    except RewriteError as exc:
+        if exc.result is not None:
+            write_report(exc.result)
+            raise RewriteError(f"{exc} (report: {report_path}; no seeds file written)") from exc
+        raise
+    write_seeds_json(out, result.queries)
+    write_report(result)
+    report = result.report()
+    return {"out": str(out), "report": str(report_path), "complete": result.complete,
+            "short": result.short,
+            "queries_per_task": {t: len(q) for t, q in result.queries.items()},
+            "draws": report["requests"]["draws"],
+            "rejected": sum(t["rejected"] for t in report["tasks"].values()),
+            "rejected_by_reason": dict(sum((Counter(t["rejected_by_reason"])
+                                            for t in report["tasks"].values()), Counter())),
+            "answers_new": report["requests"]["answers_new"],
+            "answers_from_cache": report["requests"]["answers_from_cache"],
+            "model_calls": report["requests"]["model_calls"]}
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("copyright-manifest",
                        help="build the copyright benchmark's manifest (one row per material, "
@@ -90,3 +168,38 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--benign", action="store_true",
                    help="add the benign queries (summary, author, comment, background)")
     m.set_defaults(func=cmd_copyright_manifest)
+
+    q = sub.add_parser("copyright-queries",
+                       help="write the benchmark's queries: a rewriter model varies the seed "
+                            "queries until each task has --per-task of them",
+                       description="Write a seeds.json in the released format {task: [query, "
+                                   "...]} for 'copyright-manifest --queries': the seed queries "
+                                   "(copyprobe's own 3 per task, or --seeds) plus variants "
+                                   "written by a rewriter model, each checked to keep its task "
+                                   "and to differ from the others. Model calls are cached; a "
+                                   "report of every draw (kept or rejected, and why) is written "
+                                   "beside it. Prints a JSON summary.")
+    q.add_argument("--model-config", required=True,
+                   help="a YAML file with the rewriter's model entry (backend plus model_file, "
+                        "or model_id and base_url, as under the config's models)")
+    q.add_argument("--out", required=True, help="the seeds.json to write")
+    q.add_argument("--report", help="the report (default: OUT's stem + .report.json)")
+    q.add_argument("--per-task", type=int, default=10,
+                   help="queries per task, the seeds included")
+    q.add_argument("--temperature", type=float,
+                   help="the rewriter's sampling temperature (default: the model entry's "
+                        "decoding.temperature, else 1.5)")
+    q.add_argument("--max-attempts", type=int, default=5,
+                   help="rounds of drawing per task; each round redraws what was rejected "
+                        "with new sample indices")
+    q.add_argument("--seed", type=int, default=0,
+                   help="the decoding seed, 0 by default (a draw's seed is this plus its "
+                        "sample index)")
+    q.add_argument("--seeds", help="a seeds.json to start from instead of copyprobe's own "
+                                   "seed queries")
+    q.add_argument("--cache-dir", default=".cache/copyprobe",
+                   help="where model calls are cached (and model files assembled)")
+    q.add_argument("--allow-partial", action="store_true",
+                   help="write what was kept when a task stays short (reported as incomplete) "
+                        "instead of failing")
+    q.set_defaults(func=cmd_copyright_queries)

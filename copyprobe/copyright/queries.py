@@ -216,3 +216,18 @@ def off_task(queries: list[Query]) -> list[dict[str, object]]:
     """The queries whose keyword rule reads another task than their label (for the report)."""
     return [{"query_id": q.query_id, "task": q.task, "rule_reads": task_of(q.query),
              "query": q.query} for q in queries if not keeps_task(q.task, q.query)]
+
+
+def write_seeds_json(path: str | Path, queries: dict[str, list[str]]) -> Path:
+    """Write ``{task: [query, ...]}`` as a ``seeds.json`` in the released format (tasks under
+    copyprobe's names, in :data:`TASKS` order; :func:`load_seeds_json` reads it back), written
+    atomically. Every task of :data:`TASKS` needs at least one query."""
+    from copyprobe.artifacts import write_text
+
+    missing = [t for t in TASKS if not queries.get(t)]
+    unknown = [t for t in queries if t not in TASKS]
+    if missing or unknown:
+        raise QueryError(f"seeds.json {path}: every task of {list(TASKS)} needs queries "
+                         f"(missing: {missing}; unknown: {unknown})")
+    ordered = {t: [str(q) for q in queries[t]] for t in TASKS}
+    return write_text(path, json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
