@@ -44,9 +44,15 @@ onstart:
 
 
 def models_to_run():
-    """The config of every model with a job to run in this invocation."""
-    names = {getattr(job.wildcards, "model", None) for job in workflow.dag.needrun_jobs()}
-    return {m: spec for m, spec in config["models"].items() if m in names}
+    """The config of every model with a job to run in this invocation (the copyright judge's
+    entry too, as "copyright.judge", when a judge job is to run)."""
+    jobs = list(workflow.dag.needrun_jobs())
+    names = {getattr(job.wildcards, "model", None) for job in jobs}
+    out = {m: spec for m, spec in config["models"].items() if m in names}
+    judge = config["copyright"]["judge"]
+    if judge is not None and any(job.rule.name == "copyright_judge" for job in jobs):
+        out["copyright.judge"] = judge
+    return out
 
 
 wildcard_constraints:

@@ -140,3 +140,24 @@ def test_rerun_does_nothing_and_a_new_model_plans_only_its_jobs(ran):
     assert plan["copyright_prompts"] == 1 and plan["copyright_tables"] == 1
     assert plan["copyright_judge"] == 1 and plan["copyright_score"] == 1
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
+
+
+def test_a_judge_without_its_key_stops_the_run_before_any_job(tmp_path, workflow_copy):
+    import os
+
+    wd = workflow_copy(tmp_path, documents=0, folder="unused")
+    (wd / "materials").mkdir()
+    (wd / "materials" / "a.md").write_text("A short text of our own for the check.\n")
+    pd.DataFrame([{"file": "a.md", "title": "A", "published": "2021-01-01"}]).to_csv(
+        wd / "materials" / "metadata.csv", index=False)
+    cfg = _config(wd)
+    cfg["copyright"]["judge"] = {"backend": "openai", "model_id": "judge-model",
+                                 "api_key_env": "COPYPROBE_TEST_UNSET_JUDGE_KEY"}
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    env = {k: v for k, v in os.environ.items() if k != "COPYPROBE_TEST_UNSET_JUDGE_KEY"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=wd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert ("model 'copyright.judge' (backend openai): environment variable "
+            "COPYPROBE_TEST_UNSET_JUDGE_KEY is not set") in proc.stderr
+    assert not (wd / "results").exists()
