@@ -295,6 +295,21 @@ def copyright_models(cfg: Mapping[str, Any]) -> list[str]:
     return [m for m, spec in cfg["models"].items() if "copyright" in spec.get("studies", [])]
 
 
+def guard_pairs(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """Each guarded copyright model (an entry with a ``guard`` block) and its base: the one
+    entry that is the same without the block (a guarded model without one is left out)."""
+    models = {m: cfg["models"][m] for m in copyright_models(cfg)}
+    pairs = {}
+    for name, spec in models.items():
+        if not spec.get("guard"):
+            continue
+        rest = {k: v for k, v in spec.items() if k != "guard"}
+        bases = [m for m, s in models.items() if not s.get("guard") and s == rest]
+        if len(bases) == 1:
+            pairs[name] = bases[0]
+    return pairs
+
+
 def copyright_source(benchmark: str) -> str:
     """The name under which a benchmark's prompts and generations are kept (the generation
     layer's ``{source}``)."""

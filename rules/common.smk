@@ -344,10 +344,28 @@ def copyright_scored_tables(wildcards):
                   benchmark=wildcards.benchmark, model=cpc.copyright_models(config))
 
 
+def copyright_all_scored(wildcards):
+    """Every benchmark's pooled scored table (the guard's tables span benchmarks)."""
+    return expand("results/copyright/{benchmark}/scored.parquet",
+                  benchmark=config["copyright"]["benchmarks"])
+
+
+def copyright_guard_params(wildcards):
+    """Guarded models and their bases, their guard blocks, each benchmark's rights status."""
+    pairs = cpc.guard_pairs(config)
+    return {
+        "pairs": pairs,
+        "guards": {m: config["models"][m]["guard"] for m in pairs},
+        "rights": {b: spec["rights"] for b, spec in config["copyright"]["benchmarks"].items()},
+    }
+
+
 def copyright_targets():
     out = []
     for b in config["copyright"]["benchmarks"]:
         out += [f"results/copyright/{b}/tables/table1.md",
                 f"results/copyright/{b}/figures/fig6.png",
                 f"results/copyright/{b}/refusal_agreement.json"]
+    if config["copyright"]["benchmarks"] and cpc.guard_pairs(config):
+        out.append("results/copyright/guard/table2.md")
     return out

@@ -112,3 +112,26 @@ rule copyright_tables:
     localrule: True
     script:
         "../workflow_scripts/copyright_tables.py"
+
+
+rule copyright_guard_tables:
+    input:
+        copyright_all_scored,
+    output:
+        multiext(
+            "results/copyright/guard/",
+            "table2.csv",
+            "table2.md",
+            "table6.csv",
+            "table6.md",
+            "ablation.csv",
+            "ablation.md",
+        ),
+    log:
+        "logs/copyright_guard_tables/all.log",
+    params:
+        guard=copyright_guard_params,
+        statistics=config["statistics"],
+    localrule: True
+    script:
+        "../workflow_scripts/copyright_guard_tables.py"

@@ -1,0 +1,24 @@
+"""Rule copyright_guard_tables: guarded and unguarded models side by side over every benchmark:
+Table 2 (refusal with and without the guard), Table 6 (over-refusal) and the ablation."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from copyprobe.artifacts import read_table
+from copyprobe.copyright.score import SCORED_RUN
+from copyprobe.guard.evaluation import write_guard_tables
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+p = snakemake.params.guard  # noqa: F821
+stats = snakemake.params.statistics  # noqa: F821
+frames = []
+for path in snakemake.input:  # noqa: F821
+    benchmark = Path(path).parent.name
+    frames.append(read_table(path, SCORED_RUN).assign(benchmark=benchmark,
+                                                      rights=p["rights"][benchmark]))
+scored = pd.concat(frames, ignore_index=True)
+write_guard_tables(scored, p["pairs"], p["guards"], Path(snakemake.output[0]).parent,  # noqa: F821
+                   n_boot=stats["n_boot"], seed=stats["seed"])
+log.info("guarded models and their bases: %s", p["pairs"])
