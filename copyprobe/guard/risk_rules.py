@@ -350,7 +350,10 @@ class ExemplarClassifier:
         """Each task's score (of ``among``, or every exemplar task), highest first."""
         with self._lock:  # the guard may classify from several threads
             embedder = self._ready()
-            v = embedder.encode([core_request(query)])[0].astype(np.float64)
+            # the backend itself, not the Embedder: its per-text cache would grow with every
+            # request a long-running guard sees
+            v = np.asarray(embedder.backend.encode([core_request(query)]),
+                           dtype=np.float64).reshape(-1)
         assert self._matrix is not None
         cos = self._matrix @ v / (np.linalg.norm(self._matrix, axis=1) * np.linalg.norm(v))
         out: dict[str, float] = {}
