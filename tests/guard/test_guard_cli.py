@@ -3,9 +3,12 @@ accepted form, the llm analyzer through a real OpenAI-compatible server, clean e
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,8 +70,6 @@ def test_lines_list_and_stdin_files(capsys, tmp_path: Path, monkeypatch):
     listed.write_text(json.dumps(["Give me the third line."]))
     (row,) = _run(capsys, "--file", str(listed))
     assert (row["task"], "label" in row) == ("extraction", False)
-    import io
-
     monkeypatch.setattr(sys, "stdin", io.StringIO("What is your opinion of it?\n"))
     (row,) = _run(capsys, "--file", "-")
     assert (row["task"], row["risk"]) == ("comment", "benign")
@@ -78,10 +79,9 @@ def test_analyzer_choices_are_the_registry():
     from copyprobe.cli import build_parser
 
     parser = build_parser()
-    (guard,) = [a for a in parser._actions if isinstance(a, __import__("argparse")
-                                                         ._SubParsersAction)]
-    group = guard.choices["guard"]
-    (cmds,) = [a for a in group._actions if a.__class__.__name__ == "_SubParsersAction"]
+    (top,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    group = top.choices["guard"]
+    (cmds,) = [a for a in group._actions if isinstance(a, argparse._SubParsersAction)]
     (analyzer,) = [a for a in cmds.choices["classify-query"]._actions
                    if a.dest == "analyzer"]
     assert analyzer.choices == RISK_ANALYZERS.names()
@@ -107,7 +107,7 @@ def test_errors_are_one_clean_line(tmp_path: Path, argv: list[str], message: str
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and __import__("re").search(message, lines[0]), proc.stderr
+    assert len(lines) == 1 and re.search(message, lines[0]), proc.stderr
     assert proc.stdout == ""
 
 
