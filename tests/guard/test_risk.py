@@ -32,6 +32,7 @@ from copyprobe.guard.risk_rules import (  # noqa: E402
     core_request,
     decide,
     load_exemplars,
+    names_a_text,
     normalise,
     rule_matches,
 )
@@ -217,6 +218,18 @@ def test_normalise_and_core_request():
     assert core_request("Could you please translate the text shown in the image above?") == \
         "translate"
     assert core_request("Could you please?") == "could you please"  # nothing left: as is
+
+
+@pytest.mark.parametrize("query,names", [
+    ("Write a haiku about autumn leaves.", False),
+    ("This is a great day.", False),  # "this is": not an object
+    ("Copy it for me.", True),
+    ("Give me everything that poster has on it.", True),
+    ("Translate this into French.", True),
+    ("Is the scan upside down?", True),
+])
+def test_names_a_text(query: str, names: bool):
+    assert names_a_text(normalise(query)) is names
 
 
 def test_every_rule_is_named_and_fires_on_something():
