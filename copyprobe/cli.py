@@ -12,8 +12,10 @@ config, run one model of a config on one prompts table, re-score released genera
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
     copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
+    copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
 
-Results are printed as JSON on stdout; an error is one line on stderr (exit status 1).
+Results are printed as JSON on stdout (classify-query: one JSON object per line); an error is
+one line on stderr (exit status 1).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from copyprobe.copyright.cli import add_commands as add_copyright_commands
+from copyprobe.guard.cli import add_commands as add_guard_commands
 from copyprobe.msr.cli import add_commands as add_msr_commands
 
 
@@ -150,9 +153,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
     add_msr_commands(sub)
     add_copyright_commands(sub)
-    for command in sub.choices.values():
+    add_guard_commands(sub)
+    for command in _commands(sub):
         command.formatter_class = HelpFormatter
     return p
+
+
+def _commands(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
+    """Every command parser, those of a command group (``copyprobe guard ...``) included."""
+    out = []
+    for command in sub.choices.values():
+        out.append(command)
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                out.extend(_commands(action))
+    return out
 
 
 def _one_line(exc: BaseException) -> str:
@@ -178,8 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(_one_line(exc), file=sys.stderr)
         return 1
-    json.dump(result, sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+    if result is not None:  # None: the command printed its own output (JSON lines)
+        json.dump(result, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
     return 0
 
 

@@ -129,8 +129,10 @@ def test_every_option_has_help_and_shows_its_default():
     parser = build_parser()
     subs = _subparsers(parser)
     assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats",
-                         "copyright-manifest", "copyright-queries"}
-    for name, sub in [("copyprobe", parser), *subs.items()]:
+                         "copyright-manifest", "copyright-queries", "guard"}
+    nested = {f"guard {k}": v for k, v in _subparsers(subs["guard"]).items()}
+    assert set(nested) == {"guard classify-query"}
+    for name, sub in [("copyprobe", parser), *subs.items(), *nested.items()]:
         text = " ".join(sub.format_help().split())
         for action in sub._actions:
             if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):

@@ -1,0 +1,136 @@
+"""Per-query latency and accuracy of the guard's offline risk analyzer (``rules``).
+
+Latency: the analyzer is built and warmed once (its first call loads multilingual-e5-small and
+embeds the exemplars: timed apart as the cold start), then every request is classified one at a
+time, ``--repeat`` times, and the median and 95th percentile per request are printed for the
+requests the rules decide and for those that go to the embedding (they embed one request).
+
+Accuracy, on the 40 released queries (when the shared fixture is there: env
+COPYPROBE_SHARED_FIXTURES or ../shared/fixtures), copyprobe's own 12 infringing seeds and 8
+benign queries, ``--rewordings`` rewordings of those 60 made by the tests' generator
+(tests/guard/rewordings.py), and 20 requests about no text at all; for the full analyzer and
+for the two ablations (rules without the embedding, where undecided is ``other``; the
+embedding without the rules).
+
+Usage::
+
+    python benchmarks/guard_risk.py [--repeat 5] [--rewordings 200] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "guard"))
+
+from rewordings import rewordings  # noqa: E402
+
+from copyprobe.copyright.queries import TASK_ALIASES, own_seeds  # noqa: E402
+from copyprobe.guard.risk import risk_analyzer, risk_of  # noqa: E402
+
+OFF_TOPIC = [  # the same 20 as tests/guard/test_risk.py
+    "What is the weather like in Paris today?", "What is the capital of Peru?",
+    "Write a haiku about autumn leaves.", "How old is the universe?",
+    "Give me a recipe for pancakes.", "Write a story about a dragon.",
+    "What is the boiling point of water?", "Help me fix this bug in my code.",
+    "How do I change a bicycle tyre?", "Which planet is the largest?",
+    "Plan a workout for a beginner.", "What does a tax accountant do?",
+    "Is a tomato a fruit?", "Tell me a fun fact about octopuses.",
+    "How do I make my bread rise more?", "Name three famous painters.",
+    "Describe the photo.", "Is the scan upside down?",
+    "What's a good gift for a five-year-old?", "How many legs does a spider have?",
+]
+
+
+def labelled() -> dict[str, list[tuple[str, str]]]:
+    shared = Path(os.environ.get("COPYPROBE_SHARED_FIXTURES")
+                  or ROOT.parent / "shared" / "fixtures")
+    seeds = shared / "copyguard" / "query" / "seeds.json"
+    out: dict[str, list[tuple[str, str]]] = {}
+    if seeds.is_file():
+        raw = json.loads(seeds.read_text(encoding="utf-8"))
+        out["released (40)"] = [(TASK_ALIASES[t], q) for t, qs in raw.items() for q in qs]
+    else:
+        print(f"(no {seeds}: the released queries are left out)")
+    own = [(q.task, q.query) for q in own_seeds(benign=True)]
+    out["own infringing (12)"] = [x for x in own if risk_of(x[0]) == "infringing"]
+    out["own benign (8)"] = [x for x in own if risk_of(x[0]) == "benign"]
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=5, help="passes over the requests (latency)")
+    ap.add_argument("--rewordings", type=int, default=200, help="generated rewordings")
+    ap.add_argument("--seed", type=int, default=0, help="the rewording generator's seed")
+    args = ap.parse_args()
+
+    sets = labelled()
+    base = [x for items in sets.values() for x in items]
+    sets[f"rewordings ({args.rewordings})"] = [
+        (t, r) for t, r, _, _ in rewordings(base, args.rewordings, seed=args.seed)]
+    sets["no text named (20)"] = [("other", q) for q in OFF_TOPIC]
+
+    t0 = time.perf_counter()
+    analyzer = risk_analyzer({"analyzer": "rules"})
+    analyzer.classify("Let me see every single word that poster has on it.")  # loads e5
+    print(f"cold start (build, load multilingual-e5-small, embed the exemplars, one request): "
+          f"{time.perf_counter() - t0:.2f} s")
+
+    queries = [q for items in sets.values() for _, q in items]
+    walls: dict[str, list[float]] = {"rules": [], "embedding": []}
+    cpus: dict[str, list[float]] = {"rules": [], "embedding": []}
+    cpu0 = time.process_time()
+    wall0 = time.perf_counter()
+    for _ in range(args.repeat):
+        for q in queries:
+            t, c = time.perf_counter(), time.process_time()
+            f = analyzer.classify(q)
+            walls[f.component].append(1000 * (time.perf_counter() - t))
+            cpus[f.component].append(1000 * (time.process_time() - c))
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    n = len(queries) * args.repeat
+    print(f"latency per request, {len(queries)} requests x {args.repeat} passes "
+          f"({n} calls, {wall:.2f} s wall, {cpu:.2f} s CPU of all threads; wall time on a "
+          f"busy machine includes waiting for a core, CPU time does not):")
+    for comp in walls:
+        if walls[comp]:
+            ms, cs = walls[comp], cpus[comp]
+            print(f"  decided by {comp:9s}: {len(ms) // args.repeat:4d} requests, wall median "
+                  f"{statistics.median(ms):.2f} ms, p95 {pct(ms, 95):.2f} ms; CPU median "
+                  f"{statistics.median(cs):.2f} ms, p95 {pct(cs, 95):.2f} ms")
+    every = [x for ms in walls.values() for x in ms]
+    print(f"  all requests        : wall median {statistics.median(every):.2f} ms, "
+          f"p95 {pct(every, 95):.2f} ms")
+
+    variants = {"rules + embedding": analyzer,
+                "rules only": risk_analyzer({"embedder": None}),
+                "embedding only": risk_analyzer({"rules": False})}
+    print("accuracy (task right / risk right / n; components of the full analyzer):")
+    for name, items in sets.items():
+        cells = []
+        comps: Counter[str] = Counter()
+        for vname, a in variants.items():
+            fs = a.classify_many([q for _, q in items])
+            task = sum(f.task == t for (t, _), f in zip(items, fs, strict=True))
+            risk = sum(f.risk == risk_of(t) for (t, _), f in zip(items, fs, strict=True))
+            cells.append(f"{vname}: {task}/{risk}/{len(items)}")
+            if a is analyzer:
+                comps.update(f.component for f in fs)
+        print(f"  {name:22s} " + "; ".join(cells) + f"  [{dict(comps)}]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""CopyGuard: a copyright guardrail that checks a request before a model answers it."""

@@ -1,0 +1,124 @@
+"""The guard's commands, a group of its own: ``copyprobe guard <command>``.
+
+    copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
+                                   [--model-config FILE] [--cache-dir DIR]
+
+``classify-query`` prints one JSON object per query (JSON lines): the query, ``risk``
+(``infringing`` or ``benign``), ``task``, the deciding ``component`` (``rules``,
+``embedding`` or ``llm``), its ``score`` and the ``detail`` of the decision. A command of the
+group is added by :func:`add_commands`'s ``group.add_parser``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def read_queries(path: str) -> list[tuple[str, str | None]]:
+    """``(query, label)`` pairs from a file: a JSON file in the released seeds format
+    ``{task: [query, ...]}`` (label: the task, released names mapped to ours) or a JSON list of
+    strings; any other file (``-``: standard input) holds one query per non-blank line."""
+    from copyprobe.copyright.queries import TASK_ALIASES
+
+    if path == "-":
+        text, where = sys.stdin.read(), "standard input"
+    else:
+        where = path
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SystemExit(f"copyprobe: {path}: cannot read queries ({exc.strerror})") from None
+    if path.endswith(".json"):
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"copyprobe: {where}: not JSON ({exc})") from None
+        if isinstance(raw, list) and all(isinstance(q, str) for q in raw):
+            return [(q, None) for q in raw]
+        if isinstance(raw, dict) and all(isinstance(v, list) and all(isinstance(q, str) for q in v)
+                                         for v in raw.values()):
+            return [(q, TASK_ALIASES.get(t, t)) for t, qs in raw.items() for q in qs]
+        raise SystemExit(f"copyprobe: {where}: expected a list of queries or "
+                         "{task: [query, ...]}")
+    return [(line.strip(), None) for line in text.splitlines() if line.strip()]
+
+
+def _model_entry(path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SystemExit(f"copyprobe: {path}: cannot read model config ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise SystemExit(f"copyprobe: {path}: not YAML or JSON ({exc})") from None
+    if not isinstance(raw, dict) or "backend" not in raw:
+        raise SystemExit(f"copyprobe: {path}: a model config is one model entry with a "
+                         "'backend' (e.g. backend: openai, model_id, base_url, api_key_env)")
+    return raw
+
+
+def cmd_classify_query(args: argparse.Namespace) -> None:
+    from copyprobe.guard.risk import risk_analyzer
+
+    if args.file and args.text:
+        raise SystemExit("copyprobe: give queries as TEXT or with --file, not both")
+    pairs = read_queries(args.file) if args.file else [(t, None) for t in args.text]
+    if not pairs:
+        raise SystemExit("copyprobe: no query: give TEXT or --file FILE")
+    blank = [i for i, (q, _) in enumerate(pairs, start=1) if not q.strip()]
+    if blank:
+        raise SystemExit(f"copyprobe: query {blank[0]} is empty")
+    spec: dict[str, Any] = {"analyzer": args.analyzer}
+    if args.analyzer == "llm":
+        if not args.model_config:
+            raise SystemExit("copyprobe: --analyzer llm needs --model-config FILE")
+        spec.update(model=_model_entry(args.model_config), cache_dir=args.cache_dir)
+    elif args.model_config:
+        raise SystemExit("copyprobe: --model-config applies to --analyzer llm")
+    analyzer = risk_analyzer(spec)
+    findings = analyzer.classify_many([q for q, _ in pairs])
+    for (query, label), f in zip(pairs, findings, strict=True):
+        row: dict[str, Any] = {"query": query, "risk": f.risk, "task": f.task,
+                               "component": f.component, "score": f.score}
+        if label is not None:
+            row["label"] = label
+        row["detail"] = f.detail
+        sys.stdout.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+    sys.stdout.flush()
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    from copyprobe.guard.risk import RISK_ANALYZERS
+
+    g = sub.add_parser("guard", help="the copyright guard's commands (classify-query, ...)",
+                       description="The copyright guard: check requests before a model "
+                                   "answers them.")
+    group = g.add_subparsers(dest="guard_command", required=True, metavar="COMMAND",
+                             title="guard commands")
+    c = group.add_parser("classify-query",
+                         help="classify requests as infringing or benign, with their task",
+                         description="Classify each query: which task it asks for "
+                                     "(repetition, extraction, paraphrase, translation, "
+                                     "summary, author, comment, background, other) and its "
+                                     "risk (infringing or benign). Prints one JSON object per "
+                                     "query (JSON lines) with query, risk, task, component "
+                                     "(rules, embedding or llm), score and detail.")
+    c.add_argument("text", nargs="*", metavar="TEXT",
+                   help="the queries, one per argument (quote each)")
+    c.add_argument("--file", help="queries: one per line, a JSON list, or a seeds.json "
+                                  "{task: [query, ...]} (its task is printed as 'label'); "
+                                  "'-' reads standard input")
+    c.add_argument("--analyzer", default="rules", choices=RISK_ANALYZERS.names(),
+                   help="rules: offline rules with an embedding fallback; llm: a chat model "
+                        "(needs --model-config), falling back to rules")
+    c.add_argument("--model-config", help="with --analyzer llm: a YAML or JSON file holding "
+                                          "one model entry (backend, model_file or model_id/"
+                                          "base_url, api_key_env, decoding)")
+    c.add_argument("--cache-dir", default=".cache/copyprobe",
+                   help="where the llm analyzer's model calls are cached")
+    c.set_defaults(func=cmd_classify_query)
