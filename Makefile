@@ -75,6 +75,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/copyright_render.py
 	$(BIN)/python benchmarks/copyright_manifest.py
 	$(BIN)/python benchmarks/copyright_scoring.py
+	$(BIN)/python benchmarks/guard_risk.py
 
 clean-results:
 	rm -rf results logs .snakemake
