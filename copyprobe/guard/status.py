@@ -77,6 +77,10 @@ class VerdictError(ValueError):
     """The LLM's answer is not a JSON object that fits :data:`VERDICT_SCHEMA`."""
 
 
+class VerdictCallError(RuntimeError):
+    """The LLM call failed (the generation layer's retries spent, or a permanent error)."""
+
+
 VERDICT_INSTRUCTIONS = (
     "You decide the copyright status of a text that a user sent to an AI assistant. You get "
     "the first lines of the text, the user's request, and web search results about the text, "
@@ -199,7 +203,7 @@ class StatusVerifier:
 
     # -- the LLM verdict --------------------------------------------------------------------
     def _verdict(self, lookup: Lookup, hits: Sequence[SearchHit]) -> dict[str, Any]:
-        """The parsed verdict; raises VerdictError, or RuntimeError for a failed call."""
+        """The parsed verdict; raises VerdictError, or VerdictCallError for a failed call."""
         import pandas as pd
 
         from copyprobe.generation import generate_shard
@@ -214,8 +218,9 @@ class StatusVerifier:
                                 "reference": [None]})
         gens, _summary = generate_shard(prompts, self.llm, self._manifest)
         row = gens.iloc[0]
+        self.last_detail.update(from_cache=bool(row["from_cache"]), answer=row["text"])
         if row["status"] != "ok":
-            raise RuntimeError(f"the model call failed: {row['error']}")
+            raise VerdictCallError(f"the model call failed: {row['error']}")
         return parse_status_verdict(row["text"])
 
     # -- the check --------------------------------------------------------------------------
@@ -249,9 +254,9 @@ class StatusVerifier:
         title = hits[0].title if hits else None
         try:
             verdict = self._verdict(lookup, hits)
-        except VerdictError as exc:
+        except (VerdictError, VerdictCallError) as exc:
             return self._failed("llm verdict", str(exc), title)
         except Exception as exc:  # a failed call (or a model that cannot be loaded)
             return self._failed("llm verdict", f"{type(exc).__name__}: {exc}", title)
-        self.last_detail = {"verdict": verdict, "hits": len(hits)}
+        self.last_detail.update(verdict=verdict, hits=len(hits))
         return StatusFinding(status=verdict["status"], basis=basis, title=title)
