@@ -235,7 +235,8 @@ class SearchServer(ServerThread):
                     self._json(404, {"error": "not found"})
                     return
                 if token != outer.key:
-                    self._json(401, {"type": "ErrorResponse", "error": {"code": "SUBSCRIPTION_TOKEN_INVALID"}})
+                    self._json(401, {"type": "ErrorResponse",
+                                     "error": {"code": "SUBSCRIPTION_TOKEN_INVALID"}})
                     return
                 results = [{"title": "The <strong>Lantern</strong> Road - a novel (2015)",
                             "url": "https://books.example/lantern-road",
