@@ -31,6 +31,7 @@ sign shown as ``©``.
 from __future__ import annotations
 
 import re
+import threading
 import time
 import unicodedata
 from collections.abc import Mapping
@@ -206,7 +207,7 @@ class NoticeIdentifier:
     ``ocr_options``: the engine's options; ``cache_dir``: where OCR texts are kept (None: not
     kept). ``stats`` counts ``identify`` calls, images OCR actually read (``ocr_runs``) and
     images answered from the cache (``ocr_cache_hits``); ``last_seconds`` is the time the last
-    call took.
+    call made in the current thread took.
     """
 
     def __init__(self, ocr: str | None = "rapidocr", cache_dir: str | Path | None = None,
@@ -215,17 +216,26 @@ class NoticeIdentifier:
         self._settings = self.engine.settings() if self.engine is not None else None
         self.cache = OCRCache(Path(cache_dir) / "ocr" if cache_dir is not None else None)
         self.stats = {"calls": 0, "ocr_runs": 0, "ocr_cache_hits": 0}
-        self.last_seconds = 0.0
+        self._stats_lock = threading.Lock()
+        self._local = threading.local()  # last_seconds is per thread (concurrent guards)
+
+    @property
+    def last_seconds(self) -> float:
+        return float(getattr(self._local, "seconds", 0.0))
+
+    def _count(self, key: str) -> None:
+        with self._stats_lock:
+            self.stats[key] += 1
 
     def identify(self, prompt: Prompt) -> NoticeFinding:
         started = time.perf_counter()
         try:
             return self._identify(prompt)
         finally:
-            self.last_seconds = time.perf_counter() - started
+            self._local.seconds = time.perf_counter() - started
 
     def _identify(self, prompt: Prompt) -> NoticeFinding:
-        self.stats["calls"] += 1
+        self._count("calls")
         notice = find_notice("\n".join(prompt_texts(prompt)))
         if notice is not None:
             return NoticeFinding(found=True, notice=notice, where="text")
@@ -241,7 +251,7 @@ class NoticeIdentifier:
                 raise ValueError(f"notice identifier: cannot read an image part of the prompt "
                                  f"({exc})") from exc
             text, hit = cached_read(self.engine, self.cache, data, self._settings)
-            self.stats["ocr_cache_hits" if hit else "ocr_runs"] += 1
+            self._count("ocr_cache_hits" if hit else "ocr_runs")
             all_cached = all_cached and hit
             texts.append(text)
         ocr_text = "\n".join(t for t in texts if t)

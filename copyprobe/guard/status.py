@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -155,8 +156,8 @@ class StatusVerifier:
     (the ``web`` provider's ``cache_dir`` defaults to ``<cache_dir>/http``); ``llm``: a model
     spec for the verdict (as in the config: backend, model_file or model_id/base_url, ...) or
     None; ``cache_dir``: where web answers and verdicts are cached; ``on_error``: one of
-    :data:`ON_ERROR`. ``last_seconds`` is the time the last :meth:`verify` took,
-    ``last_detail`` what decided it.
+    :data:`ON_ERROR`. ``last_seconds`` is the time the current thread's last :meth:`verify`
+    took, ``last_detail`` what decided it.
     """
 
     def __init__(self, providers: Sequence[str] = ("catalogue",),
@@ -187,9 +188,19 @@ class StatusVerifier:
                              "only an LLM verdict can read: give an llm spec")
         self.llm = _verdict_spec(llm, self.cache_dir) if llm is not None else None
         self._manifest: dict[str, Any] | None = None
-        self.last_seconds = 0.0
-        #: what decided the last verify: the catalogue row, or the LLM's verdict (its reason)
-        self.last_detail: dict[str, Any] = {}
+        self._local = threading.local()  # last_* are per thread (concurrent guards)
+
+    @property
+    def last_seconds(self) -> float:
+        return float(getattr(self._local, "seconds", 0.0))
+
+    @property
+    def last_detail(self) -> dict[str, Any]:
+        """What decided the current thread's last verify: the catalogue row, or the LLM's
+        verdict (with its reason), raw answer and whether it came from the cache."""
+        if not hasattr(self._local, "detail"):
+            self._local.detail = {}
+        return self._local.detail
 
     # -- errors -----------------------------------------------------------------------------
     def _failed(self, step: str, message: str, title: str | None = None) -> StatusFinding:
@@ -231,11 +242,11 @@ class StatusVerifier:
         try:
             return self._verify(prompt, ocr_text)
         finally:
-            self.last_seconds = time.perf_counter() - started
+            self._local.seconds = time.perf_counter() - started
 
     def _verify(self, prompt: Prompt, ocr_text: str) -> StatusFinding:
         lookup = make_lookup(prompt_texts(prompt), ocr_text or "")
-        self.last_detail = {}
+        self._local.detail = {}
         hits: list[SearchHit] = []
         for provider in self.providers:
             try:
@@ -244,7 +255,7 @@ class StatusVerifier:
                 return self._failed(f"search provider {provider.name}",
                                     f"{type(exc).__name__}: {exc}")
             if answer.status is not None:
-                self.last_detail = dict(answer.detail)
+                self._local.detail = dict(answer.detail)
                 return StatusFinding(status=answer.status, basis=answer.basis,
                                      title=answer.title)
             hits.extend(answer.hits)

@@ -267,3 +267,14 @@ def test_an_unreadable_image_part_names_the_problem(tmp_path: Path):
         ident.identify(_chat(bad))
     with pytest.raises(OCRError, match="cannot read image"):
         ident.identify(_chat(_image(b"not a png")))
+
+
+def test_counts_are_exact_under_concurrent_calls(tmp_path: Path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    ident = NoticeIdentifier(ocr=None, cache_dir=tmp_path)
+    prompts = [_chat(_text(f"Copyright {1990 + i % 30} Press {i}. Repeat it.")) for i in range(400)]
+    with ThreadPoolExecutor(8) as pool:
+        found = list(pool.map(ident.identify, prompts))
+    assert all(f.found and f.where == "text" for f in found)
+    assert ident.stats["calls"] == 400

@@ -441,3 +441,22 @@ def test_verdict_with_smollm2(tmp_path: Path):
     assert again.verify(prompt, PAGE_OCR) == found
     assert again.last_detail["from_cache"] is True and again.last_detail["answer"] == answer
     print(repr(answer), found)
+
+
+def test_last_detail_belongs_to_the_calling_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    v = StatusVerifier(provider_options={"catalogue": {"today": "2026-06-01"}})
+    prompts = {"pride-and-prejudice": _user("Summarise Pride and Prejudice."),
+               "the-hobbit": _user("Repeat a page of The Hobbit.")}
+
+    def check(work_id: str) -> bool:
+        ok = True
+        for _ in range(300):
+            found = v.verify(prompts[work_id])
+            ok &= found.basis == f"catalogue:{work_id}" and v.last_detail["id"] == work_id
+        return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(check, ["pride-and-prejudice", "the-hobbit"] * 2))
+    assert results == [True] * 4
