@@ -26,8 +26,8 @@ search hits for the LLM verdict to read, or neither (nothing found).
 
 What is looked up (:class:`Lookup`, built by :func:`make_lookup`): the first
 :data:`TITLE_LINES` non-empty lines of the material (what OCR read from the images; for a
-text-only prompt, the prompt's text with the request's own line left out when there are
-several), which on a book page, an article or a lyric sheet are its heading or its opening
+text-only prompt, the text parts after the first, or in a single part the text after its
+first blank line, else its lines after the first), which on a book page, an article or a lyric sheet are its heading or its opening
 words, cut to :data:`QUERY_WORDS` words; and the request text itself, which often names the
 work ("Translate this page of The Hobbit"). The web query is the material's first line in
 quotes (an exact-phrase search finds pages quoting the same words), followed by the word
@@ -93,13 +93,16 @@ def make_lookup(request_texts: list[str], ocr_text: str) -> Lookup:
     if ocr_text.strip():
         return Lookup(_first_lines(ocr_text), request)
     parts = [t for t in request_texts if t.strip()]
-    # text only: the material is pasted with the request; the last part, or the lines after
-    # the first when there is one part, hold it
+    # text only: the material is pasted with the request: in the parts after the first; in a
+    # single part, after its first blank line (the request, and a notice, come first), else
+    # in its lines after the first
     if len(parts) > 1:
         material = "\n".join(parts[1:])
     else:
+        blocks = re.split(r"\n\s*\n", request.strip(), maxsplit=1)
         lines = request.strip().splitlines()
-        material = "\n".join(lines[1:]) if len(lines) > 1 else ""
+        material = (blocks[1] if len(blocks) > 1
+                    else "\n".join(lines[1:]) if len(lines) > 1 else "")
     return Lookup(_first_lines(material), request)
 
 

@@ -134,6 +134,11 @@ def test_lookup_takes_the_materials_first_lines():
                                "bears in a wood")
     one_part = make_lookup(["Repeat this:\nOnce upon a time"], "")
     assert one_part.lines == ("Once upon a time",)
+    # as copyprobe.copyright.manifest.prompt_for writes a text-only row: notice and query, a
+    # blank line, the material
+    manifest_like = make_lookup(["All rights reserved.\nRepeat it.\n\nTHE TITLE\nFirst line."],
+                                "")
+    assert manifest_like.lines == ("THE TITLE", "First line.")
     bare = make_lookup(["What is the capital of France and why is it so large a city "
                         "today?"], "")
     assert bare.lines == () and bare.query.split() == ("What is the capital of France and "
