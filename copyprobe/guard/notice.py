@@ -23,6 +23,9 @@ of whitespace, line breaks included, made one space, so a notice split over line
 
 A text that only talks about copyright ("Is this book still under copyright?", "copyright law
 protects ..."), a handle (``@penguinbooks``) or an address (``jane@press.com``) is no notice.
+In the text OCR read from an image, a last line that is only a year and a name also counts
+(:func:`find_image_notice`): RapidOCR drops a ``©`` that starts a line.
+
 The notice reported is the stretch of the (whitespace-normalised) text from the match to the
 end of its sentence, at most :data:`MAX_NOTICE_CHARS` characters, with an ``@`` read for the
 sign shown as ``©``.
@@ -166,6 +169,30 @@ def find_notice(text: str | None) -> str | None:
     return _notice_text(norm, min(starts))
 
 
+_CAPITALISED = r"(?-i:[A-Z][\w&'.,-]*)"
+#: the last line of a page that is only a year and a name, or a name and a year
+_FOOTER = (re.compile(r"^" + _YEAR + r"\s?(?:" + _CAPITALISED + r"\s?){1,6}$"),
+           re.compile(r"^(?:" + _CAPITALISED + r"\s?){1,6}" + _YEAR + r"\.?$"))
+
+
+def find_image_notice(page_text: str | None) -> str | None:
+    """:func:`find_notice` for the text OCR read from one image, plus the notice whose sign
+    OCR lost: RapidOCR drops a ``©`` that starts a line (measured on rendered footers:
+    "© 2021 Northwind Press" is read as "2021NorthwindPress"), so a **last** line that is
+    only a year and a name ("2021 Northwind Press", "Northwind Press 2021."), with at least
+    two capital letters in the name, counts as a notice; it is reported as read."""
+    notice = find_notice(page_text)
+    if notice is not None or not isinstance(page_text, str):
+        return notice
+    lines = [line for line in page_text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = normalise(lines[-1])
+    if len(last) > MAX_NOTICE_CHARS or sum(ch.isupper() for ch in last) < 2:
+        return None
+    return last if any(rx.match(last) for rx in _FOOTER) else None
+
+
 def prompt_texts(prompt: Prompt) -> list[str]:
     """The text of the user messages of a prompt (string content and text parts), in order;
     a completion prompt's text."""
@@ -243,6 +270,7 @@ class NoticeIdentifier:
         if self.engine is None or not images:
             return NoticeFinding(found=False)
         texts: list[str] = []
+        notice = None
         all_cached = True
         for part in images:
             try:
@@ -254,8 +282,9 @@ class NoticeIdentifier:
             self._count("ocr_cache_hits" if hit else "ocr_runs")
             all_cached = all_cached and hit
             texts.append(text)
+            if notice is None:
+                notice = find_image_notice(text)
         ocr_text = "\n".join(t for t in texts if t)
-        notice = find_notice(ocr_text)
         return NoticeFinding(found=notice is not None, notice=notice,
                              where="image" if notice is not None else None,
                              ocr_chars=len(ocr_text), from_cache=all_cached, ocr_text=ocr_text)

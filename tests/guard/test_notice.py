@@ -12,6 +12,7 @@ import pytest
 from copyprobe.guard.notice import (
     NOTICE_IDENTIFIERS,
     NoticeIdentifier,
+    find_image_notice,
     find_notice,
     prompt_texts,
 )
@@ -71,6 +72,24 @@ def test_find_notice_tolerates_ocr_errors(text: str, notice: str):
 @pytest.mark.parametrize("text", NOT_NOTICES)
 def test_find_notice_ignores_mentions_handles_and_addresses(text: str):
     assert find_notice(text) is None
+
+
+@pytest.mark.parametrize(("page", "notice"), [
+    ("Body text.\n2021NorthwindPress", "2021NorthwindPress"),   # "© " lost at the line start
+    ("Body text.\n2019 Harbour Books Ltd.", "2019 Harbour Books Ltd."),
+    ("Body text.\nNorthwind Press 2021.", "Northwind Press 2021."),
+    ("Body text.\n@ 2019 Harbour Books", "© 2019 Harbour Books"),
+    # only the last line, only a year and a name with two capitals
+    ("Body text.\nIn 2021", None),
+    ("Body text.\nI was born in 1984.", None),
+    ("Body text.\n1945 Berlin.", None),
+    ("1984 George Orwell\nIt was a bright cold day in April.", None),
+    ("", None),
+])
+def test_find_image_notice_allows_for_a_lost_sign(page: str, notice: str | None):
+    assert find_image_notice(page) == notice
+    if notice is not None and "@" not in page:
+        assert find_notice(page) is None  # the footer rule is for OCR text only
 
 
 def test_find_notice_rejects_non_text():
@@ -162,6 +181,7 @@ def pages() -> dict[str, bytes]:
     settings = RenderSettings(width=720, font_size=20)
     out = {}
     for name, footer in (("original", "Copyright © 2019 Harbour Books Ltd."),
+                         ("composed", "© 2021 Northwind Press"),
                          ("sign_year", "© 2024 Example Press. All rights reserved."),
                          ("generic", "All rights reserved."), ("none", None)):
         out[name] = png_bytes(render_pages(BODY, settings, footer).images[0])
@@ -186,6 +206,7 @@ class CountingEngine:
 
 @pytest.mark.parametrize(("page", "expected"), [
     ("original", "2019 Harbour Books Ltd."),
+    ("composed", "2021"),
     ("sign_year", "All rights reserved."),
     ("generic", "All rights reserved."),
 ])
@@ -278,3 +299,31 @@ def test_counts_are_exact_under_concurrent_calls(tmp_path: Path):
         found = list(pool.map(ident.identify, prompts))
     assert all(f.found and f.where == "text" for f in found)
     assert ident.stats["calls"] == 400
+
+
+def test_benchmark_prompts_as_the_manifest_builds_them(tmp_path: Path):
+    """Prompts written by copyprobe.copyright.manifest.prompt_for for three notice forms."""
+    pytest.importorskip("rapidocr_onnxruntime")
+    from copyprobe.copyright.manifest import prompt_for
+    from copyprobe.copyright.render import RenderSettings, render_to_files
+
+    settings = RenderSettings(width=720)
+    holder = "© 2021 Northwind Press"
+
+    def row(form: str, place: str, notice: str, footer: str | None) -> dict[str, Any]:
+        pages = render_to_files(BODY, settings, footer, tmp_path / "images")
+        return {"request_id": form, "notice_form": form, "notice_place": place,
+                "notice_text": notice, "query": "Please repeat the text in the image.",
+                "image_paths": [p.path for p in pages], "text": BODY}
+
+    ident = NoticeIdentifier(cache_dir=tmp_path / "cache")
+    image = ident.identify(prompt_for(row("image_original", "image", holder, holder)))
+    assert (image.found, image.where) == (True, "image")
+    # RapidOCR drops the sign at the start of the footer line: the year and holder count
+    assert image.notice.replace(" ", "") == "2021NorthwindPress"
+    text = ident.identify(prompt_for(row("text_generic", "text", "All rights reserved.", None)))
+    assert (text.found, text.where, text.notice) == (True, "text", "All rights reserved.")
+    none = ident.identify(prompt_for(row("none", "none", "", None)))
+    assert not none.found and "lighthouse keeper" in none.ocr_text
+    # the text row was answered without OCR, the two images were each read once
+    assert ident.stats == {"calls": 3, "ocr_runs": 2, "ocr_cache_hits": 0}
