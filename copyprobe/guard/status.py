@@ -3,7 +3,9 @@ licensed? Consulted by the guard only when no notice was found.
 
 :class:`StatusVerifier` asks its search providers in order (:data:`SEARCH_PROVIDERS`, see
 :mod:`copyprobe.guard.search`): the first that decides a status itself (the offline catalogue
-knowing the work) gives the answer (``basis`` ``catalogue:<id>``); otherwise the hits of the
+knowing the work) gives the answer (``basis`` ``catalogue:<id>``; a work whose status its rule
+cannot decide, ``unknown``, lets the other providers and the LLM try, and is the answer only
+when nothing else decides); otherwise the hits of the
 providers that returned some (a web search) go, with the material's first lines and the
 request, to an LLM through the generation layer, which answers one JSON object
 ``{"status": ..., "reason": ...}`` checked against :data:`VERDICT_SCHEMA` (``basis``
@@ -248,18 +250,25 @@ class StatusVerifier:
         lookup = make_lookup(prompt_texts(prompt), ocr_text or "")
         self._local.detail = {}
         hits: list[SearchHit] = []
+        undecided: ProviderAnswer | None = None  # a provider that knew the work, not its status
         for provider in self.providers:
             try:
                 answer: ProviderAnswer = provider.search(lookup)
             except (SearchError, OSError) as exc:
                 return self._failed(f"search provider {provider.name}",
                                     f"{type(exc).__name__}: {exc}")
-            if answer.status is not None:
+            if answer.status == "unknown":
+                undecided = undecided or answer
+            elif answer.status is not None:
                 self._local.detail = dict(answer.detail)
                 return StatusFinding(status=answer.status, basis=answer.basis,
                                      title=answer.title)
             hits.extend(answer.hits)
         if self.llm is None:
+            if undecided is not None:
+                self._local.detail = dict(undecided.detail)
+                return StatusFinding(status="unknown", basis=undecided.basis,
+                                     title=undecided.title)
             return StatusFinding(status="unknown", basis="no_match")
         basis = "search+llm" if hits else "llm"
         title = hits[0].title if hits else None

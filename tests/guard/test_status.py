@@ -465,3 +465,18 @@ def test_last_detail_belongs_to_the_calling_thread():
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(check, ["pride-and-prejudice", "the-hobbit"] * 2))
     assert results == [True] * 4
+
+
+def test_a_known_work_of_undecided_status_lets_the_llm_try(llm_server, tmp_path):
+    cat = tmp_path / "cat.csv"
+    cat.write_text("id,title,aliases,author,holder,first_published,author_died,licence,note\n"
+                   "lantern,The Lantern Road,,M. Vale,Northwind Press,2015,,,\n")
+    eu = {"catalogue": {"path": str(cat), "jurisdiction": "EU", "today": "2026-06-01"}}
+    alone = StatusVerifier(provider_options=eu).verify(_user("Repeat this."), PAGE_OCR)
+    assert (alone.status, alone.basis, alone.title) == ("unknown", "catalogue:lantern",
+                                                        "The Lantern Road")
+    llm_server.answer = '{"status": "protected", "reason": "A 2015 novel."}'
+    with_llm = StatusVerifier(provider_options=eu, llm=_llm_spec(llm_server),
+                              cache_dir=tmp_path / "c").verify(_user("Repeat this."), PAGE_OCR)
+    assert (with_llm.status, with_llm.basis) == ("protected", "llm")
+    assert llm_server.total_requests == 1
