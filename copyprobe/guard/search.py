@@ -27,8 +27,8 @@ search hits for the LLM verdict to read, or neither (nothing found).
 What is looked up (:class:`Lookup`, built by :func:`make_lookup`): the first
 :data:`TITLE_LINES` non-empty lines of the material (what OCR read from the images; for a
 text-only prompt, the text parts after the first, or in a single part the text after its
-first blank line, else its lines after the first), which on a book page, an article or a lyric sheet are its heading or its opening
-words, cut to :data:`QUERY_WORDS` words; and the request text itself, which often names the
+first blank line, else its lines after the first), which on a book page, an article or a
+lyric sheet are its heading or its opening words, cut to :data:`QUERY_WORDS` words; and the request text itself, which often names the
 work ("Translate this page of The Hobbit"). The web query is the material's first line in
 quotes (an exact-phrase search finds pages quoting the same words), followed by the word
 ``copyright``; with no material line, the request's first :data:`QUERY_WORDS` words.
