@@ -98,6 +98,22 @@ def _reading_order(boxes: Sequence[tuple[list[list[float]], str]]) -> list[str]:
     return [" ".join(x[3] for x in sorted(line, key=lambda x: x[2])) for line in lines]
 
 
+def read_image(data: bytes) -> str:
+    """The text in an image, read now (no cache): lines in reading order joined by newlines;
+    empty when no text is found. Callers serialise calls (the engine is shared)."""
+    import numpy as np
+    from PIL import Image
+
+    try:
+        img = Image.open(io.BytesIO(data)).convert("RGB")
+    except OSError as exc:
+        raise BackendError(f"cannot read image: {exc}", permanent=True,
+                           error_class="BadRequestError") from exc
+    img = img.resize((img.width * UPSCALE, img.height * UPSCALE), Image.Resampling.LANCZOS)
+    result, _elapsed = _get_engine()(np.asarray(img), use_cls=USE_CLS)
+    return "\n".join(_reading_order([(r[0], r[1]) for r in result or []]))
+
+
 def ocr_image(data: bytes) -> str:
     """The text in an image (PNG, JPEG, ... bytes): lines in reading order joined by newlines;
     empty when no text is found. The last :data:`OCR_CACHE_SIZE` images' texts are kept."""
@@ -106,17 +122,7 @@ def ocr_image(data: bytes) -> str:
         if digest in _cache:
             _cache.move_to_end(digest)
             return _cache[digest]
-        import numpy as np
-        from PIL import Image
-
-        try:
-            img = Image.open(io.BytesIO(data)).convert("RGB")
-        except OSError as exc:
-            raise BackendError(f"cannot read image: {exc}", permanent=True,
-                               error_class="BadRequestError") from exc
-        img = img.resize((img.width * UPSCALE, img.height * UPSCALE), Image.Resampling.LANCZOS)
-        result, _elapsed = _get_engine()(np.asarray(img), use_cls=USE_CLS)
-        text = "\n".join(_reading_order([(r[0], r[1]) for r in result or []]))
+        text = read_image(data)
         _cache[digest] = text
         while len(_cache) > OCR_CACHE_SIZE:
             _cache.popitem(last=False)
