@@ -1,0 +1,1 @@
+"""CopyGuard: a copyright guardrail that wraps any model call."""
