@@ -249,6 +249,24 @@ def test_concurrent_requests_keep_their_answers(upstream: Any, proxy_factory: An
     assert took < 16 * 0.3 / 4, took  # sequentially it would take 4.8 s
 
 
+def test_no_small_write_delay(upstream: Any, proxy_factory: Any):
+    """A proxied answer from an instant upstream takes well under a millisecond or two; with
+    Nagle's algorithm on the proxy's socket the body waited for the client's delayed ACK
+    (about 40 ms per response, measured)."""
+    proxy = proxy_factory(upstream.base_url, guard={"notice": False, "status": False,
+                                                     "risk": False})
+    body = json.dumps({"model": "m", "messages": _user("hi")}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    took = []
+    for _ in range(15):
+        t0 = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        assert conn.getresponse().read()
+        took.append(time.perf_counter() - t0)
+    conn.close()
+    assert sorted(took)[len(took) // 2] < 0.02, took
+
+
 # -- failures -----------------------------------------------------------------------------------
 
 def test_upstream_errors_pass_through(upstream: Any, proxy_factory: Any):
