@@ -65,9 +65,9 @@ class GuardConfigError(ValueError):
     """A bad ``guard`` block (the message names the key)."""
 
 
-def _call_with_cache_dir(cls: Callable[..., Any], params: Mapping[str, Any],
-                         cache_dir: Path | None, sub: str) -> Any:
-    """``cls(**params)``, adding ``cache_dir=<cache_dir>/<sub>`` when it takes one and the
+def _with_cache_dir(cls: Callable[..., Any], params: Mapping[str, Any],
+                    cache_dir: Path | None, sub: str) -> dict[str, Any]:
+    """``params`` with ``cache_dir=<cache_dir>/<sub>`` added when ``cls`` takes one and the
     params do not set it."""
     kwargs = dict(params)
     if cache_dir is not None and "cache_dir" not in kwargs:
@@ -76,31 +76,33 @@ def _call_with_cache_dir(cls: Callable[..., Any], params: Mapping[str, Any],
         except (TypeError, ValueError):
             takes = False
         if takes:
-            kwargs["cache_dir"] = str(Path(cache_dir) / sub)
-    return cls(**kwargs)
+            kwargs["cache_dir"] = str(Path(cache_dir) / sub if sub else cache_dir)
+    return kwargs
 
 
 @NOTICE_COMPONENTS.register("default")
 def _default_notice(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
     from copyprobe.guard.notice import NoticeIdentifier
 
-    return _call_with_cache_dir(NoticeIdentifier, params, cache_dir, "ocr")
+    # the identifier keeps its OCR texts in <cache_dir>/ocr itself
+    return NoticeIdentifier(**_with_cache_dir(NoticeIdentifier, params, cache_dir, ""))
 
 
 @STATUS_COMPONENTS.register("default")
 def _default_status(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
     from copyprobe.guard.status import StatusVerifier
 
-    return _call_with_cache_dir(StatusVerifier, params, cache_dir, "status")
+    return StatusVerifier(**_with_cache_dir(StatusVerifier, params, cache_dir, "status"))
 
 
 @RISK_COMPONENTS.register("default")
 def _default_risk(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
-    from copyprobe.guard.risk import risk_analyzer
+    from copyprobe.guard.risk import RISK_ANALYZERS, risk_analyzer
 
     spec = dict(params)
-    if cache_dir is not None:
-        spec.setdefault("cache_dir", str(Path(cache_dir) / "risk"))
+    name = spec.get("analyzer", "rules")
+    if name in RISK_ANALYZERS:  # else risk_analyzer names the known ones
+        spec = _with_cache_dir(RISK_ANALYZERS.get(name), spec, cache_dir, "risk")
     return risk_analyzer(spec or None)
 
 
