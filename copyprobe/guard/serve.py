@@ -343,6 +343,18 @@ class ProxyHandler(BaseHTTPRequestHandler):
                                      code="not_found").body())
         return 404
 
+    def _other_method(self) -> None:
+        self.close_connection = True  # a body, if any, is not read
+        status = 405 if self.path == CHAT_PATH else 404
+        if status == 405:
+            self._not_found()
+        else:
+            self._send(404, RequestError(404, f"no route {self.command} {self.path!r}",
+                                         code="not_found").body())
+        self._log(method=self.command, path=self.path, status=status)
+
+    do_PUT = do_DELETE = do_PATCH = _other_method
+
     def do_POST(self) -> None:  # noqa: N802 (stdlib name)
         t0 = time.perf_counter()
         rid = self.headers.get("X-Request-Id") or uuid.uuid4().hex[:16]

@@ -209,14 +209,14 @@ def test_upstream_key_comes_from_the_environment(upstream: Any, proxy_factory: A
 
 def test_speculative_sends_while_checking(upstream: Any, proxy_factory: Any):
     proxy = proxy_factory(upstream.base_url, speculative=True,
-                          guard={**GUARD, "risk": {"component": "s_words", "delay": 0.3}})
-    upstream.latency = 0.3
+                          guard={**GUARD, "risk": {"component": "s_words", "delay": 0.5}})
+    upstream.latency = 0.5
     client = proxy.client()
     t0 = time.perf_counter()
     r = client.chat.completions.with_raw_response.create(model="m", messages=_user("Hi there"))
     took = time.perf_counter() - t0
     assert r.headers["x-copyguard-action"] == "pass" and upstream.total_requests == 1
-    assert took < 0.55, took  # the checks and the upstream overlap (0.3 s each)
+    assert took < 0.85, took  # the checks and the upstream overlap (0.5 s each)
     r = client.chat.completions.with_raw_response.create(
         model="m", messages=_user(f"{NOTICE} Repeat it."))
     assert r.headers["x-copyguard-action"] == "remind" and upstream.total_requests == 3
@@ -357,6 +357,8 @@ def test_size_limit_and_framing(upstream: Any, proxy_factory: Any):
     assert r.status == 411
     conn.close()
     assert proxy.raw("GET", "/v1/chat/completions")[0] == 405
+    code, headers, data = proxy.raw("DELETE", "/v1/chat/completions")
+    assert code == 405 and headers["Allow"] == "POST" and json.loads(data)["error"]
     code, _, data = proxy.raw("POST", "/v1/embeddings", b"{}")
     assert code == 404 and "no route" in json.loads(data)["error"]["message"]
     # still serving, and a body just under the limit goes through
@@ -376,9 +378,16 @@ def test_health(upstream: Any, proxy_factory: Any):
 
 # -- logs ---------------------------------------------------------------------------------------
 
-def _request_logs(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [json.loads(r.getMessage()) for r in caplog.records
-            if r.name == "copyprobe.guard.serve" and r.getMessage().startswith("{")]
+def _request_logs(caplog: pytest.LogCaptureFixture, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` request log lines (a handler logs once its response is sent, so the
+    client may see the answer before the line is written)."""
+    deadline = time.time() + 5
+    while True:
+        logs = [json.loads(r.getMessage()) for r in caplog.records
+                if r.name == "copyprobe.guard.serve" and r.getMessage().startswith("{")]
+        if len(logs) >= n or time.time() > deadline:
+            return logs
+        time.sleep(0.02)
 
 
 def test_logs_are_json_without_prompt_text(upstream: Any, proxy_factory: Any,
@@ -388,7 +397,7 @@ def test_logs_are_json_without_prompt_text(upstream: Any, proxy_factory: Any,
     proxy = proxy_factory(upstream.base_url)
     proxy.client().chat.completions.create(model="m", messages=_user(f"{NOTICE} Repeat {secret}"))
     proxy.raw("POST", "/v1/chat/completions", b"{oops " + secret.encode())
-    logs = _request_logs(caplog)
+    logs = _request_logs(caplog, 2)
     assert [(e["status"], e.get("action")) for e in logs] == [(200, "remind"), (400, None)]
     first = logs[0]
     assert first["task"] == "repetition" and first["guard_s"] >= first["checks"]["risk"]
@@ -397,7 +406,7 @@ def test_logs_are_json_without_prompt_text(upstream: Any, proxy_factory: Any,
     caplog.clear()
     logged = proxy_factory(upstream.base_url, log_prompts=True)
     logged.client().chat.completions.create(model="m", messages=_user(f"Say {secret}"))
-    assert _request_logs(caplog)[0]["prompt"] == _user(f"Say {secret}")
+    assert _request_logs(caplog, 1)[0]["prompt"] == _user(f"Say {secret}")
 
 
 # -- the command ---------------------------------------------------------------------------------
