@@ -5,7 +5,8 @@ concurrently; the status verifier runs only when no notice was found, after the 
 identifier (it reads the OCR text) and still concurrently with the risk analyzer, so the
 added latency is ``max(notice + status, risk)``. The material counts as protected when a
 notice is found or the verifier says ``protected``; the request counts as infringing when the
-risk analyzer says so. Both together trigger the reminder: policy ``remind`` adds the reason
+risk analyzer says so of the user's query (``query``: by default the first paragraph of the
+last user message, see :func:`query_text`). Both together trigger the reminder: policy ``remind`` adds the reason
 to the prompt, policy ``block`` answers with a refusal and the model is not called.
 
 Each check can be switched off (``notice: false`` ...), for the ablation that shows what each
@@ -31,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -54,6 +56,7 @@ RISK_COMPONENTS: Registry[Factory] = Registry("guard risk component")
 
 ROLES = ("notice", "status", "risk")
 ON_ERROR = ("raise", "pass", "flag")
+QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
 
 
@@ -121,6 +124,7 @@ class GuardSpec:
     status: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
     risk: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
     on_error: str = "raise"
+    query: str = "first_paragraph"
     timeout_s: float = 120.0
     reminder_text: str | None = None
     block_text: str | None = None
@@ -163,6 +167,9 @@ class GuardSpec:
         if self.on_error not in ON_ERROR:
             raise GuardConfigError(f"guard.on_error must be one of {', '.join(ON_ERROR)}, "
                                    f"got {self.on_error!r}")
+        if self.query not in QUERY_PARTS:
+            raise GuardConfigError(f"guard.query must be one of {', '.join(QUERY_PARTS)}, "
+                                   f"got {self.query!r}")
         if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
             raise GuardConfigError(f"guard.timeout_s must be a positive number, got "
                                    f"{self.timeout_s!r}")
@@ -233,9 +240,7 @@ class GuardDecision:
         return json.dumps(self.as_dict(), ensure_ascii=False, sort_keys=True)
 
 
-def query_text(prompt: Prompt) -> str:
-    """What the user asks: the text parts of the last user message (a plain-text prompt:
-    all of it)."""
+def _message_text(prompt: Prompt) -> str:
     if prompt.format == "completion":
         return prompt.text
     for m in reversed(prompt.messages):
@@ -248,6 +253,25 @@ def query_text(prompt: Prompt) -> str:
             return "\n".join(p.get("text", "") for p in content
                              if isinstance(p, Mapping) and p.get("type") == "text")
     return ""
+
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def query_text(prompt: Prompt, part: str = "first_paragraph") -> str:
+    """What the user asks, for the risk analyzer: the text of the last user message (its
+    text parts joined; a plain-text prompt: all of it), or only its first or last paragraph
+    (split at blank lines). A request often carries the material after the instruction
+    ("Translate this:" then the text), and words of the material ("repeat", "translate") must
+    not decide what the request asks for; the benchmark's text-only prompts put the query
+    first and the material after a blank line."""
+    if part not in QUERY_PARTS:
+        raise ValueError(f"query part must be one of {', '.join(QUERY_PARTS)}, got {part!r}")
+    text = _message_text(prompt)
+    if part == "message":
+        return text
+    paragraphs = [p for p in _BLANK_LINE.split(text.strip()) if p.strip()] or [""]
+    return (paragraphs[0] if part == "first_paragraph" else paragraphs[-1]).strip()
 
 
 class Guard:
@@ -312,7 +336,7 @@ class Guard:
         risk_future: Future | None = None
         if self.spec.risk is not None:
             self.component("risk")  # built here, so a construction error is not a timeout
-            risk_future = self._pool.submit(self._risk, query_text(prompt))
+            risk_future = self._pool.submit(self._risk, query_text(prompt, self.spec.query))
 
         notice: NoticeFinding | None = None
         status: StatusFinding | None = None

@@ -256,6 +256,7 @@ def test_risk_timeout_is_an_error():
     ({"notice": "yes"}, "guard.notice: expected a mapping"),
     ({"reminder_text": "{title} is protected"}, "guard.reminder_text"),
     ({"timeout_s": 0}, "guard.timeout_s"),
+    ({"query": "all"}, "guard.query must be one of first_paragraph"),
 ])
 def test_bad_guard_blocks_name_the_key(block: dict, message: str):
     with pytest.raises(GuardConfigError, match=message):
@@ -298,6 +299,28 @@ def test_query_text_is_the_last_user_turn():
                                      {"type": "text", "text": "b"}]}))
     assert query_text(p) == "a\nb"
     assert query_text(Prompt("completion", text="t")) == "t"
+    pasted = Prompt("chat", messages=({"role": "user", "content":
+                                       f"{NOTICE}\nSummarise this.\n\nShe said: repeat it."
+                                       "\n  \nTranslate the song, she sang."},))
+    assert query_text(pasted) == f"{NOTICE}\nSummarise this."
+    assert query_text(pasted, "last_paragraph") == "Translate the song, she sang."
+    assert query_text(pasted, "message") == pasted.messages[0]["content"]
+    with pytest.raises(ValueError, match="query part"):
+        query_text(pasted, "all")
+
+
+def test_words_of_the_material_do_not_decide_the_task():
+    """A benign request followed by the material (as the benchmark's text-only prompts and
+    pasted texts are): the material's own words ("repeat") were read as the request before
+    the query was cut to its first paragraph."""
+    p = Prompt("chat", messages=({"role": "user", "content":
+                                  f"{NOTICE}\nSummarise the text.\n\n"
+                                  "He begged them to repeat the chorus verbatim."},))
+    with Guard(spec()) as g:
+        d = g.check(p)
+        assert (d.action, d.risk.task) == ("pass", "summary")
+    with Guard(spec(query="message")) as g:
+        assert g.check(p).action == "remind"
 
 
 # -- the guarded backend in the generation layer -----------------------------------------------
