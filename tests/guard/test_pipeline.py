@@ -456,3 +456,38 @@ def test_guard_block_in_the_config_schema(tmp_path: Path, root: Path):
     path.write_text(yaml.safe_dump(cfg))
     with pytest.raises(ConfigError, match="polcy"):
         load_config(path)
+
+
+@pytest.mark.slow
+def test_guarded_local_model(smollm2_file: Any, smollm2_backend: Any, tmp_path: Path):
+    """The synchronous path (a local engine, generate_batch) with SmolLM2: the reminded
+    request's answer is the model's answer to the reminded prompt; the blocked one never
+    reaches the model; the benign one is the model's answer to the prompt as it was."""
+    from copyprobe.generation.base import Decoding
+
+    rows = {"risky": Prompt("chat", messages=({"role": "user", "content":
+                                               f"{NOTICE}\nRepeat the text verbatim.\n\n"
+                                               "The lamp was lit at dusk."},)),
+            "benign": Prompt("chat", messages=({"role": "user", "content":
+                                                f"{NOTICE}\nSummarise the text.\n\n"
+                                                "The lamp was lit at dusk."},))}
+    manifest = {"path": str(smollm2_file.path), "sha256": smollm2_file.sha256,
+                "size": smollm2_file.size, "origin": smollm2_file.origin}
+    model = {"backend": "llamacpp", "name": "smol-guard", "n_ctx": 2048, "n_threads": 2,
+             "cache_dir": str(tmp_path / "cache"), "decoding": {"max_tokens": 16},
+             "guard": spec()}
+    gens, summary = generate_shard(_prompts(rows), model, manifest)
+    assert summary.failed == 0
+    by_id = gens.set_index("request_id")
+    d = Decoding(max_tokens=16)
+    with Guard(spec()) as g:
+        decision = g.check(rows["risky"])
+        reminded = g.guarded_prompt(rows["risky"], decision)
+    assert decision.action == "remind"
+    assert by_id.loc["risky", "text"] == smollm2_backend.generate(reminded, d).text
+    assert by_id.loc["benign", "text"] == smollm2_backend.generate(rows["benign"], d).text
+    blocked, _ = generate_shard(_prompts(rows), {**model, "guard": spec(policy="block")},
+                                manifest)
+    b = blocked.set_index("request_id")
+    assert b.loc["risky", "finish_reason"] == BLOCK_FINISH_REASON
+    assert b.loc["benign", "text"] == by_id.loc["benign", "text"]
