@@ -4,9 +4,10 @@ latency it adds, against a loopback upstream (prints figures; nothing is asserte
 The upstream is ``benchmarks/loopback_server.py`` (asyncio, a fixed answer after a fixed
 latency, default 50 ms), so what is measured is the proxy. The proxy runs as its own process,
 as deployed, with JSON request logs going to a file. The client (aiohttp, this process) sends
-``--requests`` chat requests at each concurrency (a tenth of them at concurrency 1), first straight to the upstream, then through
-the proxy, and prints per concurrency: requests per second and the median and p95 latency of
-each path, and the added latency (proxy minus direct, at the median and at p95).
+``--requests`` chat requests at each concurrency (a tenth of them at concurrency 1), first
+straight to the upstream, then through the proxy, and prints per concurrency: requests per
+second and the median and p95 latency of each path, and the added latency (proxy minus direct,
+at the median and at p95).
 
     python benchmarks/guard_proxy.py [--levels 1,32] [--requests 2000] [--latency 0.05]
                                      [--config guard.yaml] [--speculative]

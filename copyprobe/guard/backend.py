@@ -29,7 +29,14 @@ import pandas as pd
 import pyarrow as pa
 
 from copyprobe.artifacts import TableSpec
-from copyprobe.generation.base import BACKEND_WRAPPERS, BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.generation.base import (
+    BACKEND_WRAPPERS,
+    BACKENDS,
+    Backend,
+    BackendError,
+    Completion,
+    Decoding,
+)
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.guard.pipeline import Guard, GuardDecision, GuardError, GuardSpec
 from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding

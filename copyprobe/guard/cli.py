@@ -19,7 +19,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
+    import json
     import logging
+    import os
     import signal
     import sys
 
@@ -39,9 +41,6 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
     logger.propagate = False
     server = make_server(settings)
     host, port = server.server_address[:2]
-    import json
-    import os
-
     logger.info(json.dumps({"event": "start", "url": f"http://{host}:{port}/v1",
                             "upstream": settings.upstream, "guard": server.guard.digest,
                             "upstream_key_env": settings.upstream_key_env,
@@ -65,10 +64,12 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
     """``guard serve``: the OpenAI-compatible proxy (copyprobe.guard.serve)."""
+    from copyprobe.cli import HelpFormatter  # every option's help shows its default
     from copyprobe.guard.serve import DEFAULT_MAX_BODY
 
     s = sub.add_parser(
-        "serve", help="an OpenAI-compatible proxy that applies the guard in front of a model",
+        "serve", formatter_class=HelpFormatter,
+        help="an OpenAI-compatible proxy that applies the guard in front of a model",
         description="Serve POST /v1/chat/completions (streaming and not, text and image parts) "
                     "in front of any OpenAI-compatible upstream: every request is checked by "
                     "the guard and forwarded as is, with the reminder, or blocked. GET /health "

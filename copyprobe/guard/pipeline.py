@@ -2,12 +2,13 @@
 
 Order (the CopyGuard design): the notice identifier and the query risk analyzer run
 concurrently; the status verifier runs only when no notice was found, after the notice
-identifier (it reads the OCR text) and still concurrently with the risk analyzer, so the
-added latency is ``max(notice + status, risk)``. The material counts as protected when a
-notice is found or the verifier says ``protected``; the request counts as infringing when the
-risk analyzer says so of the user's query (``query``: by default the first paragraph of the
-last user message, see :func:`query_text`). Both together trigger the reminder: policy ``remind`` adds the reason
-to the prompt, policy ``block`` answers with a refusal and the model is not called.
+identifier (it reads the OCR text) and still concurrently with the risk analyzer, so the added
+latency is ``max(notice + status, risk)``. The material counts as protected when a notice is
+found or the verifier says ``protected``; the request counts as infringing when the risk
+analyzer says so of the user's query (``query``: by default the first paragraph of the last
+user message, see :func:`query_text`). Both together trigger the reminder: policy ``remind``
+adds the reason to the prompt, policy ``block`` answers with a refusal and the model is not
+called.
 
 Each check can be switched off (``notice: false`` ...), for the ablation that shows what each
 one buys. A switched-off check is not consulted and the others decide: without the risk

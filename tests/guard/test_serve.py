@@ -451,6 +451,21 @@ def test_guard_serve_command(upstream: Any, tmp_path: Path):
     assert "Tell me a story" not in err
 
 
+def test_serve_help_shows_the_defaults():
+    import argparse
+
+    from copyprobe.guard.cli import add_commands
+
+    parser = argparse.ArgumentParser(prog="copyprobe")
+    add_commands(parser.add_subparsers(dest="command"))
+    guard = parser._subparsers._group_actions[0].choices["guard"]
+    serve = guard._subparsers._group_actions[0].choices["serve"]
+    text = " ".join(serve.format_help().split())
+    for default in ("(default: 8000)", "(default: 127.0.0.1)", "(default: OPENAI_API_KEY)"):
+        assert default in text
+    assert "(default: None)" not in text
+
+
 def test_bad_config_file(tmp_path: Path):
     from copyprobe.guard.serve import load_guard_config
 
