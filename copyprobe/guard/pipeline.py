@@ -303,6 +303,13 @@ class Guard:
                 self._components[role] = factory(params, self.cache_dir)
             return self._components[role]
 
+    def build(self) -> Guard:
+        """Build every switched-on component now (a server does this at start, so a bad
+        setting or a missing engine stops it there rather than failing each request)."""
+        for role in ROLES:
+            self.component(role)
+        return self
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         for comp in self._components.values():

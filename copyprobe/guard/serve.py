@@ -224,7 +224,7 @@ class GuardProxy(ThreadingHTTPServer):
     def __init__(self, settings: ProxySettings, guard: Guard | None = None) -> None:
         self.settings = settings
         self.guard = guard if guard is not None else Guard(
-            settings.guard, cache_dir=Path(settings.cache_dir), workers=64)
+            settings.guard, cache_dir=Path(settings.cache_dir), workers=64).build()
         self.upstream = _Upstream(settings)
         self.speculator = ThreadPoolExecutor(max_workers=64, thread_name_prefix="copyguard-spec")
         self.requests_served = 0

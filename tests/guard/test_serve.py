@@ -441,14 +441,17 @@ def test_guard_serve_command(upstream: Any, tmp_path: Path):
         # every check off: every request is treated as infringing on protected material
         assert upstream.requests[-1].body["messages"][0]["role"] == "system"
         assert upstream.requests[-1].api_key == "sk-cli"
+        # the handler logs after the answer is sent: wait for its line
+        request_line = proc.stderr.readline()
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert json.loads(out) == {"stopped": True, "requests": 1}
-    lines = [json.loads(line) for line in err.splitlines()]
-    assert [e["event"] for e in lines] == ["request", "stop"]
-    assert "Tell me a story" not in err
+    request = json.loads(request_line)
+    assert (request["event"], request["status"], request["action"]) == ("request", 200, "remind")
+    assert [json.loads(line)["event"] for line in err.splitlines()] == ["stop"]
+    assert "Tell me a story" not in request_line + err
 
 
 def test_serve_help_shows_the_defaults():
@@ -478,6 +481,18 @@ def test_bad_config_file(tmp_path: Path):
         load_guard_config(bad)
     with pytest.raises(ValueError, match="http"):
         ProxySettings(upstream="127.0.0.1:8080")
+
+
+def test_a_component_that_cannot_be_built_stops_the_server_at_start(tmp_path: Path):
+    def broken(params: dict, cache_dir: Any) -> Any:
+        raise ImportError("the OCR engine is not installed")
+
+    if "s_broken" not in NOTICE_COMPONENTS:
+        NOTICE_COMPONENTS.register("s_broken")(broken)
+    with pytest.raises(ImportError, match="OCR engine"):
+        make_server(ProxySettings(upstream="http://127.0.0.1:9/v1", port=0,
+                                  guard={**GUARD, "notice": {"component": "s_broken"}},
+                                  cache_dir=str(tmp_path)))
 
 
 # -- in front of llama.cpp's server with SmolLM2 --------------------------------------------------
