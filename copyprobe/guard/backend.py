@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +119,15 @@ class GuardedBackend(Backend):
 
     name = "guarded"
 
-    def __init__(self, inner: Backend, guard: Guard, store: DecisionStore) -> None:
+    def __init__(self, inner: Backend, guard: Guard, store: DecisionStore,
+                 workers: int = 8) -> None:
         self.inner = inner
         self.guard = guard
         self.store = store
         self.max_batch_size = int(getattr(inner, "max_batch_size", 1))
+        # the concurrent path checks off the event loop, as many at once as requests in
+        # flight (asyncio's default pool has min(32, cores + 4) threads)
+        self._checks = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="guarded")
 
     @classmethod
     def identity_from_config(cls, spec: Mapping[str, Any],
@@ -184,7 +189,8 @@ class GuardedBackend(Backend):
     async def agenerate(self, prompt: Prompt, decoding: Decoding,
                         sample_index: int = 0) -> Completion:
         # the checks block (OCR, search, a classifier): run them off the event loop
-        routed = await asyncio.get_running_loop().run_in_executor(None, self._route, prompt)
+        routed = await asyncio.get_running_loop().run_in_executor(self._checks, self._route,
+                                                                  prompt)
         if isinstance(routed, Completion):
             return routed
         return await self.inner.agenerate(routed, decoding, sample_index)
@@ -198,6 +204,7 @@ class GuardedBackend(Backend):
         try:
             self.inner.close()
         finally:
+            self._checks.shutdown(wait=False)
             self.guard.close()
 
 
@@ -227,7 +234,7 @@ class GuardWrapper:
         root = guard_cache_dir(spec)
         workers = int(spec.get("requests", {}).get("max_concurrency", 8)) + 1
         guard = Guard(block, cache_dir=root, workers=workers)
-        return GuardedBackend(backend, guard, DecisionStore(root / "decisions"))
+        return GuardedBackend(backend, guard, DecisionStore(root / "decisions"), workers)
 
 
 def _row(request_id: str, model: str, key: str, d: GuardDecision) -> dict[str, Any]:

@@ -405,6 +405,23 @@ def test_guarded_model_through_the_generation_layer(fault_server: Any, tmp_path:
     assert json.loads(side.iloc[0]["decision"])["action"] == "remind"
 
 
+def test_checks_on_the_concurrent_path_run_side_by_side(fault_server: Any, tmp_path: Path):
+    """As many checks at once as requests in flight (asyncio's default pool, which the checks
+    used before, has min(32, cores + 4) threads: 6 here, so 16 checks took 3 rounds)."""
+    rows = {f"r{i}": chat(f"Repeat line {i}.", notice=True) for i in range(16)}
+    guarded = _model(fault_server, tmp_path,
+                     spec(risk={"component": "t_keywords", "delay": 0.4}))
+    guarded["requests"] = {"max_attempts": 1, "max_concurrency": 16}
+    # the first run imports and builds the API client (a second or more): not measured
+    generate_shard(_prompts({"warm": chat("Hello.")}), guarded, {"path": None})
+    CALLS.clear()
+    t0 = time.perf_counter()
+    gens, _ = generate_shard(_prompts(rows), guarded, {"path": None})
+    took = time.perf_counter() - t0
+    assert (gens["status"] == "ok").all() and CALLS["risk"] == 16
+    assert took < 1.0, took
+
+
 def test_blocked_requests_never_reach_the_model(fault_server: Any, tmp_path: Path):
     rows = {"risky": chat("Repeat the text verbatim.", notice=True),
             "benign": chat("Summarise the text.", notice=True)}
