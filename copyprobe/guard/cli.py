@@ -31,7 +31,8 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
     settings = ProxySettings(
         upstream=args.upstream, guard=block, host=args.host, port=args.port,
         max_body_bytes=args.max_body_bytes, upstream_key_env=args.upstream_key_env,
-        upstream_timeout=args.upstream_timeout, log_prompts=args.log_prompts,
+        upstream_timeout=args.upstream_timeout, client_timeout=args.client_timeout,
+        log_prompts=args.log_prompts,
         speculative=args.speculative, cache_dir=args.cache_dir)
     logger = logging.getLogger("copyprobe.guard.serve")
     handler = logging.StreamHandler(sys.stderr)
@@ -85,6 +86,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                         "(unset: no key is sent)")
     s.add_argument("--upstream-timeout", type=float, default=300.0,
                    help="seconds to wait for the upstream's answer")
+    s.add_argument("--client-timeout", type=float, default=120.0,
+                   help="seconds a client may stay silent (idle keep-alive, a stalled body) "
+                        "before its connection is closed")
     s.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY,
                    help="larger request bodies get 413")
     s.add_argument("--log-prompts", action="store_true",

@@ -16,7 +16,8 @@ request is sent.
 Limits and errors: a body over ``max_body_bytes`` gets 413 (it is not read); a body without
 Content-Length 411; invalid JSON, a body that is not a chat request, an unsupported content
 part or an image that is not a ``data:`` URL 400 (the guard must read every image itself, and
-a proxy must never read files named by a client); unknown paths 404, wrong methods 405. A check
+a proxy must never read files named by a client); unknown paths 404, wrong methods 405; a
+client silent for ``client_timeout`` seconds is disconnected (logged as 408). A check
 that fails under ``on_error: raise`` gives 503; an upstream that cannot be reached 502, one that
 times out 504; an upstream's own error status and body are passed through. Errors use the
 OpenAI error body ``{"error": {"message", "type", "param", "code"}}``.
@@ -64,6 +65,7 @@ class ProxySettings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     upstream_key_env: str = "OPENAI_API_KEY"
     upstream_timeout: float = 300.0
+    client_timeout: float = 120.0
     log_prompts: bool = False
     speculative: bool = False
     cache_dir: str = ".cache/copyprobe/guard"
@@ -246,6 +248,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
     # headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm
     # holds the body back until the client's delayed ACK (about 40 ms per response, measured)
     disable_nagle_algorithm = True
+
+    def setup(self) -> None:
+        # seconds a client may stay silent (an idle keep-alive connection, a body that stops
+        # arriving) before its connection is closed, so stalled clients do not hold threads
+        self.timeout = self.server.settings.client_timeout
+        super().setup()
     server: GuardProxy
     server_version = "copyguard"
 
@@ -371,6 +379,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self._send(exc.status, exc.body(), close=exc.status in (411, 413))
         except (BrokenPipeError, ConnectionResetError) as exc:
             fields.update(status=499, error=f"client went away: {type(exc).__name__}")
+            self.close_connection = True
+        except TimeoutError:
+            fields.update(status=408, error="the client stopped sending")
             self.close_connection = True
         finally:
             self.server.count()

@@ -367,6 +367,20 @@ def test_size_limit_and_framing(upstream: Any, proxy_factory: Any):
     assert upstream.total_requests == 1
 
 
+def test_a_stalled_body_is_dropped(upstream: Any, proxy_factory: Any,
+                                   caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.INFO, logger="copyprobe.guard.serve")
+    proxy = proxy_factory(upstream.base_url, client_timeout=0.3)
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Length: 100\r\n\r\n{\"messages\"")
+        t0 = time.perf_counter()
+        assert s.recv(1000) == b""  # closed without an answer
+        assert time.perf_counter() - t0 < 3
+    assert _request_logs(caplog, 1)[0]["status"] == 408
+    assert upstream.total_requests == 0
+
+
 def test_health(upstream: Any, proxy_factory: Any):
     proxy = proxy_factory(upstream.base_url)
     code, _, data = proxy.raw("GET", "/health")
