@@ -197,8 +197,10 @@ BACKEND_WRAPPERS.declare("guard", "copyprobe.guard.backend:GuardWrapper")
 
 
 def backend_wrappers(spec: Mapping[str, Any]) -> list[str]:
-    """The wrappers a model's config slice switches on, in registry order."""
-    return [name for name in BACKEND_WRAPPERS.names() if spec.get(name)]
+    """The wrappers a model's config slice switches on, in registry order (an empty block
+    switches one on with its defaults)."""
+    return [name for name in BACKEND_WRAPPERS.names()
+            if spec.get(name) is not None and spec.get(name) is not False]
 
 
 def backend_facts(name: str) -> dict[str, Any]:

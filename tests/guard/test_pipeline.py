@@ -368,6 +368,7 @@ def test_guarded_model_through_the_generation_layer(fault_server: Any, tmp_path:
     guarded = _model(fault_server, tmp_path, spec())
     bare = _model(fault_server, tmp_path, None)
     assert backend_wrappers(guarded) == ["guard"] and backend_wrappers(bare) == []
+    assert backend_wrappers({**bare, "guard": {}}) == ["guard"]  # every default
     ident = backend_identity(guarded, None)
     assert ident["guard"] == GuardSpec.from_config(spec()).identity()
     assert {k: v for k, v in ident.items() if k != "guard"} == backend_identity(bare, None)
