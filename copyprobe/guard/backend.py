@@ -263,7 +263,7 @@ def guard_decisions(prompts: pd.DataFrame, spec: Mapping[str, Any], *,
     per ready request, read from the decision store. A decision not stored yet (its answer
     came from a copied cache, say) is computed and stored when ``compute_missing``, else the
     request is left out. ``spec`` is the model's config slice with its ``guard`` block."""
-    if not spec.get("guard"):
+    if spec.get("guard") is None or spec.get("guard") is False:
         raise ValueError(f"model {spec.get('name', '?')!r} has no guard block")
     root = guard_cache_dir(spec)
     store = DecisionStore(root / "decisions")

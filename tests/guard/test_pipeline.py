@@ -404,6 +404,8 @@ def test_guarded_model_through_the_generation_layer(fault_server: Any, tmp_path:
     assert side["notice_found"].all() and side["status"].isna().all()
     assert (side["total_s"] >= side["risk_s"]).all() and not CALLS
     assert json.loads(side.iloc[0]["decision"])["action"] == "remind"
+    with pytest.raises(ValueError, match="has no guard block"):
+        guard_decisions(prompts, bare)
 
 
 def test_checks_on_the_concurrent_path_run_side_by_side(fault_server: Any, tmp_path: Path):
