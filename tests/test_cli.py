@@ -131,7 +131,7 @@ def test_every_option_has_help_and_shows_its_default():
     assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats",
                          "copyright-manifest", "copyright-queries", "guard"}
     nested = {f"guard {k}": v for k, v in _subparsers(subs["guard"]).items()}
-    assert set(nested) == {"guard classify-query"}
+    assert set(nested) == {"guard classify-query", "guard serve"}
     for name, sub in [("copyprobe", parser), *subs.items(), *nested.items()]:
         text = " ".join(sub.format_help().split())
         for action in sub._actions:

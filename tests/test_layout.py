@@ -52,10 +52,12 @@ def test_the_layout_check_sees_a_study_import(tmp_path: Path) -> None:
     assert _imports(bad) == {"copyprobe.msr.analysis", "copyprobe.msr"}
 
 
-@pytest.mark.parametrize("registry", ["backends", "sources"])
+@pytest.mark.parametrize("registry", ["backends", "sources", "backend wrappers"])
 def test_every_declared_part_exists_and_registers_under_its_name(registry: str) -> None:
     if registry == "backends":
         from copyprobe.generation.base import BACKENDS as reg
+    elif registry == "backend wrappers":
+        from copyprobe.generation.base import BACKEND_WRAPPERS as reg
     else:
         from copyprobe.sources.base import SOURCES as reg
     names = reg.names()

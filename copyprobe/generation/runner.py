@@ -45,12 +45,14 @@ import pandas as pd
 from copyprobe import __version__
 from copyprobe.artifacts import GENERATIONS
 from copyprobe.generation.base import (
+    BACKEND_WRAPPERS,
     BACKENDS,
     Backend,
     BackendError,
     BatchItem,
     Completion,
     Decoding,
+    backend_wrappers,
 )
 from copyprobe.generation.cache import GenerationCache, cache_key
 from copyprobe.generation.limits import AsyncRateLimiter, RateLimiter, RetryPolicy, estimate_tokens
@@ -150,13 +152,20 @@ class GenerationSummary:
 
 
 def build_backend(spec: Mapping[str, Any], model_file: ModelFile | None) -> Backend:
-    """Instantiate (load) the backend named in a model's config slice."""
-    return BACKENDS.get(spec["backend"]).from_config(spec, model_file)
+    """Instantiate (load) the backend named in a model's config slice, inside the wrappers
+    its slice switches on (:data:`~copyprobe.generation.base.BACKEND_WRAPPERS`)."""
+    backend = BACKENDS.get(spec["backend"]).from_config(spec, model_file)
+    for name in backend_wrappers(spec):
+        backend = BACKEND_WRAPPERS.get(name).wrap(spec[name], spec, backend)
+    return backend
 
 
 def backend_identity(spec: Mapping[str, Any], model_file: ModelFile | None) -> dict[str, Any]:
-    """The backend's cache identity, computed without loading the model."""
-    return BACKENDS.get(spec["backend"]).identity_from_config(spec, model_file)
+    """The backend's cache identity (with its wrappers'), computed without loading the model."""
+    identity = BACKENDS.get(spec["backend"]).identity_from_config(spec, model_file)
+    for name in backend_wrappers(spec):
+        identity = BACKEND_WRAPPERS.get(name).wrap_identity(spec[name], spec, identity)
+    return identity
 
 
 @dataclass

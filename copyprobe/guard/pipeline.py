@@ -1,0 +1,420 @@
+"""The guard pipeline: which checks run, in what order, and what the guard decides.
+
+Order (the CopyGuard design): the notice identifier and the query risk analyzer run
+concurrently; the status verifier runs only when no notice was found, after the notice
+identifier (it reads the OCR text) and still concurrently with the risk analyzer, so the added
+latency is ``max(notice + status, risk)``. The material counts as protected when a notice is
+found or the verifier says ``protected``; the request counts as infringing when the risk
+analyzer says so of the user's query (``query``: by default the first paragraph of the last
+user message, see :func:`query_text`). Both together trigger the reminder: policy ``remind``
+adds the reason to the prompt, policy ``block`` answers with a refusal and the model is not
+called.
+
+Each check can be switched off (``notice: false`` ...), for the ablation that shows what each
+one buys. A switched-off check is not consulted and the others decide: without the risk
+analyzer every request counts as infringing; without both the notice identifier and the
+status verifier every material counts as protected.
+
+A check that raises (or a risk analyzer that has not answered ``timeout_s`` seconds after the
+check began; the notice and status components bound their own network calls) is handled by
+``on_error``: ``raise`` (the request fails with :class:`GuardError`), ``pass`` (the failed
+check flags nothing) or ``flag`` (it flags: the material counts as protected, the request as
+infringing). The decision records the error either way.
+
+Components are found by name in :data:`NOTICE_COMPONENTS`, :data:`STATUS_COMPONENTS` and
+:data:`RISK_COMPONENTS`. Each holds factories ``factory(params, cache_dir) -> component``;
+the built-in ``default`` entries build the package's own components (imported only when
+used). A component implements one method: ``identify(prompt) -> NoticeFinding``,
+``verify(prompt, ocr_text) -> StatusFinding`` or ``classify(query) -> RiskFinding``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from copyprobe import __version__
+from copyprobe.guard import reminder as rem
+from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding
+from copyprobe.prompt import Prompt
+from copyprobe.registry import Registry
+
+Factory = Callable[[Mapping[str, Any], "Path | None"], Any]
+
+NOTICE_COMPONENTS: Registry[Factory] = Registry("guard notice component")
+STATUS_COMPONENTS: Registry[Factory] = Registry("guard status component")
+RISK_COMPONENTS: Registry[Factory] = Registry("guard risk component")
+
+ROLES = ("notice", "status", "risk")
+ON_ERROR = ("raise", "pass", "flag")
+QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
+ACTIONS = ("pass", "remind", "block")
+
+
+class GuardError(RuntimeError):
+    """A check failed under ``on_error: raise`` (the message names the check)."""
+
+
+class GuardConfigError(ValueError):
+    """A bad ``guard`` block (the message names the key)."""
+
+
+def _with_cache_dir(cls: Callable[..., Any], params: Mapping[str, Any],
+                    cache_dir: Path | None, sub: str) -> dict[str, Any]:
+    """``params`` with ``cache_dir=<cache_dir>/<sub>`` added when ``cls`` takes one and the
+    params do not set it."""
+    kwargs = dict(params)
+    if cache_dir is not None and "cache_dir" not in kwargs:
+        try:
+            takes = "cache_dir" in inspect.signature(cls).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if takes:
+            kwargs["cache_dir"] = str(Path(cache_dir) / sub if sub else cache_dir)
+    return kwargs
+
+
+@NOTICE_COMPONENTS.register("default")
+def _default_notice(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
+    from copyprobe.guard.notice import NoticeIdentifier
+
+    # the identifier keeps its OCR texts in <cache_dir>/ocr itself
+    return NoticeIdentifier(**_with_cache_dir(NoticeIdentifier, params, cache_dir, ""))
+
+
+@STATUS_COMPONENTS.register("default")
+def _default_status(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
+    from copyprobe.guard.status import StatusVerifier
+
+    return StatusVerifier(**_with_cache_dir(StatusVerifier, params, cache_dir, "status"))
+
+
+@RISK_COMPONENTS.register("default")
+def _default_risk(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
+    from copyprobe.guard.risk import RISK_ANALYZERS, risk_analyzer
+
+    spec = dict(params)
+    name = spec.get("analyzer", "rules")
+    if name in RISK_ANALYZERS:  # else risk_analyzer names the known ones
+        spec = _with_cache_dir(RISK_ANALYZERS.get(name), spec, cache_dir, "risk")
+    return risk_analyzer(spec or None)
+
+
+_REGISTRIES = {"notice": NOTICE_COMPONENTS, "status": STATUS_COMPONENTS,
+               "risk": RISK_COMPONENTS}
+
+
+@dataclass(frozen=True)
+class GuardSpec:
+    """A model's ``guard`` block, checked. ``notice``/``status``/``risk`` are None when
+    switched off, else ``{"component": name, **params}``."""
+
+    policy: str = "remind"
+    style: str = "system"
+    notice: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
+    status: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
+    risk: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
+    on_error: str = "raise"
+    query: str = "first_paragraph"
+    timeout_s: float = 120.0
+    reminder_text: str | None = None
+    block_text: str | None = None
+
+    @classmethod
+    def from_config(cls, block: Mapping[str, Any] | GuardSpec | None) -> GuardSpec:
+        if isinstance(block, GuardSpec):
+            return block
+        block = dict(block or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(block) - known)
+        if unknown:
+            raise GuardConfigError(f"guard: unknown key(s) {', '.join(unknown)}; known: "
+                                   f"{', '.join(sorted(known))}")
+        out: dict[str, Any] = {}
+        for role in ROLES:
+            if role not in block:
+                continue
+            value = block.pop(role)
+            if value is False or value is None:
+                out[role] = None
+            elif value is True:
+                out[role] = {"component": "default"}
+            elif isinstance(value, Mapping):
+                out[role] = {"component": "default", **value}
+            else:
+                raise GuardConfigError(f"guard.{role}: expected a mapping of the component's "
+                                       f"settings, true or false, got {value!r}")
+        spec = cls(**block, **out)
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        if self.policy not in rem.POLICIES:
+            raise GuardConfigError(f"guard.policy must be one of {', '.join(rem.POLICIES)}, "
+                                   f"got {self.policy!r}")
+        if self.style not in rem.STYLES:
+            raise GuardConfigError(f"guard.style must be one of {', '.join(rem.STYLES)}, "
+                                   f"got {self.style!r}")
+        if self.on_error not in ON_ERROR:
+            raise GuardConfigError(f"guard.on_error must be one of {', '.join(ON_ERROR)}, "
+                                   f"got {self.on_error!r}")
+        if self.query not in QUERY_PARTS:
+            raise GuardConfigError(f"guard.query must be one of {', '.join(QUERY_PARTS)}, "
+                                   f"got {self.query!r}")
+        if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
+            raise GuardConfigError(f"guard.timeout_s must be a positive number, got "
+                                   f"{self.timeout_s!r}")
+        for role in ROLES:
+            part = getattr(self, role)
+            if part is not None and part["component"] not in _REGISTRIES[role]:
+                raise GuardConfigError(
+                    f"guard.{role}.component: unknown {role} component {part['component']!r}; "
+                    f"known: {', '.join(_REGISTRIES[role].names())}")
+        for key in ("reminder_text", "block_text"):
+            text = getattr(self, key)
+            if text is not None:
+                try:
+                    text.format(reason="x")
+                except (KeyError, IndexError, ValueError) as exc:
+                    raise GuardConfigError(f"guard.{key}: only {{reason}} may be used in "
+                                           f"braces ({exc})") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, every default filled in."""
+        d = asdict(self)
+        for role in ROLES:
+            d[role] = dict(d[role]) if d[role] is not None else None
+        return d
+
+    def identity(self) -> dict[str, Any]:
+        """What changes the guard's decisions and texts: the spec with the reminder wording
+        actually used, and the package version. It enters the generation cache key of a
+        guarded model."""
+        d = self.as_dict()
+        d.pop("timeout_s")
+        d["reminder_text"] = self.reminder_text or rem.REMINDER_TEXT
+        d["block_text"] = self.block_text or rem.BLOCK_TEXT
+        return {"guard": d, "copyprobe": __version__}
+
+    def digest(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def without(self, role: str) -> GuardSpec:
+        """The same guard with one check switched off (the ablation)."""
+        if role not in ROLES:
+            raise ValueError(f"no guard check {role!r}; known: {', '.join(ROLES)}")
+        return replace(self, **{role: None})
+
+
+@dataclass(frozen=True)
+class GuardDecision:
+    """What the guard decided for one prompt, with each finding and each check's latency."""
+
+    action: str                        # "pass" | "remind" | "block"
+    protected: bool
+    infringing: bool
+    reason: str | None = None          # why the guard acted (None on pass)
+    message: str | None = None         # the reminder added, or the block message
+    notice: NoticeFinding | None = None
+    status: StatusFinding | None = None
+    risk: RiskFinding | None = None
+    #: seconds per check that ran ("notice", "status", "risk") and "total" (the added latency)
+    timings: Mapping[str, float] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
+    guard: str = ""                    # the guard spec's digest
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), ensure_ascii=False, sort_keys=True)
+
+
+def _message_text(prompt: Prompt) -> str:
+    if prompt.format == "completion":
+        return prompt.text
+    for m in reversed(prompt.messages):
+        if m.get("role") != "user":
+            continue
+        content = m.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(p.get("text", "") for p in content
+                             if isinstance(p, Mapping) and p.get("type") == "text")
+    return ""
+
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def query_text(prompt: Prompt, part: str = "first_paragraph") -> str:
+    """What the user asks, for the risk analyzer: the text of the last user message (its
+    text parts joined; a plain-text prompt: all of it), or only its first or last paragraph
+    (split at blank lines). A request often carries the material after the instruction
+    ("Translate this:" then the text), and words of the material ("repeat", "translate") must
+    not decide what the request asks for; the benchmark's text-only prompts put the query
+    first and the material after a blank line."""
+    if part not in QUERY_PARTS:
+        raise ValueError(f"query part must be one of {', '.join(QUERY_PARTS)}, got {part!r}")
+    text = _message_text(prompt)
+    if part == "message":
+        return text
+    paragraphs = [p for p in _BLANK_LINE.split(text.strip()) if p.strip()] or [""]
+    return (paragraphs[0] if part == "first_paragraph" else paragraphs[-1]).strip()
+
+
+class Guard:
+    """Runs the configured checks on a prompt (:meth:`check`) and applies the decision
+    (:meth:`guarded_prompt`). Thread-safe: one guard serves concurrent requests; the risk
+    analyzer runs in a pool of ``workers`` threads while the calling thread runs the notice
+    identifier and, when needed, the status verifier."""
+
+    def __init__(self, spec: Mapping[str, Any] | GuardSpec | None = None, *,
+                 cache_dir: str | Path | None = None, workers: int = 32) -> None:
+        self.spec = GuardSpec.from_config(spec)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.digest = self.spec.digest()
+        self._components: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="copyguard")
+
+    # -- components ---------------------------------------------------------------------------
+    def component(self, role: str) -> Any:
+        """The component of a check (built on first use), or None when switched off."""
+        params = getattr(self.spec, role)
+        if params is None:
+            return None
+        with self._lock:
+            if role not in self._components:
+                params = dict(params)
+                factory = _REGISTRIES[role].get(params.pop("component"))
+                self._components[role] = factory(params, self.cache_dir)
+            return self._components[role]
+
+    def build(self) -> Guard:
+        """Build every switched-on component now (a server does this at start, so a bad
+        setting or a missing engine stops it there rather than failing each request)."""
+        for role in ROLES:
+            self.component(role)
+        return self
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for comp in self._components.values():
+            close = getattr(comp, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> Guard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the checks ---------------------------------------------------------------------------
+    @staticmethod
+    def _timed(fn: Callable[[], Any]) -> tuple[Any, float, BaseException | None]:
+        t0 = time.perf_counter()
+        try:
+            return fn(), time.perf_counter() - t0, None
+        except Exception as exc:  # reported by the caller, per on_error
+            return None, time.perf_counter() - t0, exc
+
+    def _risk(self, query: str) -> tuple[Any, float, BaseException | None]:
+        comp = self.component("risk")
+        return self._timed(lambda: comp.classify(query))
+
+    def check(self, prompt: Prompt) -> GuardDecision:
+        """Run the checks on ``prompt`` and decide."""
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        errors: dict[str, str] = {}
+        risk_future: Future | None = None
+        if self.spec.risk is not None:
+            self.component("risk")  # built here, so a construction error is not a timeout
+            risk_future = self._pool.submit(self._risk, query_text(prompt, self.spec.query))
+
+        notice: NoticeFinding | None = None
+        status: StatusFinding | None = None
+        flagged_by_error = False
+        if self.spec.notice is not None:
+            comp = self.component("notice")
+            notice, timings["notice"], exc = self._timed(lambda: comp.identify(prompt))
+            if exc is not None:
+                flagged_by_error |= self._failed("notice", exc, errors)
+                notice = None
+        if (notice is None or not notice.found) and self.spec.status is not None:
+            comp = self.component("status")
+            ocr_text = notice.ocr_text if notice is not None else ""
+            status, timings["status"], exc = self._timed(lambda: comp.verify(prompt, ocr_text))
+            if exc is not None:
+                flagged_by_error |= self._failed("status", exc, errors)
+                status = None
+
+        risk: RiskFinding | None = None
+        risk_flag_error = False
+        if risk_future is not None:
+            remaining = max(0.0, self.spec.timeout_s - (time.perf_counter() - t0))
+            try:
+                risk, timings["risk"], exc = risk_future.result(timeout=remaining)
+            except FutureTimeout:
+                risk_future.cancel()
+                exc = TimeoutError(f"no answer within timeout_s={self.spec.timeout_s}")
+                timings["risk"] = time.perf_counter() - t0
+            if exc is not None:
+                risk_flag_error = self._failed("risk", exc, errors)
+                risk = None
+
+        protection_checked = self.spec.notice is not None or self.spec.status is not None
+        protected = (not protection_checked
+                     or bool(notice is not None and notice.found)
+                     or bool(status is not None and status.status == "protected")
+                     or flagged_by_error)
+        infringing = (self.spec.risk is None or risk_flag_error
+                      or bool(risk is not None and risk.risk == "infringing"))
+        timings["total"] = time.perf_counter() - t0
+        if not (protected and infringing):
+            return GuardDecision("pass", protected, infringing, notice=notice, status=status,
+                                 risk=risk, timings=timings, errors=errors, guard=self.digest)
+        reason = rem.reason_text(
+            notice=notice.notice if notice is not None and notice.found else None,
+            status_basis=status.basis if status is not None and status.status == "protected"
+            else None,
+            title=status.title if status is not None else None,
+            task=risk.task if risk is not None else None)
+        if self.spec.policy == "block":
+            action, message = "block", rem.block_message(reason, self.spec.block_text)
+        else:
+            action, message = "remind", rem.reminder_message(reason, self.spec.reminder_text)
+        return GuardDecision(action, protected, infringing, reason=reason, message=message,
+                             notice=notice, status=status, risk=risk, timings=timings,
+                             errors=errors, guard=self.digest)
+
+    def _failed(self, role: str, exc: BaseException, errors: dict[str, str]) -> bool:
+        """Record a failed check; True when it flags (``on_error: flag``)."""
+        errors[role] = f"{type(exc).__name__}: {exc}"[:500]
+        if self.spec.on_error == "raise":
+            raise GuardError(f"guard check {role!r} failed: {errors[role]}") from exc
+        return self.spec.on_error == "flag"
+
+    def guarded_prompt(self, prompt: Prompt, decision: GuardDecision) -> Prompt | None:
+        """The prompt to send to the model: as is on pass, with the reminder on remind, None
+        on block (answer with ``decision.message`` instead)."""
+        if decision.action == "pass":
+            return prompt
+        if decision.action == "block":
+            return None
+        assert decision.message is not None
+        return rem.add_reminder(prompt, decision.message, self.spec.style)

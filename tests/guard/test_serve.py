@@ -1,0 +1,585 @@
+"""``copyprobe guard serve``: the proxy driven with the ``openai`` client and raw HTTP, in front
+of the OpenAI-compatible fault server (fast: faults, concurrency, what is forwarded) and of
+llama.cpp's own server with SmolLM2 (slow: real answers, streaming).
+
+The guard's checks are small real components written for these tests (``s_*``): a notice
+identifier looking for "All rights reserved." in the text parts with ``str.find``, and a
+keyword risk analyzer.
+"""
+
+from __future__ import annotations
+
+import http.client
+import importlib.util
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from copyprobe.guard.pipeline import NOTICE_COMPONENTS, RISK_COMPONENTS, Guard
+from copyprobe.guard.reminder import BLOCK_TEXT, add_reminder
+from copyprobe.guard.serve import ProxySettings, make_server
+from copyprobe.guard.types import NoticeFinding, RiskFinding
+from copyprobe.prompt import Prompt
+
+NOTICE = "All rights reserved."
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class TextNotice:
+    def identify(self, prompt: Prompt) -> NoticeFinding:
+        for m in prompt.messages:
+            content = m.get("content")
+            parts = content if isinstance(content, list) else [{"type": "text",
+                                                                 "text": content or ""}]
+            for p in parts:
+                if p.get("type") == "text" and p["text"].find(NOTICE) >= 0:
+                    return NoticeFinding(True, NOTICE, "text")
+        return NoticeFinding(False)
+
+
+class WordRisk:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    def classify(self, query: str) -> RiskFinding:
+        time.sleep(self.delay)
+        if "repeat" in query.lower():
+            return RiskFinding("infringing", "repetition", "rules", 1.0)
+        return RiskFinding("benign", "summary", "rules", 0.0)
+
+
+if "s_text" not in NOTICE_COMPONENTS:
+    NOTICE_COMPONENTS.register("s_text")(lambda params, cache_dir: TextNotice(**params))
+if "s_words" not in RISK_COMPONENTS:
+    RISK_COMPONENTS.register("s_words")(lambda params, cache_dir: WordRisk(**params))
+
+GUARD = {"notice": {"component": "s_text"}, "status": False, "risk": {"component": "s_words"}}
+
+_SERVER_PATH = ROOT / "tests" / "servers" / "fault_server.py"
+_MODULE_NAME = "copyprobe_tests_fault_server"  # shared with tests/generation/conftest.py
+
+
+def _fault_server_module() -> Any:
+    if _MODULE_NAME not in sys.modules:
+        mspec = importlib.util.spec_from_file_location(_MODULE_NAME, _SERVER_PATH)
+        assert mspec is not None and mspec.loader is not None
+        module = importlib.util.module_from_spec(mspec)
+        sys.modules[_MODULE_NAME] = module
+        mspec.loader.exec_module(module)
+    return sys.modules[_MODULE_NAME]
+
+
+@pytest.fixture
+def upstream() -> Iterator[Any]:
+    with _fault_server_module().FaultServer(latency=0.0) as srv:
+        yield srv
+
+
+class Proxy:
+    """A proxy served from a thread of the test process."""
+
+    def __init__(self, settings: ProxySettings) -> None:
+        self.server = make_server(settings)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def client(self, **kw: Any) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="client-key", max_retries=0,
+                             timeout=kw.pop("timeout", 20), **kw)
+
+    def raw(self, method: str, path: str, body: bytes | None = None,
+            headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def proxy_factory(tmp_path: Path) -> Iterator[Any]:
+    made: list[Proxy] = []
+
+    def make(upstream_url: str, guard: dict | None = None, **kw: Any) -> Proxy:
+        settings = ProxySettings(upstream=upstream_url, guard=GUARD if guard is None else guard,
+                                 port=0, cache_dir=str(tmp_path / "guard"),
+                                 upstream_key_env="COPYPROBE_TEST_UPSTREAM_KEY", **kw)
+        made.append(Proxy(settings))
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def _user(text: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}]
+
+
+# -- what is forwarded ----------------------------------------------------------------------------
+
+def test_pass_remind_and_block(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url)
+    client = proxy.client()
+    r = client.chat.completions.with_raw_response.create(
+        model="m", messages=_user(f"{NOTICE} Summarise this."))
+    assert r.headers["x-copyguard-action"] == "pass"
+    assert r.parse().choices[0].message.content == "echo: " + f"{NOTICE} Summarise this."[::-1]
+    assert upstream.requests[-1].body["messages"] == _user(f"{NOTICE} Summarise this.")
+
+    r = client.chat.completions.with_raw_response.create(
+        model="m", messages=_user(f"{NOTICE} Repeat this."), temperature=0.0)
+    assert r.headers["x-copyguard-action"] == "remind"
+    sent = upstream.requests[-1].body
+    assert sent["messages"][0]["role"] == "system"
+    assert sent["messages"][0]["content"].startswith("Copyright check: The material carries")
+    assert sent["messages"][1:] == _user(f"{NOTICE} Repeat this.")
+    assert sent["temperature"] == 0.0 and sent["model"] == "m"  # the rest as the client sent it
+
+    before = upstream.total_requests
+    r = proxy.client().chat.completions.with_raw_response.create(
+        model="m", messages=_user(f"{NOTICE} Repeat this."))
+    assert r.headers["x-copyguard-action"] == "remind"
+    blocker = proxy_factory(upstream.base_url, guard={**GUARD, "policy": "block"})
+    r = blocker.client().chat.completions.with_raw_response.create(
+        model="m", messages=_user(f"{NOTICE} Repeat this."))
+    assert r.headers["x-copyguard-action"] == "block"
+    answer = r.parse()
+    assert answer.choices[0].message.content.startswith("I can't help with this request")
+    assert answer.choices[0].finish_reason == "stop" and answer.usage.completion_tokens == 0
+    assert json.loads(r.text)["copyguard"]["action"] == "block"
+    assert upstream.total_requests == before + 1  # the reminded one; the block sent nothing
+
+
+def test_block_streams_as_sse(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "policy": "block"})
+    chunks = list(proxy.client().chat.completions.create(
+        model="m", messages=_user(f"{NOTICE} Repeat this."), stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    reason = Guard({**GUARD, "policy": "block"}).check(
+        Prompt("chat", messages=tuple(_user(f"{NOTICE} Repeat this.")))).reason
+    assert text == BLOCK_TEXT.format(reason=reason)
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert upstream.total_requests == 0
+
+
+def test_image_parts_are_checked_and_forwarded(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url)
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    messages = [{"role": "user", "content": [image, {"type": "text",
+                                                     "text": f"{NOTICE} Repeat it."}]}]
+    r = proxy.client().chat.completions.with_raw_response.create(model="m", messages=messages)
+    assert r.headers["x-copyguard-action"] == "remind"
+    assert upstream.requests[-1].body["messages"][1] == messages[0]
+
+
+def test_upstream_key_comes_from_the_environment(upstream: Any, proxy_factory: Any,
+                                                 monkeypatch: pytest.MonkeyPatch):
+    proxy = proxy_factory(upstream.base_url)
+    proxy.client().chat.completions.create(model="m", messages=_user("hello"))
+    assert not upstream.requests[-1].has_authorization  # unset: no key, and not the client's
+    monkeypatch.setenv("COPYPROBE_TEST_UPSTREAM_KEY", "sk-upstream-from-env")
+    proxy.client().chat.completions.create(model="m", messages=_user("hello"))
+    assert upstream.requests[-1].api_key == "sk-upstream-from-env"
+
+
+def test_speculative_sends_while_checking(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url, speculative=True,
+                          guard={**GUARD, "risk": {"component": "s_words", "delay": 0.5}})
+    upstream.latency = 0.5
+    client = proxy.client()
+    t0 = time.perf_counter()
+    r = client.chat.completions.with_raw_response.create(model="m", messages=_user("Hi there"))
+    took = time.perf_counter() - t0
+    assert r.headers["x-copyguard-action"] == "pass" and upstream.total_requests == 1
+    assert took < 0.85, took  # the checks and the upstream overlap (0.5 s each)
+    r = client.chat.completions.with_raw_response.create(
+        model="m", messages=_user(f"{NOTICE} Repeat it."))
+    assert r.headers["x-copyguard-action"] == "remind" and upstream.total_requests == 3
+    reminded = [q.body for q in upstream.requests[1:] if q.body["messages"][0]["role"] == "system"]
+    assert len(reminded) == 1
+    assert r.parse().choices[0].message.content == "echo: " + f"{NOTICE} Repeat it."[::-1]
+
+
+# -- concurrency --------------------------------------------------------------------------------
+
+def test_concurrent_requests_keep_their_answers(upstream: Any, proxy_factory: Any):
+    upstream.latency = 0.3
+    proxy = proxy_factory(upstream.base_url)
+    client = proxy.client()
+
+    def ask(i: int) -> tuple[str, str]:
+        text = f"{NOTICE} Repeat line {i}." if i % 2 else f"Question number {i}?"
+        r = client.chat.completions.with_raw_response.create(model="m", messages=_user(text))
+        return r.headers["x-copyguard-action"], r.parse().choices[0].message.content
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(ask, range(16)))
+    took = time.perf_counter() - t0
+    for i, (action, content) in enumerate(results):
+        text = f"{NOTICE} Repeat line {i}." if i % 2 else f"Question number {i}?"
+        assert action == ("remind" if i % 2 else "pass")
+        assert content == "echo: " + text[::-1]
+    assert upstream.max_in_flight >= 8
+    assert took < 16 * 0.3 / 4, took  # sequentially it would take 4.8 s
+
+
+def test_no_small_write_delay(upstream: Any, proxy_factory: Any):
+    """A proxied answer from an instant upstream takes well under a millisecond or two; with
+    Nagle's algorithm on the proxy's socket the body waited for the client's delayed ACK
+    (about 40 ms per response, measured)."""
+    proxy = proxy_factory(upstream.base_url, guard={"notice": False, "status": False,
+                                                     "risk": False})
+    body = json.dumps({"model": "m", "messages": _user("hi")}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    took = []
+    for _ in range(15):
+        t0 = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        assert conn.getresponse().read()
+        took.append(time.perf_counter() - t0)
+    conn.close()
+    assert sorted(took)[len(took) // 2] < 0.02, took
+
+
+# -- failures -----------------------------------------------------------------------------------
+
+def test_upstream_errors_pass_through(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url)
+    upstream.fail_next("500")
+    with pytest.raises(openai.InternalServerError) as err:
+        proxy.client().chat.completions.create(model="m", messages=_user("hello"))
+    assert err.value.status_code == 500
+    upstream.fail_next("429", retry_after=1)
+    with pytest.raises(openai.RateLimitError):
+        proxy.client().chat.completions.create(model="m", messages=_user("hello"))
+    # streaming: the upstream's error status, not a 200 stream
+    upstream.fail_next("503")
+    with pytest.raises(openai.APIStatusError) as err:
+        list(proxy.client().chat.completions.create(model="m", messages=_user("hello"),
+                                                    stream=True))
+    assert err.value.status_code == 503
+    # and the proxy goes on serving
+    assert proxy.client().chat.completions.create(
+        model="m", messages=_user("ok")).choices[0].message.content == "echo: ko"
+
+
+def test_unreachable_and_slow_upstreams(upstream: Any, proxy_factory: Any):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    down = proxy_factory(f"http://127.0.0.1:{closed}/v1")
+    with pytest.raises(openai.APIStatusError) as err:
+        down.client().chat.completions.create(model="m", messages=_user("hello"))
+    assert err.value.status_code == 502
+    assert err.value.body["type"] == "upstream_error"
+    slow = proxy_factory(upstream.base_url, upstream_timeout=0.3)
+    upstream.fail_next("slow", slow_seconds=2)
+    with pytest.raises(openai.APIStatusError) as err:
+        slow.client().chat.completions.create(model="m", messages=_user("hello"))
+    assert err.value.status_code == 504
+
+
+def test_a_failing_check_is_a_503(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url,
+                          guard={**GUARD, "risk": {"component": "s_words", "delay": 1.0},
+                                 "timeout_s": 0.1})
+    with pytest.raises(openai.APIStatusError) as err:
+        proxy.client().chat.completions.create(model="m", messages=_user("hello"))
+    assert err.value.status_code == 503 and "risk" in err.value.message
+    assert upstream.total_requests == 0
+
+
+@pytest.mark.parametrize("body, status, message", [
+    (b"{not json", 400, "not valid JSON"),
+    (b"[1, 2]", 400, "must be a JSON object"),
+    (b'{"model": "m"}', 400, "'messages' must be a non-empty array"),
+    (b'{"messages": []}', 400, "'messages' must be a non-empty array"),
+    (b'{"messages": ["hi"]}', 400, "messages[0] must be an object"),
+    (b'{"messages": [{"role": "robot", "content": "x"}]}', 400, "messages[0].role"),
+    (b'{"messages": [{"role": "user", "content": 5}]}', 400, "messages[0].content"),
+    (b'{"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]}', 400,
+     "unsupported content part type 'input_audio'"),
+    (b'{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": '
+     b'{"url": "file:///etc/passwd"}}]}]}', 400, "only data: image URLs"),
+    (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', 400, "'stream'"),
+    (b"\xff\xfe", 400, "not valid JSON"),
+])
+def test_malformed_bodies_get_a_clear_400(upstream: Any, proxy_factory: Any, body: bytes,
+                                          status: int, message: str):
+    proxy = proxy_factory(upstream.base_url)
+    code, headers, data = proxy.raw("POST", "/v1/chat/completions", body,
+                                    {"Content-Type": "application/json"})
+    assert code == status
+    err = json.loads(data)["error"]
+    assert message in err["message"] and err["type"] == "invalid_request_error"
+    assert upstream.total_requests == 0
+
+
+def test_size_limit_and_framing(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url, max_body_bytes=1000)
+    big = json.dumps({"messages": _user("x" * 2000)}).encode()
+    code, headers, data = proxy.raw("POST", "/v1/chat/completions", big)
+    assert code == 413 and "exceeds the limit of 1000 bytes" in json.loads(data)["error"]["message"]
+    assert headers.get("Connection") == "close"
+    # no Content-Length (a chunked body): 411
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    conn.putrequest("POST", "/v1/chat/completions")
+    conn.putheader("Transfer-Encoding", "chunked")
+    conn.endheaders()
+    conn.send(b"2\r\n{}\r\n0\r\n\r\n")
+    r = conn.getresponse()
+    assert r.status == 411
+    conn.close()
+    assert proxy.raw("GET", "/v1/chat/completions")[0] == 405
+    code, headers, data = proxy.raw("DELETE", "/v1/chat/completions")
+    assert code == 405 and headers["Allow"] == "POST" and json.loads(data)["error"]
+    code, _, data = proxy.raw("POST", "/v1/embeddings", b"{}")
+    assert code == 404 and "no route" in json.loads(data)["error"]["message"]
+    # still serving, and a body just under the limit goes through
+    ok = json.dumps({"model": "m", "messages": _user("y" * 900)}).encode()
+    assert len(ok) < 1000 and proxy.raw("POST", "/v1/chat/completions", ok)[0] == 200
+    assert upstream.total_requests == 1
+
+
+def test_a_stalled_body_is_dropped(upstream: Any, proxy_factory: Any,
+                                   caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.INFO, logger="copyprobe.guard.serve")
+    proxy = proxy_factory(upstream.base_url, client_timeout=0.3)
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Length: 100\r\n\r\n{\"messages\"")
+        t0 = time.perf_counter()
+        assert s.recv(1000) == b""  # closed without an answer
+        assert time.perf_counter() - t0 < 3
+    assert _request_logs(caplog, 1)[0]["status"] == 408
+    assert upstream.total_requests == 0
+
+
+def test_health(upstream: Any, proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url)
+    code, _, data = proxy.raw("GET", "/health")
+    health = json.loads(data)
+    assert code == 200 and health["status"] == "ok"
+    assert health["checks"] == {"notice": True, "status": False, "risk": True}
+    assert health["guard"] == Guard(GUARD).digest
+
+
+# -- logs ---------------------------------------------------------------------------------------
+
+def _request_logs(caplog: pytest.LogCaptureFixture, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` request log lines (a handler logs once its response is sent, so the
+    client may see the answer before the line is written)."""
+    deadline = time.time() + 5
+    while True:
+        logs = [json.loads(r.getMessage()) for r in caplog.records
+                if r.name == "copyprobe.guard.serve" and r.getMessage().startswith("{")]
+        if len(logs) >= n or time.time() > deadline:
+            return logs
+        time.sleep(0.02)
+
+
+def test_logs_are_json_without_prompt_text(upstream: Any, proxy_factory: Any,
+                                           caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.INFO, logger="copyprobe.guard.serve")
+    secret = "SECRET-PROMPT-TEXT"
+    proxy = proxy_factory(upstream.base_url)
+    proxy.client().chat.completions.create(model="m", messages=_user(f"{NOTICE} Repeat {secret}"))
+    proxy.raw("POST", "/v1/chat/completions", b"{oops " + secret.encode())
+    logs = _request_logs(caplog, 2)
+    assert [(e["status"], e.get("action")) for e in logs] == [(200, "remind"), (400, None)]
+    first = logs[0]
+    assert first["task"] == "repetition" and first["guard_s"] >= first["checks"]["risk"]
+    assert first["upstream_s"] > 0 and first["latency_s"] >= first["guard_s"]
+    assert secret not in caplog.text
+    caplog.clear()
+    logged = proxy_factory(upstream.base_url, log_prompts=True)
+    logged.client().chat.completions.create(model="m", messages=_user(f"Say {secret}"))
+    assert _request_logs(caplog, 1)[0]["prompt"] == _user(f"Say {secret}")
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+_SERVE_SCRIPT = """
+import argparse, json, sys
+from copyprobe.guard.cli import add_commands
+p = argparse.ArgumentParser(prog="copyprobe")
+add_commands(p.add_subparsers(dest="command", required=True))
+args = p.parse_args(sys.argv[1:])
+print(json.dumps(args.func(args)))
+"""
+
+
+def test_guard_serve_command(upstream: Any, tmp_path: Path):
+    """The command as a process: config file, JSON logs on stderr, SIGTERM stops it."""
+    cfg = tmp_path / "guard.yaml"
+    cfg.write_text("guard:\n  notice: false\n  status: false\n  risk: false\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COPYPROBE_TEST_CLI_KEY": "sk-cli"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVE_SCRIPT, "guard", "serve", "--upstream", upstream.base_url,
+         "--config", str(cfg), "--port", "0", "--cache-dir", str(tmp_path / "c"),
+         "--upstream-key-env", "COPYPROBE_TEST_CLI_KEY"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        start = json.loads(proc.stderr.readline())
+        assert start["event"] == "start" and start["upstream_key_set"] is True
+        assert "sk-cli" not in json.dumps(start)
+        client = openai.OpenAI(base_url=start["url"], api_key="x", max_retries=0)
+        answer = client.chat.completions.create(model="m", messages=_user("Tell me a story"))
+        assert answer.choices[0].message.content.startswith("echo: ")
+        # every check off: every request is treated as infringing on protected material
+        assert upstream.requests[-1].body["messages"][0]["role"] == "system"
+        assert upstream.requests[-1].api_key == "sk-cli"
+        # the handler logs after the answer is sent: wait for its line
+        request_line = proc.stderr.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"stopped": True, "requests": 1}
+    request = json.loads(request_line)
+    assert (request["event"], request["status"], request["action"]) == ("request", 200, "remind")
+    assert [json.loads(line)["event"] for line in err.splitlines()] == ["stop"]
+    assert "Tell me a story" not in request_line + err
+
+
+def test_serve_help_shows_the_defaults():
+    import argparse
+
+    from copyprobe.guard.cli import add_commands
+
+    parser = argparse.ArgumentParser(prog="copyprobe")
+    add_commands(parser.add_subparsers(dest="command"))
+    guard = parser._subparsers._group_actions[0].choices["guard"]
+    serve = guard._subparsers._group_actions[0].choices["serve"]
+    text = " ".join(serve.format_help().split())
+    for default in ("(default: 8000)", "(default: 127.0.0.1)", "(default: OPENAI_API_KEY)"):
+        assert default in text
+    assert "(default: None)" not in text
+
+
+def test_bad_config_file(tmp_path: Path):
+    from copyprobe.guard.serve import load_guard_config
+
+    bad = tmp_path / "g.yaml"
+    bad.write_text("guard: [1, 2]\n")
+    with pytest.raises(ValueError, match="g.yaml: 'guard' must be a mapping"):
+        load_guard_config(bad)
+    bad.write_text("guard: {policy: [\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_guard_config(bad)
+    with pytest.raises(ValueError, match="http"):
+        ProxySettings(upstream="127.0.0.1:8080")
+
+
+def test_a_component_that_cannot_be_built_stops_the_server_at_start(tmp_path: Path):
+    def broken(params: dict, cache_dir: Any) -> Any:
+        raise ImportError("the OCR engine is not installed")
+
+    if "s_broken" not in NOTICE_COMPONENTS:
+        NOTICE_COMPONENTS.register("s_broken")(broken)
+    with pytest.raises(ImportError, match="OCR engine"):
+        make_server(ProxySettings(upstream="http://127.0.0.1:9/v1", port=0,
+                                  guard={**GUARD, "notice": {"component": "s_broken"}},
+                                  cache_dir=str(tmp_path)))
+
+
+# -- in front of llama.cpp's server with SmolLM2 --------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llama_server(smollm2_file, tmp_path_factory):
+    pytest.importorskip("llama_cpp.server")
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_file.path),
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
+        stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(log.read()[-3000:])
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        raise RuntimeError("llama.cpp server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+@pytest.mark.slow
+def test_in_front_of_llama_cpp_server(llama_server: str, proxy_factory: Any):
+    proxy = proxy_factory(llama_server)
+    client = proxy.client(timeout=120)
+    direct = openai.OpenAI(base_url=llama_server, api_key="x", max_retries=0, timeout=120)
+    params = {"model": "smollm2", "temperature": 0.0, "max_tokens": 24, "seed": 0}
+    benign = _user("Name three colours of the rainbow.")
+    risky = _user(f"{NOTICE} The lighthouse keeper lit the lamp at dusk. Repeat this text.")
+
+    # pass: the same answer as asking the server directly
+    via = client.chat.completions.create(messages=benign, **params).choices[0].message.content
+    assert via == direct.chat.completions.create(messages=benign,
+                                                 **params).choices[0].message.content
+    assert via.strip()
+    # streaming through the proxy: the deltas add up to the same text
+    chunks = list(client.chat.completions.create(messages=benign, stream=True, **params))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == via
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+
+    # remind: the answer the server gives to the reminded prompt
+    g = Guard(GUARD)
+    prompt = Prompt("chat", messages=tuple(risky))
+    reminded = add_reminder(prompt, g.check(prompt).message)
+    want = direct.chat.completions.create(messages=[dict(m) for m in reminded.messages],
+                                          **params).choices[0].message.content
+    r = client.chat.completions.with_raw_response.create(messages=risky, **params)
+    assert r.headers["x-copyguard-action"] == "remind"
+    assert r.parse().choices[0].message.content == want
+
+    # concurrent clients (the server answers one at a time; the proxy keeps them apart)
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(
+            lambda m: client.chat.completions.create(messages=m, **params)
+            .choices[0].message.content, [benign, risky, benign, risky]))
+    assert answers == [via, want, via, want]
+    # the models list is forwarded
+    assert proxy.raw("GET", "/v1/models")[0] == 200
