@@ -350,6 +350,17 @@ def copyright_all_scored(wildcards):
                   benchmark=config["copyright"]["benchmarks"])
 
 
+def copyright_model_main(wildcards):
+    """A copyright model's slice (its variant main: the study runs no variants)."""
+    return cpx.run_slice(config, wildcards.model, cpx.MAIN)
+
+
+def copyright_all_guard_decisions(wildcards):
+    """The decision sidecar of every guarded model of the pairs, on every benchmark."""
+    return expand("results/copyright/{benchmark}/guard_decisions/{model}.parquet",
+                  benchmark=config["copyright"]["benchmarks"], model=cpc.guard_pairs(config))
+
+
 def copyright_guard_params(wildcards):
     """Guarded models and their bases, their guard blocks, each benchmark's rights status."""
     pairs = cpc.guard_pairs(config)

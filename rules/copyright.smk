@@ -114,9 +114,26 @@ rule copyright_tables:
         "../workflow_scripts/copyright_tables.py"
 
 
+rule copyright_guard_decisions:
+    input:
+        prompts="results/prompts/{model}/main/copyright.{benchmark}.parquet",
+        # after the generation, which stored every decision: read back, not checked again
+        generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
+    output:
+        "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
+    log:
+        "logs/copyright_guard_decisions/{benchmark}/{model}.log",
+    params:
+        model=copyright_model_main,
+    localrule: True
+    script:
+        "../workflow_scripts/copyright_guard_decisions.py"
+
+
 rule copyright_guard_tables:
     input:
-        copyright_all_scored,
+        scored=copyright_all_scored,
+        decisions=copyright_all_guard_decisions,
     output:
         multiext(
             "results/copyright/guard/",
@@ -126,6 +143,8 @@ rule copyright_guard_tables:
             "table6.md",
             "ablation.csv",
             "ablation.md",
+            "latency.csv",
+            "latency.md",
         ),
     log:
         "logs/copyright_guard_tables/all.log",

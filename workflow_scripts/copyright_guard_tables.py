@@ -7,6 +7,7 @@ import pandas as pd
 
 from copyprobe.artifacts import read_table
 from copyprobe.copyright.score import SCORED_RUN
+from copyprobe.guard.backend import GUARD_DECISIONS
 from copyprobe.guard.evaluation import write_guard_tables
 from copyprobe.workflow import setup_logging
 
@@ -14,11 +15,13 @@ log = setup_logging(snakemake.log[0])  # noqa: F821
 p = snakemake.params.guard  # noqa: F821
 stats = snakemake.params.statistics  # noqa: F821
 frames = []
-for path in snakemake.input:  # noqa: F821
+for path in snakemake.input.scored:  # noqa: F821
     benchmark = Path(path).parent.name
     frames.append(read_table(path, SCORED_RUN).assign(benchmark=benchmark,
                                                       rights=p["rights"][benchmark]))
 scored = pd.concat(frames, ignore_index=True)
+decisions = pd.concat([read_table(d, GUARD_DECISIONS)
+                       for d in snakemake.input.decisions], ignore_index=True)  # noqa: F821
 write_guard_tables(scored, p["pairs"], p["guards"], Path(snakemake.output[0]).parent,  # noqa: F821
-                   n_boot=stats["n_boot"], seed=stats["seed"])
+                   decisions=decisions, n_boot=stats["n_boot"], seed=stats["seed"])
 log.info("guarded models and their bases: %s", p["pairs"])

@@ -171,6 +171,38 @@ def ablation(scored: pd.DataFrame, pairs: Mapping[str, str],
     return sort_rows(pd.DataFrame(rows), ["model", "guarded_model"])
 
 
+def latency(decisions: pd.DataFrame) -> pd.DataFrame:
+    """Per guarded model: how many requests the guard passed, reminded and blocked, and the
+    seconds each check added (median and 95th percentile over the requests it ran on; the
+    status verifier runs only when no notice is found) and in all (``total``: the notice
+    identifier and status verifier run while the risk analyzer runs, so it is about
+    max(notice + status, risk))."""
+    rows = []
+    for model, g in decisions.groupby("model", sort=True):
+        row: dict[str, Any] = {"guarded_model": model, "n": len(g)}
+        for action in ("pass", "remind", "block"):
+            row[f"n_{action}"] = int((g["action"] == action).sum())
+        for check in (*COMPONENTS, "total"):
+            v = pd.to_numeric(g[f"{check}_s"], errors="coerce").dropna().to_numpy(dtype=float)
+            row[f"{check}_runs"] = int(v.size)
+            row[f"{check}_median_ms"] = float(np.median(v) * 1000) if v.size else np.nan
+            row[f"{check}_p95_ms"] = float(np.quantile(v, 0.95) * 1000) if v.size else np.nan
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=["guarded_model", "n", "n_pass", "n_remind", "n_block"])
+    return pd.DataFrame(rows)
+
+
+def _latency_markdown(df: pd.DataFrame, caption: str) -> str:
+    show = list(df.columns)
+    lines = ["| " + " | ".join(show) + " |", "|" + "|".join("---" for _ in show) + "|"]
+    for _, row in df.iterrows():
+        cells = [("–" if pd.isna(row[c]) else f"{row[c]:.1f}") if c.endswith("_ms")
+                 else str(row[c]) for c in show]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + caption + "\n"
+
+
 CAPTIONS = {
     "table2": "Table 2: refusal rate of infringing requests on copyrighted materials without "
               "(`base_`) and with (`guarded_`) the guard, per task and notice form (`all` pools "
@@ -179,6 +211,11 @@ CAPTIONS = {
     "table6": "Table 6: over-refusal without and with the guard. Set 1: infringing-task "
               "queries on open (public-domain or openly licensed) materials; set 2: benign "
               "queries (summary, author, comment, background) on copyrighted materials.",
+    "latency": "What the guard did and what it cost per guarded model: requests passed, "
+               "reminded and blocked, and the milliseconds each check added (median and 95th "
+               "percentile over the requests it ran on; `total` is the guard's whole delay, "
+               "the risk analyzer running alongside the other two checks). Cached decisions "
+               "keep the timings of the run that made them.",
     "ablation": "Guard ablation: each guarded variant's components (notice identifier, status "
                 "verifier, query risk analyzer) and policy, its refusal of infringing requests "
                 "and its over-refusal on sets 1 and 2, beside its base model's.",
@@ -187,9 +224,10 @@ CAPTIONS = {
 
 def write_guard_tables(scored: pd.DataFrame, pairs: Mapping[str, str],
                        guards: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLike[str],
-                       *, n_boot: int = 2000, ci: float = 0.95, seed: int = 0
-                       ) -> dict[str, list[Path]]:
-    """table2, table6 and ablation as CSV and Markdown under ``out_dir``."""
+                       *, decisions: pd.DataFrame | None = None, n_boot: int = 2000,
+                       ci: float = 0.95, seed: int = 0) -> dict[str, list[Path]]:
+    """table2, table6, ablation and (with ``decisions``, the guarded models' decision
+    sidecars) latency, as CSV and Markdown under ``out_dir``."""
     kw = {"n_boot": n_boot, "ci": ci, "seed": seed}
     tables = {"table2": table2(scored, pairs, **kw), "table6": table6(scored, pairs, **kw),
               "ablation": ablation(scored, pairs, guards, **kw)}
@@ -199,4 +237,9 @@ def write_guard_tables(scored: pd.DataFrame, pairs: Mapping[str, str],
         caption = CAPTIONS[name].format(ci=f"{100 * ci:g}%")
         written[name] = [write_csv(df, out / f"{name}.csv"),
                          write_text(out / f"{name}.md", to_markdown(df, caption))]
+    if decisions is not None:
+        df = latency(decisions)
+        written["latency"] = [write_csv(df, out / "latency.csv"),
+                              write_text(out / "latency.md",
+                                         _latency_markdown(df, CAPTIONS["latency"]))]
     return written

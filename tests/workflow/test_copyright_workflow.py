@@ -54,17 +54,23 @@ def _config(wd: Path) -> dict:
     return {
         "cache_dir": str(wd / "cache"),
         "statistics": {"n_boot": 200, "seed": 0},
-        "sources": {"materials": {"kind": "local", "path": "materials"}},
+        "sources": {"materials": {"kind": "local", "path": "materials"},
+                    "open": {"kind": "local", "path": "open"}},
         "copyright": {
             "benchmarks": {"tiny": {
                 "materials": ["materials"], "per_task": 1, "benign": True,
                 "benign_forms": ["none"],
                 "forms": ["none", "text_original", "image_generic"],
                 "render": {"width": 700, "font_size": 18, "max_lines_per_page": 6,
-                           "max_pages": 1}}},
+                           "max_pages": 1}},
+                # openly licensed materials: the guard must not block requests about them
+                "open": {"materials": ["open"], "rights": "open", "per_task": 1,
+                         "benign": False, "forms": ["none"], "images": False}},
             "judge": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048},
         },
-        "models": {"cascade": cascade},
+        "models": {"cascade": cascade,
+                   # the same model behind the guard, blocking: paired with "cascade"
+                   "cascade+guard": {**cascade, "guard": {"policy": "block"}}},
     }
 
 
@@ -79,6 +85,13 @@ def ran(tmp_path_factory, workflow_copy):
         rows.append({"file": name, "title": title, "published": "2021-03-01",
                      "category": category, "holder": holder, "year": year, "notice": notice})
     pd.DataFrame(rows).to_csv(folder / "metadata.csv", index=False)
+    (wd / "open").mkdir()
+    (wd / "open" / "guide.md").write_text(
+        "This guide is released under CC0: anyone may copy it. Mix flour and water. Bake the "
+        "dough for one hour.\n", encoding="utf-8")
+    pd.DataFrame([{"file": "guide.md", "title": "Open Bread Guide", "published": "2020-01-01",
+                   "licence": "CC0-1.0", "category": "book"}]).to_csv(wd / "open" / "metadata.csv",
+                                                                     index=False)
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
     first = snakemake(wd)
     return wd, first
@@ -87,7 +100,8 @@ def ran(tmp_path_factory, workflow_copy):
 def test_the_study_runs_end_to_end(ran):
     wd, first = ran
     counts = planned(first)
-    assert counts["copyright_manifest"] == 1 and counts["copyright_tables"] == 1
+    assert counts["copyright_manifest"] == 2 and counts["copyright_tables"] == 2
+    assert counts["copyright_guard_tables"] == 1 and counts["copyright_guard_decisions"] == 2
     assert "build_prompts" not in counts and "make_table" not in counts  # no MSR study here
     man = read_table(wd / "results/copyright/tiny/manifest.parquet", COPYRIGHT_MANIFEST)
     # harbour: 3 forms; parser has no notice: no text_original rows; 4 tasks x 1 query;
@@ -101,7 +115,9 @@ def test_the_study_runs_end_to_end(ran):
     prompts = read_table(wd / "results/prompts/cascade/main/copyright.tiny.parquet", PROMPTS)
     assert prompts["request_id"].tolist() == man["request_id"].tolist()
 
-    scored = read_scored(wd / "results/copyright/tiny/scored.parquet")
+    pooled = read_scored(wd / "results/copyright/tiny/scored.parquet")
+    assert sorted(pooled["model"].unique()) == ["cascade", "cascade+guard"]
+    scored = pooled[pooled["model"] == "cascade"]
     assert len(scored) == len(man) and set(scored["status"]) == {"ok"}
     infringing = scored[~scored["benign"]]
     rouge = infringing["task"].isin(["repetition", "extraction"])
@@ -112,12 +128,12 @@ def test_the_study_runs_end_to_end(ran):
     assert scored.loc[scored["benign"], ["rouge_l_f1", "bertscore_f1",
                                          "embedding_cosine"]].isna().all().all()
     # every response was judged (SmolLM2 may answer off-format: recorded as unparseable)
-    full = read_table(wd / "results/copyright/tiny/scored.parquet", SCORED_RUN)
+    full = read_table(wd / "results/copyright/tiny/scored/cascade.parquet", SCORED_RUN)
     assert set(full["judge_status"]) == {"ok"}
     assert set(full["refusal_judge"]) <= {"yes", "no", "unparseable"}
     assert (full["refused"].notna() == full["refusal_judge"].isin(["yes", "no"])).all()
     agreement = json.loads((wd / "results/copyright/tiny/refusal_agreement.json").read_text())
-    assert agreement["all"]["n"] + agreement["all"]["unparseable"] == len(scored)
+    assert agreement["all"]["n"] + agreement["all"]["unparseable"] == len(pooled)
     for name in ("table1", "by_notice_form", "by_category", "table5", "over_refusal"):
         assert (wd / f"results/copyright/tiny/tables/{name}.md").read_text().startswith("|")
         pd.read_csv(wd / f"results/copyright/tiny/tables/{name}.csv")
@@ -125,6 +141,50 @@ def test_the_study_runs_end_to_end(ran):
         assert (wd / f"results/copyright/tiny/figures/{fig}.png").stat().st_size > 1000
     meta = read_meta(wd / "results/copyright/tiny/scored/cascade.parquet")
     assert meta["step"] == "copyright_score"
+
+
+def test_the_guarded_model_runs_beside_its_base(ran):
+    from copyprobe.artifacts import GENERATIONS
+    from copyprobe.guard.backend import GUARD_DECISIONS
+
+    wd, _ = ran
+    decisions = read_table(wd / "results/copyright/tiny/guard_decisions/cascade+guard.parquet",
+                           GUARD_DECISIONS)
+    man = read_table(wd / "results/copyright/tiny/manifest.parquet", COPYRIGHT_MANIFEST)
+    assert decisions["request_id"].tolist() == man["request_id"].tolist()
+    d = decisions.merge(man[["request_id", "notice_form", "benign"]], on="request_id")
+    # a notice in the text or drawn in the image is found; an infringing request on it blocked
+    noticed = d[d["notice_form"] != "none"]
+    assert noticed["notice_found"].all() and noticed["protected"].all()
+    assert (noticed.loc[~noticed["benign"], "action"] == "block").all()
+    # benign requests and material without a notice (unknown to the catalogue) pass
+    assert (d.loc[d["benign"], "action"] == "pass").all()
+    assert (d.loc[d["notice_form"] == "none", "action"] == "pass").all()
+    gens = read_table(wd / "results/generations/cascade+guard/main/copyright.tiny.parquet",
+                      GENERATIONS)
+    blocked = gens[gens["finish_reason"] == "guard_block"]
+    assert set(blocked["request_id"]) == set(d.loc[d["action"] == "block", "request_id"])
+    base = read_table(wd / "results/generations/cascade/main/copyright.tiny.parquet",
+                      GENERATIONS)
+    assert not set(base["cache_key"]) & set(gens["cache_key"])  # never shared answers
+    # open materials: nothing blocked
+    open_d = read_table(wd / "results/copyright/open/guard_decisions/cascade+guard.parquet",
+                        GUARD_DECISIONS)
+    assert len(open_d) == 4 and (open_d["action"] == "pass").all()
+
+    t2 = pd.read_csv(wd / "results/copyright/guard/table2.csv")
+    assert set(t2["guarded_model"]) == {"cascade+guard"} and set(t2["model"]) == {"cascade"}
+    pooled = t2[(t2["task"] == "all") & (t2["notice_form"] == "text_original")].iloc[0]
+    # the block message is an explicit refusal: the rule detector reads every one
+    assert pooled["guarded_refusal_rule_rate"] == 1.0
+    t6 = pd.read_csv(wd / "results/copyright/guard/table6.csv").set_index("set")
+    assert t6.loc["set1_open_materials", "guarded_n"] == 4
+    assert t6.loc["set2_benign_queries", "guarded_refusal_rule_rate"] == 0.0
+    lat = pd.read_csv(wd / "results/copyright/guard/latency.csv").iloc[0]
+    assert lat["n"] == len(man) and lat["n_block"] == (d["action"] == "block").sum()
+    assert lat["notice_runs"] == len(man) and lat["total_median_ms"] > 0
+    ablation = pd.read_csv(wd / "results/copyright/guard/ablation.csv")
+    assert ablation[["notice", "status", "risk"]].all().all()
 
 
 def test_rerun_does_nothing_and_a_new_model_plans_only_its_jobs(ran):
@@ -137,8 +197,10 @@ def test_rerun_does_nothing_and_a_new_model_plans_only_its_jobs(ran):
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
     plan = planned(snakemake(wd, "--dry-run"))
     assert plan.get("copyright_manifest", 0) == 0 and plan.get("collect_corpus", 0) == 0
-    assert plan["copyright_prompts"] == 1 and plan["copyright_tables"] == 1
-    assert plan["copyright_judge"] == 1 and plan["copyright_score"] == 1
+    # its prompts, answers, verdicts and scores on both benchmarks, and the aggregates
+    assert plan["copyright_prompts"] == 2 and plan["copyright_tables"] == 2
+    assert plan["copyright_judge"] == 2 and plan["copyright_score"] == 2
+    assert plan.get("copyright_guard_decisions", 0) == 0  # the guarded model's are kept
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
 
 
