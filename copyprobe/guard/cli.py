@@ -2,11 +2,12 @@
 
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
                                    [--model-config FILE] [--cache-dir DIR]
+    copyprobe guard serve --upstream URL [--config guard.yaml] [--host H] [--port P]
 
 ``classify-query`` prints one JSON object per query (JSON lines): the query, ``risk``
 (``infringing`` or ``benign``), ``task``, the deciding ``component`` (``rules``,
-``embedding`` or ``llm``), its ``score`` and the ``detail`` of the decision. A command of the
-group is added by :func:`add_commands`'s ``group.add_parser``.
+``embedding`` or ``llm``), its ``score`` and the ``detail`` of the decision. ``serve`` runs the
+OpenAI-compatible proxy (:mod:`copyprobe.guard.serve`) until stopped.
 """
 
 from __future__ import annotations

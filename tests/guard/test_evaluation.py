@@ -111,3 +111,17 @@ def test_guard_pairs_match_the_entry_without_its_guard_block():
         "msr-only": {"backend": "llamacpp", "studies": ["msr"], "guard": {}},
     }}
     assert guard_pairs(cfg) == {"llava+guard": "llava", "llava+guard-no-risk": "llava"}
+
+
+def test_latency_counts_actions_and_times_each_check():
+    from copyprobe.guard.evaluation import latency
+
+    decisions = pd.DataFrame({
+        "model": ["g"] * 4, "action": ["pass", "block", "block", "remind"],
+        "notice_s": [0.010, 0.020, 0.030, 0.040], "status_s": [0.5, None, None, None],
+        "risk_s": [0.001, 0.001, 0.003, 0.001], "total_s": [0.6, 0.03, 0.04, 0.05]})
+    row = latency(decisions).iloc[0]
+    assert (row["n"], row["n_pass"], row["n_block"], row["n_remind"]) == (4, 1, 2, 1)
+    assert row["notice_median_ms"] == pytest.approx(25.0)
+    assert row["status_runs"] == 1 and row["status_median_ms"] == pytest.approx(500.0)
+    assert row["risk_p95_ms"] == pytest.approx(np.quantile([1, 1, 3, 1], 0.95))
