@@ -76,6 +76,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/copyright_manifest.py
 	$(BIN)/python benchmarks/copyright_scoring.py
 	$(BIN)/python benchmarks/guard_risk.py
+	$(BIN)/python benchmarks/guard_proxy.py
 
 clean-results:
 	rm -rf results logs .snakemake

@@ -86,9 +86,35 @@ def validate_config(config: Mapping[str, Any], schema_path: Path | None = None) 
     cfg: dict[str, Any] = _iso_dates(copy.deepcopy(dict(config)))
     schema = load_schema(schema_path)
     _first_error(_Validator(schema, format_checker=jsonschema.FormatChecker()), cfg)
+    _expand_guard_ablations(cfg)
     _semantic_checks(cfg)
     _check_source_params(cfg, schema)
     return cfg
+
+
+GUARD_CHECKS = ("notice", "status", "risk")
+
+
+def _expand_guard_ablations(cfg: dict[str, Any]) -> None:
+    """A guarded model with ``guard.ablation: true`` brings its ablation: one variant per check,
+    ``<name>-no-<check>``, the same entry with that check switched off (an entry of that name
+    already in the config is an error). The ``ablation`` key itself is then dropped from every
+    guard block: it says which models to run, not how a request is guarded."""
+    models = cfg["models"]
+    for name in list(models):
+        guard = models[name].get("guard")
+        if not isinstance(guard, dict):
+            continue
+        if guard.pop("ablation", False):
+            for check in GUARD_CHECKS:
+                if guard.get(check, True) is False:
+                    continue  # already off in the model itself
+                variant = f"{name}-no-{check}"
+                if variant in models:
+                    raise ConfigError(f"config key 'models.{name}.guard.ablation': the variant "
+                                      f"'{variant}' it adds is already a model")
+                models[variant] = {**copy.deepcopy(models[name]),
+                                   "guard": {**copy.deepcopy(guard), check: False}}
 
 
 def _iso_dates(value: Any) -> Any:

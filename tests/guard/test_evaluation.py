@@ -35,25 +35,25 @@ def scored() -> pd.DataFrame:
     rows = []
     # base: 1 of 4 repetition refusals without a notice; guarded: 3 of 4 (+1 unparseable)
     rows += _rows("llava", task="repetition", form="none", refused=[True, False, False, False])
-    rows += _rows("llava+guard", task="repetition", form="none",
+    rows += _rows("llava-guard", task="repetition", form="none",
                   refused=[True, True, True, False, None])
     rows += _rows("llava", task="translation", form="text_generic", refused=[False, False],
                   failed=1)
-    rows += _rows("llava+guard", task="translation", form="text_generic", refused=[True, True])
+    rows += _rows("llava-guard", task="translation", form="text_generic", refused=[True, True])
     # set 2: benign queries on copyrighted materials
     rows += _rows("llava", task="summary", form="none", refused=[False, False], benign=True)
-    rows += _rows("llava+guard", task="summary", form="none", refused=[False, True],
+    rows += _rows("llava-guard", task="summary", form="none", refused=[False, True],
                   benign=True)
     # set 1: infringing-task queries on open materials
     rows += _rows("llava", task="repetition", form="none", refused=[False] * 4, rights="open")
-    rows += _rows("llava+guard", task="repetition", form="none", refused=[False] * 4,
+    rows += _rows("llava-guard", task="repetition", form="none", refused=[False] * 4,
                   rights="open")
-    rows += _rows("llava+guard-no-risk", task="repetition", form="none",
+    rows += _rows("llava-guard-no-risk", task="repetition", form="none",
                   refused=[True, True, False, False], rights="open")
     return pd.DataFrame(rows)
 
 
-PAIRS = {"llava+guard": "llava"}
+PAIRS = {"llava-guard": "llava"}
 
 
 def test_table2_rates_and_difference(scored):
@@ -81,19 +81,19 @@ def test_table6_sets(scored):
 
 
 def test_ablation_lists_components_and_what_each_variant_does(scored):
-    pairs = {"llava+guard": "llava", "llava+guard-no-risk": "llava"}
-    guards = {"llava+guard": {"policy": "remind"},
-              "llava+guard-no-risk": {"policy": "remind", "risk": False}}
+    pairs = {"llava-guard": "llava", "llava-guard-no-risk": "llava"}
+    guards = {"llava-guard": {"policy": "remind"},
+              "llava-guard-no-risk": {"policy": "remind", "risk": False}}
     t = ablation(scored, pairs, guards, n_boot=200).set_index("guarded_model")
-    assert t.loc["llava+guard-no-risk", "risk"] == False  # noqa: E712
-    assert t.loc["llava+guard", "risk"] == True  # noqa: E712
-    assert t.loc["llava+guard", "infringing_guarded_refusal_rate"] == pytest.approx(5 / 6)
-    assert t.loc["llava+guard-no-risk", "set1_open_materials_guarded_refusal_rate"] == 0.5
-    assert np.isnan(t.loc["llava+guard-no-risk", "infringing_guarded_refusal_rate"])
+    assert t.loc["llava-guard-no-risk", "risk"] == False  # noqa: E712
+    assert t.loc["llava-guard", "risk"] == True  # noqa: E712
+    assert t.loc["llava-guard", "infringing_guarded_refusal_rate"] == pytest.approx(5 / 6)
+    assert t.loc["llava-guard-no-risk", "set1_open_materials_guarded_refusal_rate"] == 0.5
+    assert np.isnan(t.loc["llava-guard-no-risk", "infringing_guarded_refusal_rate"])
 
 
 def test_written_tables_and_missing_columns(scored, tmp_path):
-    written = write_guard_tables(scored, PAIRS, {"llava+guard": {}}, tmp_path, n_boot=200)
+    written = write_guard_tables(scored, PAIRS, {"llava-guard": {}}, tmp_path, n_boot=200)
     assert sorted(written) == ["ablation", "table2", "table6"]
     md = (tmp_path / "table2.md").read_text()
     assert md.startswith("| model | guarded_model |") and "75.00" in md
@@ -105,12 +105,12 @@ def test_guard_pairs_match_the_entry_without_its_guard_block():
     base = {"backend": "hf", "studies": ["copyright"], "model_id": "llava", "vision": True}
     cfg = {"models": {
         "llava": base,
-        "llava+guard": {**base, "guard": {"policy": "remind"}},
-        "llava+guard-no-risk": {**base, "guard": {"policy": "remind", "risk": False}},
-        "other+guard": {**base, "model_id": "other", "guard": {}},  # no base: left out
+        "llava-guard": {**base, "guard": {"policy": "remind"}},
+        "llava-guard-no-risk": {**base, "guard": {"policy": "remind", "risk": False}},
+        "other-guard": {**base, "model_id": "other", "guard": {}},  # no base: left out
         "msr-only": {"backend": "llamacpp", "studies": ["msr"], "guard": {}},
     }}
-    assert guard_pairs(cfg) == {"llava+guard": "llava", "llava+guard-no-risk": "llava"}
+    assert guard_pairs(cfg) == {"llava-guard": "llava", "llava-guard-no-risk": "llava"}
 
 
 def test_latency_counts_actions_and_times_each_check():
@@ -125,3 +125,25 @@ def test_latency_counts_actions_and_times_each_check():
     assert row["notice_median_ms"] == pytest.approx(25.0)
     assert row["status_runs"] == 1 and row["status_median_ms"] == pytest.approx(500.0)
     assert row["risk_p95_ms"] == pytest.approx(np.quantile([1, 1, 3, 1], 0.95))
+
+
+def test_guard_ablation_adds_one_variant_per_check_paired_with_the_base():
+    from copyprobe.config import ConfigError, validate_config
+
+    base = {"backend": "openai", "studies": ["copyright"], "model_id": "m",
+            "api_key_env": "K"}
+    cfg = {"sources": {"docs": {"kind": "local", "path": "docs"}},
+           "copyright": {"benchmarks": {"b": {"materials": ["docs"]}}},
+           "models": {"m": base,
+                      "m-guard": {**base, "guard": {"policy": "block", "ablation": True}}}}
+    out = validate_config(cfg)
+    assert sorted(out["models"]) == ["m", "m-guard", "m-guard-no-notice", "m-guard-no-risk",
+                                     "m-guard-no-status"]
+    assert out["models"]["m-guard-no-status"]["guard"]["status"] is False
+    assert out["models"]["m-guard-no-status"]["guard"]["policy"] == "block"
+    assert all("ablation" not in m.get("guard", {}) for m in out["models"].values())
+    assert guard_pairs(out) == {v: "m" for v in ("m-guard", "m-guard-no-notice",
+                                                 "m-guard-no-risk", "m-guard-no-status")}
+    cfg["models"]["m-guard-no-risk"] = base
+    with pytest.raises(ConfigError, match="'m-guard-no-risk' it adds is already a model"):
+        validate_config(cfg)

@@ -70,7 +70,7 @@ def _config(wd: Path) -> dict:
         },
         "models": {"cascade": cascade,
                    # the same model behind the guard, blocking: paired with "cascade"
-                   "cascade+guard": {**cascade, "guard": {"policy": "block"}}},
+                   "cascade-guard": {**cascade, "guard": {"policy": "block"}}},
     }
 
 
@@ -116,7 +116,7 @@ def test_the_study_runs_end_to_end(ran):
     assert prompts["request_id"].tolist() == man["request_id"].tolist()
 
     pooled = read_scored(wd / "results/copyright/tiny/scored.parquet")
-    assert sorted(pooled["model"].unique()) == ["cascade", "cascade+guard"]
+    assert sorted(pooled["model"].unique()) == ["cascade", "cascade-guard"]
     scored = pooled[pooled["model"] == "cascade"]
     assert len(scored) == len(man) and set(scored["status"]) == {"ok"}
     infringing = scored[~scored["benign"]]
@@ -148,7 +148,7 @@ def test_the_guarded_model_runs_beside_its_base(ran):
     from copyprobe.guard.backend import GUARD_DECISIONS
 
     wd, _ = ran
-    decisions = read_table(wd / "results/copyright/tiny/guard_decisions/cascade+guard.parquet",
+    decisions = read_table(wd / "results/copyright/tiny/guard_decisions/cascade-guard.parquet",
                            GUARD_DECISIONS)
     man = read_table(wd / "results/copyright/tiny/manifest.parquet", COPYRIGHT_MANIFEST)
     assert decisions["request_id"].tolist() == man["request_id"].tolist()
@@ -160,7 +160,7 @@ def test_the_guarded_model_runs_beside_its_base(ran):
     # benign requests and material without a notice (unknown to the catalogue) pass
     assert (d.loc[d["benign"], "action"] == "pass").all()
     assert (d.loc[d["notice_form"] == "none", "action"] == "pass").all()
-    gens = read_table(wd / "results/generations/cascade+guard/main/copyright.tiny.parquet",
+    gens = read_table(wd / "results/generations/cascade-guard/main/copyright.tiny.parquet",
                       GENERATIONS)
     blocked = gens[gens["finish_reason"] == "guard_block"]
     assert set(blocked["request_id"]) == set(d.loc[d["action"] == "block", "request_id"])
@@ -168,12 +168,12 @@ def test_the_guarded_model_runs_beside_its_base(ran):
                       GENERATIONS)
     assert not set(base["cache_key"]) & set(gens["cache_key"])  # never shared answers
     # open materials: nothing blocked
-    open_d = read_table(wd / "results/copyright/open/guard_decisions/cascade+guard.parquet",
+    open_d = read_table(wd / "results/copyright/open/guard_decisions/cascade-guard.parquet",
                         GUARD_DECISIONS)
     assert len(open_d) == 4 and (open_d["action"] == "pass").all()
 
     t2 = pd.read_csv(wd / "results/copyright/guard/table2.csv")
-    assert set(t2["guarded_model"]) == {"cascade+guard"} and set(t2["model"]) == {"cascade"}
+    assert set(t2["guarded_model"]) == {"cascade-guard"} and set(t2["model"]) == {"cascade"}
     pooled = t2[(t2["task"] == "all") & (t2["notice_form"] == "text_original")].iloc[0]
     # the block message is an explicit refusal: the rule detector reads every one
     assert pooled["guarded_refusal_rule_rate"] == 1.0
