@@ -181,8 +181,9 @@ def test_the_guarded_model_runs_beside_its_base(ran):
     assert t6.loc["set1_open_materials", "guarded_n"] == 4
     assert t6.loc["set2_benign_queries", "guarded_refusal_rule_rate"] == 0.0
     lat = pd.read_csv(wd / "results/copyright/guard/latency.csv").iloc[0]
-    assert lat["n"] == len(man) and lat["n_block"] == (d["action"] == "block").sum()
-    assert lat["notice_runs"] == len(man) and lat["total_median_ms"] > 0
+    # the decisions of both benchmarks (the open one's 4 all passed)
+    assert lat["n"] == len(man) + 4 and lat["n_block"] == (d["action"] == "block").sum()
+    assert lat["notice_runs"] == len(man) + 4 and lat["total_median_ms"] > 0
     ablation = pd.read_csv(wd / "results/copyright/guard/ablation.csv")
     assert ablation[["notice", "status", "risk"]].all().all()
 
@@ -213,6 +214,7 @@ def test_a_judge_without_its_key_stops_the_run_before_any_job(tmp_path, workflow
     pd.DataFrame([{"file": "a.md", "title": "A", "published": "2021-01-01"}]).to_csv(
         wd / "materials" / "metadata.csv", index=False)
     cfg = _config(wd)
+    del cfg["sources"]["open"], cfg["copyright"]["benchmarks"]["open"]
     cfg["copyright"]["judge"] = {"backend": "openai", "model_id": "judge-model",
                                  "api_key_env": "COPYPROBE_TEST_UNSET_JUDGE_KEY"}
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
