@@ -85,7 +85,8 @@ def _responses(manifest: pd.DataFrame, generations: pd.DataFrame, source: str) -
 def score_responses(manifest: pd.DataFrame, generations: pd.DataFrame, *, model: str,
                     verdicts: pd.DataFrame | None = None, bertscore: Any = None,
                     embedder: Any = None, source: str = "generations") -> pd.DataFrame:
-    """The SCORED_RUN rows of one model: one per manifest row, in manifest order.
+    """The SCORED_RUN rows of one model: one per manifest row, in manifest order (a material
+    without a category is ``uncategorised``).
 
     ``bertscore`` (a :class:`~copyprobe.copyright.metrics.bertscore.BertScorer`) and
     ``embedder`` (an :class:`~copyprobe.copyright.metrics.embedding.Embedder`) are needed only
@@ -111,7 +112,7 @@ def score_responses(manifest: pd.DataFrame, generations: pd.DataFrame, *, model:
             "reference": None if m["benign"] else ref_kind,
             "error_class": None if ok else g["error_class"],
             "error": None if ok else g["error"],
-            "from_cache": bool(g["from_cache"]) if g["from_cache"] is not None else None,
+            "from_cache": bool(g["from_cache"]) if pd.notna(g["from_cache"]) else None,
             "refusal_rule": rule_refusal(text) if ok else None,
         })
     df = pd.DataFrame(rows)
