@@ -351,3 +351,11 @@ def copyright_targets():
                 f"results/copyright/{b}/figures/fig6.png",
                 f"results/copyright/{b}/refusal_agreement.json"]
     return out
+
+
+# ---- cluster resources
+def generation_gpus(wildcards):
+    """GPUs a generate job asks for (the standard `gpu` resource, which the SLURM executor
+    plugin passes to sbatch as --gpus): 1 for a backend that runs its model on a GPU (hf,
+    vllm), 0 for the others."""
+    return 1 if backend_facts(config["models"][wildcards.model]["backend"])["gpu"] else 0

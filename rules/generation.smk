@@ -21,6 +21,7 @@ rule generate:
         mem_mb=4000,
         runtime=240,
         llm_api=api_slots,
+        gpu=generation_gpus,
     script:
         "../workflow_scripts/generate.py"
 

@@ -1,0 +1,207 @@
+"""The workflow on a real single-node SLURM (scripts/slurm-local: munged, slurmctld, slurmd)
+through `--profile profiles/slurm`: a small MSR config gives the same results as a local run,
+and a generation shard killed at its time limit resumes on resubmission without sending a
+stored request again. Skips where the SLURM daemons or the executor plugin are missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from copyprobe.artifacts import GENERATIONS, read_table
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue")
+KEY_ENV = "COPYPROBE_SLURM_TEST_KEY"
+# every Snakemake run is bounded: a hang fails the test instead of stalling the suite
+RUN_TIMEOUT = 600
+# columns that record when or how fast something ran, which no two runs share
+TIMING = {"latency_s", "created_at"}
+
+
+def _missing() -> list[str]:
+    out = [d for d in DAEMONS if shutil.which(d, path=SBIN) is None]
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        out.append("snakemake-executor-plugin-slurm (pip install -e '.[slurm]')")
+    return out
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A running single-node SLURM; yields the environment its clients need (SLURM_CONF)."""
+    missing = _missing()
+    if missing:
+        pytest.skip(f"no local SLURM: {', '.join(missing)} missing (Debian packages slurm-wlm "
+                    "and munge: scripts/install-test-services)")
+    d = tmp_path_factory.mktemp("slurm")
+    env = {**os.environ, "PATH": SBIN}
+    script = ROOT / "scripts" / "slurm-local"
+    try:
+        subprocess.run([str(script), "start", str(d)], env=env, check=True, timeout=120,
+                       capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        subprocess.run([str(script), "stop", str(d)], env=env, timeout=60)
+        pytest.fail(f"scripts/slurm-local start failed: {exc.stderr[-3000:]}")
+    try:
+        yield {**env, "SLURM_CONF": str(d / "slurm.conf")}
+    finally:
+        subprocess.run([str(script), "stop", str(d)], env=env, timeout=60)
+
+
+def test_profile_entries_are_all_commented():
+    """Every entry of the shipped profile sits under a comment (a run of entries may share
+    one)."""
+    lines = (ROOT / "profiles" / "slurm" / "config.yaml").read_text().splitlines()
+    bare = []
+    for i, line in enumerate(lines):
+        if not line or line.startswith((" ", "#")):
+            continue
+        j = i - 1
+        while j >= 0 and lines[j] and not lines[j].startswith((" ", "#")):
+            j -= 1  # the entries above, sharing the comment
+        if j < 0 or not lines[j].startswith("#"):
+            bare.append(line)
+    assert bare == []
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm" and profile["resources"] == {"llm_api": 4}
+    assert {"jobs", "latency-wait", "retries", "default-resources"} <= set(profile)
+
+
+def test_gpu_backends():
+    """The rules ask for a GPU exactly for backends that run their model on one."""
+    from copyprobe.generation.base import backend_facts
+
+    assert [b for b in ("llamacpp", "hf", "vllm", "openai") if backend_facts(b)["gpu"]] == [
+        "hf", "vllm"]
+
+
+def test_profile(wd: Path, **overrides) -> Path:
+    """profiles/slurm with this cluster's partition, no account, squeue for job states (no
+    accounting database here) and short status intervals; written to ``wd/profiles/test``."""
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    profile["default-resources"]["slurm_partition"] = "local"
+    profile.update({"jobs": 4, "latency-wait": 5, "slurm-status-command": "squeue",
+                    "slurm-init-seconds-before-status-checks": 2, "slurm-no-account": True,
+                    "local-cores": 1, **overrides})
+    out = wd / "profiles" / "test"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(profile))
+    return out
+
+
+test_profile.__test__ = False  # a helper, not a test
+
+
+def snakemake(wd: Path, env: dict, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=wd, env=env,
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    if ok:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return proc
+
+
+def _results(wd: Path) -> dict[str, pd.DataFrame]:
+    out = {}
+    for p in sorted((wd / "results").rglob("*.parquet")):
+        df = pd.read_parquet(p)
+        out[str(p.relative_to(wd))] = df.drop(columns=[c for c in df if c in TIMING])
+    for p in sorted((wd / "results").rglob("*.csv")):
+        out[str(p.relative_to(wd))] = pd.read_csv(p)
+    return out
+
+
+def _msr_config(model: Path) -> dict:
+    return {
+        "cache_dir": "cache",
+        "msr": {"n": 4, "num_words": 120},
+        "statistics": {"n_boot": 200, "seed": 0},
+        "sources": {"docs": {"kind": "local", "path": "docs"}},
+        "datasets": {"docs": ["docs"]},
+        "models": {"smol": {
+            "backend": "llamacpp", "model_file": {"path": str(model)}, "cutoff": "2024-06-30",
+            "n_ctx": 1024, "n_threads": 1, "decoding": {"max_tokens": 4}}},
+    }
+
+
+def test_msr_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy, smollm2_file):
+    runs = {}
+    for name in ("local", "slurm"):
+        (tmp_path / name).mkdir()
+        wd = workflow_copy(tmp_path / name, documents=2, folder="docs")
+        (wd / "config" / "config.yaml").write_text(
+            yaml.safe_dump(_msr_config(smollm2_file.path)))
+        if name == "local":
+            snakemake(wd, slurm, "--cores", "2")
+        else:
+            proc = snakemake(wd, slurm, "--profile", str(test_profile(wd)))
+            # the jobs went through sbatch: the plugin kept a SLURM log per job
+            assert "SLURM run ID" in proc.stdout + proc.stderr or any(
+                (wd / ".snakemake" / "slurm_logs").rglob("*.log")), proc.stderr[-3000:]
+        runs[name] = _results(wd)
+    assert runs["local"].keys() == runs["slurm"].keys()
+    assert any(k.startswith("results/generations/") for k in runs["local"])
+    for key, df in runs["local"].items():
+        pd.testing.assert_frame_equal(df, runs["slurm"][key], obj=key)
+
+
+def _fault_server_module():
+    path = ROOT / "tests" / "servers" / "fault_server.py"
+    spec = importlib.util.spec_from_file_location("copyprobe_slurm_fault_server", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path, slurm,
+                                                                        workflow_copy):
+    """A one-minute limit on a shard whose 40 requests take 2 s each: SLURM sends SIGTERM at
+    the limit, the answers received so far are in the cache; resubmitted with its normal
+    limit, the shard sends only the requests without an answer."""
+    fs = _fault_server_module()
+    wd = workflow_copy(tmp_path, documents=40, folder="docs")
+    target = "results/generations/api/main/docs.parquet"
+    env = {**slurm, KEY_ENV: "sk-slurm-test"}
+    with fs.FaultServer(latency=2.0) as srv:
+        cfg = {
+            "cache_dir": "cache",
+            "sources": {"docs": {"kind": "local", "path": "docs"}},
+            "datasets": {"docs": ["docs"]},
+            "models": {"api": {
+                "backend": "openai", "base_url": srv.base_url, "api_key_env": KEY_ENV,
+                "model_id": "test-model", "cutoff": "2026-06-30",
+                "requests": {"max_concurrency": 1}}},
+        }
+        (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+        profile = test_profile(wd, retries=0)
+        killed = snakemake(wd, env, "--profile", str(profile), "--set-resources",
+                           "generate:runtime=1", target, ok=False)
+        assert killed.returncode != 0
+        text = killed.stdout + killed.stderr
+        assert "TIMEOUT" in text, text[-4000:]
+        cached = sum(1 for _ in (wd / "cache").rglob("*.json"))
+        first = srv.total_requests
+        assert 0 < cached < 40, text[-4000:]
+        # at most the request in flight at the kill went unanswered
+        assert cached <= first <= cached + 1
+        shard_log = (wd / "logs/generate/api/main/docs/00000-of-00001.log").read_text()
+        assert "SIGTERM" in shard_log
+
+        srv.latency = 0.0
+        snakemake(wd, env, "--profile", str(profile), target)
+    gens = read_table(wd / target, GENERATIONS)
+    assert len(gens) == 40 and (gens["status"] == "ok").all()
+    assert int(gens["from_cache"].sum()) == cached
+    # the resubmitted shard sent exactly the requests without a stored answer
+    assert srv.total_requests - first == 40 - cached
+    assert sum(1 for _ in (wd / "cache").rglob("*.json")) == 40
