@@ -53,7 +53,9 @@ def slurm(tmp_path_factory):
         subprocess.run([str(script), "stop", str(d)], env=env, timeout=60)
         pytest.fail(f"scripts/slurm-local start failed: {exc.stderr[-3000:]}")
     try:
-        yield {**env, "SLURM_CONF": str(d / "slurm.conf")}
+        # the PATH entry: an srun that finds this cluster's config (the script says why)
+        yield {**env, "SLURM_CONF": str(d / "slurm.conf"),
+               "PATH": os.pathsep.join([str(d / "bin"), SBIN])}
     finally:
         subprocess.run([str(script), "stop", str(d)], env=env, timeout=60)
 
@@ -184,8 +186,8 @@ def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path
         }
         (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
         profile = test_profile(wd, retries=0)
-        killed = snakemake(wd, env, "--profile", str(profile), "--set-resources",
-                           "generate:runtime=1", target, ok=False)
+        killed = snakemake(wd, env, target, "--profile", str(profile), "--set-resources",
+                           "generate:runtime=1", ok=False)
         assert killed.returncode != 0
         text = killed.stdout + killed.stderr
         assert "TIMEOUT" in text, text[-4000:]
