@@ -1,7 +1,8 @@
 """The workflow on a real single-node SLURM (scripts/slurm-local: munged, slurmctld, slurmd)
-through `--profile profiles/slurm`: a small MSR config gives the same results as a local run,
-and a generation shard killed at its time limit resumes on resubmission without sending a
-stored request again. Skips where the SLURM daemons or the executor plugin are missing."""
+through `--workflow-profile profiles/slurm`: small MSR and copyright configs give the same
+results as a local run, and a generation shard killed at its time limit resumes on
+resubmission without sending a stored request again. Skips where the SLURM daemons or the
+executor plugin are missing."""
 
 from __future__ import annotations
 
@@ -139,24 +140,35 @@ def _msr_config(model: Path) -> dict:
     }
 
 
-def test_msr_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy, smollm2_file):
-    runs = {}
-    for name in ("local", "slurm"):
-        (tmp_path / name).mkdir()
-        wd = workflow_copy(tmp_path / name, documents=2, folder="docs")
-        (wd / "config" / "config.yaml").write_text(
-            yaml.safe_dump(_msr_config(smollm2_file.path)))
-        if name == "local":
-            snakemake(wd, slurm, "--cores", "2")
-        else:
-            proc = snakemake(wd, slurm, "--profile", str(test_profile(wd)))
-            # the jobs went through sbatch
-            assert "submitted with SLURM jobid" in proc.stdout + proc.stderr, proc.stderr[-3000:]
-        runs[name] = _results(wd)
+def _run_twice(wd: Path, env: dict) -> dict[str, dict[str, pd.DataFrame]]:
+    """The config in ``wd`` run locally, then from scratch (no results, cache, logs or
+    Snakemake state) through the SLURM profile, in the same folder so that paths recorded in
+    provenance agree; the results of both."""
+    runs = {"local": None, "slurm": None}
+    snakemake(wd, env, "--cores", "2")
+    runs["local"] = _results(wd)
+    for name in ("results", "cache", "logs", ".snakemake"):
+        shutil.rmtree(wd / name, ignore_errors=True)
+    proc = snakemake(wd, env, "--workflow-profile", str(test_profile(wd)))
+    # the jobs went through sbatch
+    assert "submitted with SLURM jobid" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    runs["slurm"] = _results(wd)
+    return runs
+
+
+def _assert_same(runs: dict[str, dict[str, pd.DataFrame]]) -> None:
     assert runs["local"].keys() == runs["slurm"].keys()
-    assert any(k.startswith("results/generations/") for k in runs["local"])
     for key, df in runs["local"].items():
         pd.testing.assert_frame_equal(df, runs["slurm"][key], obj=key)
+
+
+def test_msr_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy, smollm2_file):
+    wd = workflow_copy(tmp_path, documents=2, folder="docs")
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_msr_config(smollm2_file.path)))
+    runs = _run_twice(wd, slurm)
+    assert "results/generations/smol/main/docs.parquet" in runs["local"]
+    assert "results/tables/msr_table.csv" in runs["local"]
+    _assert_same(runs)
 
 
 def _fault_server_module():
@@ -190,8 +202,8 @@ def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path
         }
         (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
         profile = test_profile(wd, retries=0)
-        killed = snakemake(wd, env, target, "--profile", str(profile), "--set-resources",
-                           "generate:runtime=1", ok=False)
+        killed = snakemake(wd, env, target, "--workflow-profile", str(profile),
+                           "--set-resources", "generate:runtime=1", ok=False)
         assert killed.returncode != 0
         text = killed.stdout + killed.stderr
         assert "TIMEOUT" in text, text[-4000:]
@@ -204,7 +216,7 @@ def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path
         assert "SIGTERM" in shard_log
 
         srv.latency = 0.0
-        snakemake(wd, env, "--profile", str(profile), target)
+        snakemake(wd, env, "--workflow-profile", str(profile), target)
     gens = read_table(wd / target, GENERATIONS)
     assert len(gens) == 40 and (gens["status"] == "ok").all()
     assert int(gens["from_cache"].sum()) == cached
@@ -263,31 +275,39 @@ def _copyright_workdir(wd: Path, workflow_copy) -> Path:
 
 def test_copyright_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy):
     pytest.importorskip("rapidocr_onnxruntime", reason="the OCR cascade needs the [ocr] extra")
-    local = _copyright_workdir(tmp_path / "local", workflow_copy)
-    snakemake(local, slurm, "--cores", "2")
-    on_slurm = _copyright_workdir(tmp_path / "slurm", workflow_copy)
-    proc = snakemake(on_slurm, slurm, "--profile", str(test_profile(on_slurm)))
-    assert "submitted with SLURM jobid" in proc.stdout + proc.stderr, proc.stderr[-3000:]
-    runs = {"local": _results(local), "slurm": _results(on_slurm)}
-    assert runs["local"].keys() == runs["slurm"].keys()
+    runs = _run_twice(_copyright_workdir(tmp_path / "wd", workflow_copy), slurm)
     assert "results/copyright/tiny/scored.parquet" in runs["local"]
-    for key, df in runs["local"].items():
-        pd.testing.assert_frame_equal(df, runs["slurm"][key], obj=key)
+    _assert_same(runs)
 
 
-def test_install_script_plans_slurm_and_munge_when_missing(tmp_path):
-    if shutil.which("apt-get") is None:
-        pytest.skip("needs apt-get to plan an install")
-    policy = tmp_path / "policy-rc.d"
-    res = subprocess.run([str(ROOT / "scripts" / "install-test-services"), "--dry-run"],
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "SLURM_COMMANDS": "munged no-such-slurmctld",
-                              "POLICY_RC_D": str(policy)})
-    assert res.returncode == 0, res.stderr
-    assert "missing: no-such-slurmctld (SLURM)" in res.stdout
-    lines = res.stdout.splitlines()
-    assert [x for x in lines if x.startswith("+ apt-get install")] == [
-        "+ apt-get install -y --no-install-recommends slurm-wlm munge"] or (
-        "mediawiki" in res.stdout)  # where MediaWiki is missing too, both are planned
-    assert any("slurm-wlm munge" in x for x in lines if x.startswith("+ apt-get install"))
-    assert not policy.exists()  # a dry run changes nothing
+def test_profile_plans_the_rules_resources(tmp_path, workflow_copy):
+    """A dry run through profiles/slurm (no cluster needed): a GPU for an hf model's shard and
+    none for a llama.cpp one, which keeps its n_threads (profiles/default's 2 cores, meant for
+    one machine, do not apply), and an API model's shard holds one llm_api unit."""
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        pytest.skip("snakemake-executor-plugin-slurm missing (pip install -e '.[slurm]')")
+    wd = workflow_copy(tmp_path, documents=1, folder="docs")
+    base = {"cutoff": "2024-06-30"}
+    cfg = {"cache_dir": "cache", "sources": {"docs": {"kind": "local", "path": "docs"}},
+           "datasets": {"docs": ["docs"]},
+           "models": {"cpu": {**base, "backend": "llamacpp", "model_file": SMOLLM2,
+                              "n_threads": 8},
+                      "gpu": {**base, "backend": "hf", "model_id": "org/model"},
+                      "api": {**base, "backend": "openai", "model_id": "m",
+                              "base_url": "http://127.0.0.1:9/v1", "api_key_env": KEY_ENV}}}
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    targets = [f"results/generations/{m}/main/docs/shards/00000-of-00001.parquet"
+               for m in ("cpu", "gpu", "api")]
+    proc = snakemake(wd, dict(os.environ), "--dry-run", "--workflow-profile",
+                     str(ROOT / "profiles" / "slurm"), *targets)
+    text = proc.stdout + proc.stderr
+    blocks = {}
+    for block in text.split("rule generate:")[1:]:
+        model = block.split("model=")[1].split(",")[0]
+        blocks[model] = block.split("\n\n")[0]
+    assert set(blocks) == {"cpu", "gpu", "api"}, text[-3000:]
+    assert "threads: 8" in blocks["cpu"] and "gpu=0" in blocks["cpu"]
+    assert "gpu=1" in blocks["gpu"] and "llm_api=0" in blocks["gpu"]
+    # one thread (Snakemake prints a job's threads only when more than one)
+    assert "llm_api=1" in blocks["api"] and "threads:" not in blocks["api"]
+    assert "slurm_partition=batch" in blocks["cpu"]
