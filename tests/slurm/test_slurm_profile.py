@@ -311,3 +311,19 @@ def test_profile_plans_the_rules_resources(tmp_path, workflow_copy):
     # one thread (Snakemake prints a job's threads only when more than one)
     assert "llm_api=1" in blocks["api"] and "threads:" not in blocks["api"]
     assert "slurm_partition=batch" in blocks["cpu"]
+
+
+def test_install_script_plans_slurm_and_munge_when_missing(tmp_path):
+    if shutil.which("apt-get") is None:
+        pytest.skip("needs apt-get to plan an install")
+    policy = tmp_path / "policy-rc.d"
+    res = subprocess.run([str(ROOT / "scripts" / "install-test-services"), "--dry-run"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "SLURM_COMMANDS": "munged no-such-slurmctld",
+                              "POLICY_RC_D": str(policy)})
+    assert res.returncode == 0, res.stderr
+    assert "missing: no-such-slurmctld (SLURM)" in res.stdout
+    installs = [x for x in res.stdout.splitlines() if x.startswith("+ apt-get install")]
+    # (where MediaWiki is missing too, its packages come first on the same line)
+    assert installs and all(x.endswith(" slurm-wlm munge") for x in installs), res.stdout
+    assert not policy.exists()  # a dry run changes nothing
