@@ -327,3 +327,20 @@ def test_install_script_plans_slurm_and_munge_when_missing(tmp_path):
     # (where MediaWiki is missing too, its packages come first on the same line)
     assert installs and all(x.endswith(" slurm-wlm munge") for x in installs), res.stdout
     assert not policy.exists()  # a dry run changes nothing
+
+
+def test_slurm_local_stops_the_cluster_whatever_the_outcome(tmp_path):
+    missing = _missing()
+    if missing:
+        pytest.skip(f"no local SLURM: {', '.join(missing)} missing")
+    d = tmp_path / "cluster"
+    proc = subprocess.run([str(ROOT / "scripts" / "slurm-local"), "run", str(d), "sh", "-c",
+                           f"sinfo -h -o %P && cat {d}/munged.pid {d}/slurmctld.pid "
+                           f"{d}/slurmd.pid && exit 3"], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "PATH": SBIN})
+    assert proc.returncode == 3, proc.stderr  # the command's own status
+    partition, *pids = proc.stdout.split()
+    assert partition == "local*" and len(pids) == 3
+    for pid in pids:  # every daemon has stopped
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)
