@@ -359,3 +359,10 @@ def generation_gpus(wildcards):
     plugin passes to sbatch as --gpus): 1 for a backend that runs its model on a GPU (hf,
     vllm), 0 for the others."""
     return 1 if backend_facts(config["models"][wildcards.model]["backend"])["gpu"] else 0
+
+
+def generation_runtime(wildcards, attempt):
+    """Minutes a generate job asks for: 4 hours, twice that on its second attempt and so on,
+    so that a shard resubmitted after its time limit (it resumes from its cached answers) gets
+    more time."""
+    return 240 * attempt

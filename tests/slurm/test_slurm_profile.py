@@ -310,7 +310,7 @@ def test_profile_plans_the_rules_resources(tmp_path, workflow_copy):
     assert "gpu=1" in blocks["gpu"] and "llm_api=0" in blocks["gpu"]
     # one thread (Snakemake prints a job's threads only when more than one)
     assert "llm_api=1" in blocks["api"] and "threads:" not in blocks["api"]
-    assert "slurm_partition=batch" in blocks["cpu"]
+    assert "slurm_partition=batch" in blocks["cpu"] and "runtime=240" in blocks["cpu"]
 
 
 def test_install_script_plans_slurm_and_munge_when_missing(tmp_path):
