@@ -26,11 +26,11 @@ DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue")
 KEY_ENV = "COPYPROBE_SLURM_TEST_KEY"
 # every Snakemake run is bounded: a hang fails the test instead of stalling the suite
 RUN_TIMEOUT = 600
-# columns that record when or how fast something ran, which no two runs share: latency_s and
-# the *_at timestamps (retrieved_at, created_at)
 
 
 def _timing(column: str) -> bool:
+    """Columns that record when or how fast something ran, which no two runs share:
+    latency_s and the *_at timestamps (retrieved_at, created_at)."""
     return column == "latency_s" or column.endswith("_at")
 
 
@@ -92,7 +92,7 @@ def test_gpu_backends():
         "hf", "vllm"]
 
 
-def test_profile(wd: Path, **overrides) -> Path:
+def slurm_profile(wd: Path, **overrides) -> Path:
     """profiles/slurm with this cluster's partition, no account, squeue for job states (no
     accounting database here) and short status intervals; written to ``wd/profiles/test``."""
     profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
@@ -105,8 +105,6 @@ def test_profile(wd: Path, **overrides) -> Path:
     (out / "config.yaml").write_text(yaml.safe_dump(profile))
     return out
 
-
-test_profile.__test__ = False  # a helper, not a test
 
 
 def snakemake(wd: Path, env: dict, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
@@ -144,12 +142,11 @@ def _run_twice(wd: Path, env: dict) -> dict[str, dict[str, pd.DataFrame]]:
     """The config in ``wd`` run locally, then from scratch (no results, cache, logs or
     Snakemake state) through the SLURM profile, in the same folder so that paths recorded in
     provenance agree; the results of both."""
-    runs = {"local": None, "slurm": None}
     snakemake(wd, env, "--cores", "2")
-    runs["local"] = _results(wd)
+    runs = {"local": _results(wd)}
     for name in ("results", "cache", "logs", ".snakemake"):
         shutil.rmtree(wd / name, ignore_errors=True)
-    proc = snakemake(wd, env, "--workflow-profile", str(test_profile(wd)))
+    proc = snakemake(wd, env, "--workflow-profile", str(slurm_profile(wd)))
     # the jobs went through sbatch
     assert "submitted with SLURM jobid" in proc.stdout + proc.stderr, proc.stderr[-3000:]
     runs["slurm"] = _results(wd)
@@ -201,7 +198,7 @@ def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path
                 "requests": {"max_concurrency": 1}}},
         }
         (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
-        profile = test_profile(wd, retries=0)
+        profile = slurm_profile(wd, retries=0)
         killed = snakemake(wd, env, target, "--workflow-profile", str(profile),
                            "--set-resources", "generate:runtime=1", ok=False)
         assert killed.returncode != 0
