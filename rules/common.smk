@@ -380,3 +380,18 @@ def copyright_targets():
     if config["copyright"]["benchmarks"] and cpc.guard_pairs(config):
         out.append("results/copyright/guard/table2.md")
     return out
+
+
+# ---- cluster resources
+def generation_gpus(wildcards):
+    """GPUs a generate job asks for (the standard `gpu` resource, which the SLURM executor
+    plugin passes to sbatch as --gpus): 1 for a backend that runs its model on a GPU (hf,
+    vllm), 0 for the others."""
+    return 1 if backend_facts(config["models"][wildcards.model]["backend"])["gpu"] else 0
+
+
+def generation_runtime(wildcards, attempt):
+    """Minutes a generate job asks for: 4 hours, twice that on its second attempt and so on,
+    so that a shard resubmitted after its time limit (it resumes from its cached answers) gets
+    more time."""
+    return 240 * attempt

@@ -19,8 +19,9 @@ rule generate:
     threads: generate_threads
     resources:
         mem_mb=4000,
-        runtime=240,
+        runtime=generation_runtime,
         llm_api=api_slots,
+        gpu=generation_gpus,
     script:
         "../workflow_scripts/generate.py"
 
