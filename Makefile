@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --no-cache-dir --no-deps \
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(WHEELHOUSE)
 	$(BIN)/pip install $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(BIN)/pip install -e '.[test,hf,ocr,copyright]'
+	$(BIN)/pip install -e '.[test,hf,ocr,copyright,slurm]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -334,6 +334,12 @@ def copyright_judge_api_slots(wildcards):
     return 1 if judge is not None and backend_facts(judge["backend"])["remote"] else 0
 
 
+def copyright_judge_gpus(wildcards):
+    """A GPU for a judge on an hf or vllm backend (SLURM asks for it; locally it is a count)."""
+    judge = config["copyright"]["judge"]
+    return 1 if judge is not None and backend_facts(judge["backend"])["gpu"] else 0
+
+
 def copyright_metrics_params(wildcards):
     return config["copyright"]["metrics"]
 

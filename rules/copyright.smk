@@ -46,6 +46,7 @@ rule copyright_judge:
         mem_mb=4000,
         runtime=240,
         llm_api=copyright_judge_api_slots,
+        gpu=copyright_judge_gpus,
     script:
         "../workflow_scripts/copyright_judge.py"
 
