@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,58 @@ def _isolated_crawlers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
     monkeypatch.setattr(copyprobe.web, "DEFAULT_CACHE_DIR", str(tmp_path / "http-cache"))
     monkeypatch.delenv(copyprobe.web.USER_AGENT_ENV, raising=False)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def llama_cpp_server(model_path: Path, log_dir: Path):
+    """llama.cpp's OpenAI-compatible server on a free loopback port, serving ``model_path``
+    (n_ctx 2048, 2 threads); yields its base URL, stops it afterwards. Waits at most 120 s for
+    it to answer."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    pytest.importorskip("llama_cpp.server")
+    port = _free_port()
+    log = (log_dir / "server.log").open("w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path),
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
+        stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(log.read()[-3000:])
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("llama.cpp server did not start")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def start_llama_server():
+    """:func:`llama_cpp_server`, for module fixtures that serve a model of their own."""
+    return llama_cpp_server

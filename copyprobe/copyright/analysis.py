@@ -31,6 +31,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from copyprobe.artifacts import write_text
+from copyprobe.copyright.notices import NOTICE_FORMS
+from copyprobe.copyright.queries import BENIGN_TASKS, TASKS
 from copyprobe.copyright.scored import validate_scored
 from copyprobe.stats.common import bootstrap_ci
 
@@ -61,9 +63,8 @@ ROUGE_TASKS = ("repetition", "extraction")
 ROUGE_POOL = "repetition+extraction"
 NO_NOTICE = "none"
 # Display order of the known notice forms and tasks; any other value follows, sorted.
-FORM_ORDER = ("none", "text_generic", "text_original", "image_generic", "image_original")
-TASK_ORDER = ("repetition", "extraction", "paraphrase", "translation", ROUGE_POOL,
-              "summary", "author", "comment", "background", "all")
+FORM_ORDER = NOTICE_FORMS
+TASK_ORDER = (*TASKS, ROUGE_POOL, *BENIGN_TASKS, "all")
 
 
 def _order_key(order: Sequence[str]) -> Any:

@@ -4,12 +4,6 @@ once the server's sampling defaults (repeat_penalty 1.1, top_k 40, min_p 0.05) a
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-
 import pytest
 
 from copyprobe.generation.base import Decoding
@@ -29,39 +23,10 @@ PROMPTS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server(smollm2_file, tmp_path_factory):
-    pytest.importorskip("llama_cpp.server")
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_file.path),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(log.read()[-3000:])
-        try:
-            urllib.request.urlopen(f"{url}/models", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        raise RuntimeError("llama.cpp server did not start")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
+def server(smollm2_file, tmp_path_factory, start_llama_server):
+    with start_llama_server(smollm2_file.path, tmp_path_factory.mktemp("llama-server")) as url:
+        yield url
 
 
 def test_server_greedy_equals_in_process(server, smollm2_backend):

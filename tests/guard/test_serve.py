@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -511,39 +510,10 @@ def test_a_component_that_cannot_be_built_stops_the_server_at_start(tmp_path: Pa
 
 # -- in front of llama.cpp's server with SmolLM2 --------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def llama_server(smollm2_file, tmp_path_factory):
-    pytest.importorskip("llama_cpp.server")
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_file.path),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(log.read()[-3000:])
-        try:
-            urllib.request.urlopen(f"{url}/models", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        raise RuntimeError("llama.cpp server did not start")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
+def llama_server(smollm2_file, tmp_path_factory, start_llama_server):
+    with start_llama_server(smollm2_file.path, tmp_path_factory.mktemp("llama-server")) as url:
+        yield url
 
 
 @pytest.mark.slow
