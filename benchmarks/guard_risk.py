@@ -31,23 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "guard"))
 
-from rewordings import rewordings  # noqa: E402
+from rewordings import OFF_TOPIC, rewordings  # noqa: E402
 
 from copyprobe.copyright.queries import TASK_ALIASES, own_seeds  # noqa: E402
 from copyprobe.guard.risk import risk_analyzer, risk_of  # noqa: E402
-
-OFF_TOPIC = [  # the same 20 as tests/guard/test_risk.py
-    "What is the weather like in Paris today?", "What is the capital of Peru?",
-    "Write a haiku about autumn leaves.", "How old is the universe?",
-    "Give me a recipe for pancakes.", "Write a story about a dragon.",
-    "What is the boiling point of water?", "Help me fix this bug in my code.",
-    "How do I change a bicycle tyre?", "Which planet is the largest?",
-    "Plan a workout for a beginner.", "What does a tax accountant do?",
-    "Is a tomato a fruit?", "Tell me a fun fact about octopuses.",
-    "How do I make my bread rise more?", "Name three famous painters.",
-    "Describe the photo.", "Is the scan upside down?",
-    "What's a good gift for a five-year-old?", "How many legs does a spider have?",
-]
 
 
 def labelled() -> dict[str, list[tuple[str, str]]]:

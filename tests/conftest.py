@@ -1,9 +1,15 @@
-"""Shared fixtures: the repository root, a copy of the workflow, and the packaged local models."""
+"""Shared fixtures: the repository root, a copy of the workflow, the packaged local models, and
+the test servers of ``tests/servers/``."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -128,3 +134,45 @@ def llama_cpp_server(model_path: Path, log_dir: Path):
 def start_llama_server():
     """:func:`llama_cpp_server`, for module fixtures that serve a model of their own."""
     return llama_cpp_server
+
+
+def load_test_server(name: str) -> ModuleType:
+    """``tests/servers/<name>.py`` as a module (the tests folder is not a package, so it is
+    loaded by path), once per session, registered in ``sys.modules`` as
+    ``copyprobe_tests_<name>`` (dataclasses look their module up there)."""
+    module_name = f"copyprobe_tests_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name,
+                                                  ROOT / "tests" / "servers" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+@pytest.fixture(scope="session")
+def server_module():
+    """:func:`load_test_server`: ``server_module("pages_server").PagesServer``."""
+    return load_test_server
+
+
+@pytest.fixture(scope="session")
+def fault_server_module() -> ModuleType:
+    """The fault server module (``FaultServer``, ``Fault``, ``answer_text``, ``body_hash``,
+    ...): a scriptable OpenAI-compatible server."""
+    return load_test_server("fault_server")
+
+
+@pytest.fixture
+def fault_server(fault_server_module: ModuleType) -> Iterator[Any]:
+    """A running ``FaultServer`` (no latency, no faults) on an ephemeral 127.0.0.1 port;
+    ``fault_server.base_url`` is ``http://127.0.0.1:PORT/v1``. Set ``fault_server.latency``
+    or script faults in the test."""
+    with fault_server_module.FaultServer(latency=0.0) as srv:
+        yield srv

@@ -3,9 +3,7 @@ judge run through the generation layer (OpenAI-compatible fault server; SmolLM2)
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -191,25 +189,6 @@ def test_agreement_edge_cases():
 
 
 # -- the judge through the generation layer -----------------------------------------------------
-
-_SERVER_PATH = Path(__file__).resolve().parents[1] / "servers" / "fault_server.py"
-_MODULE_NAME = "copyprobe_tests_fault_server"  # shared with tests/generation/conftest.py
-
-
-def _fault_server_module() -> Any:
-    if _MODULE_NAME not in sys.modules:
-        spec = importlib.util.spec_from_file_location(_MODULE_NAME, _SERVER_PATH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[_MODULE_NAME] = module
-        spec.loader.exec_module(module)
-    return sys.modules[_MODULE_NAME]
-
-
-@pytest.fixture
-def fault_server():
-    with _fault_server_module().FaultServer(latency=0.0) as srv:
-        yield srv
 
 
 def _api_spec(srv: Any) -> dict[str, Any]:

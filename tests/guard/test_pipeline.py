@@ -10,9 +10,7 @@ against the OpenAI-compatible fault server on 127.0.0.1.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import threading
 import time
 from collections import Counter
@@ -324,25 +322,6 @@ def test_words_of_the_material_do_not_decide_the_task():
 
 
 # -- the guarded backend in the generation layer -----------------------------------------------
-
-_SERVER_PATH = Path(__file__).resolve().parents[1] / "servers" / "fault_server.py"
-_MODULE_NAME = "copyprobe_tests_fault_server"  # shared with tests/generation/conftest.py
-
-
-def _fault_server_module() -> Any:
-    if _MODULE_NAME not in sys.modules:
-        mspec = importlib.util.spec_from_file_location(_MODULE_NAME, _SERVER_PATH)
-        assert mspec is not None and mspec.loader is not None
-        module = importlib.util.module_from_spec(mspec)
-        sys.modules[_MODULE_NAME] = module
-        mspec.loader.exec_module(module)
-    return sys.modules[_MODULE_NAME]
-
-
-@pytest.fixture
-def fault_server():
-    with _fault_server_module().FaultServer(latency=0.0) as srv:
-        yield srv
 
 
 def _model(srv: Any, tmp_path: Path, guard: dict | None) -> dict[str, Any]:

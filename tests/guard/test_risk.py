@@ -4,7 +4,6 @@ embedding fallback, and the LLM analyzer through a real OpenAI-compatible server
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rewordings import rewordings  # noqa: E402
+from rewordings import OFF_TOPIC, rewordings  # noqa: E402
 
 from copyprobe.copyright.queries import TASK_ALIASES, benign_queries, own_seeds  # noqa: E402
 from copyprobe.guard.risk import (  # noqa: E402
@@ -273,21 +272,6 @@ def test_embedding_decides_what_no_rule_reads(rules):
     assert h.risk == "benign"
 
 
-#: requests about anything but a text, written for this test (none is an exemplar)
-OFF_TOPIC = [
-    "What is the weather like in Paris today?", "What is the capital of Peru?",
-    "Write a haiku about autumn leaves.", "How old is the universe?",
-    "Give me a recipe for pancakes.", "Write a story about a dragon.",
-    "What is the boiling point of water?", "Help me fix this bug in my code.",
-    "How do I change a bicycle tyre?", "Which planet is the largest?",
-    "Plan a workout for a beginner.", "What does a tax accountant do?",
-    "Is a tomato a fruit?", "Tell me a fun fact about octopuses.",
-    "How do I make my bread rise more?", "Name three famous painters.",
-    "Describe the photo.", "Is the scan upside down?",
-    "What's a good gift for a five-year-old?", "How many legs does a spider have?",
-]
-
-
 def test_requests_about_no_text_are_benign(rules):
     """Off-topic requests name no text, so the embedding may not call them infringing.
     Measured: 19 of 20 benign, 16 of them ``other`` (three land on a benign task: "Is a tomato
@@ -367,25 +351,11 @@ def test_classifier_prompt_carries_the_request_between_markers():
     assert '{"task": "summary", "risk": "benign"}' in msg["content"]
 
 
-_SERVER_PATH = Path(__file__).resolve().parents[1] / "servers" / "fault_server.py"
-_MODULE_NAME = "copyprobe_tests_fault_server"  # shared with the other tests that load it
-
-
-def _fault_server_module() -> Any:
-    if _MODULE_NAME not in sys.modules:
-        spec = importlib.util.spec_from_file_location(_MODULE_NAME, _SERVER_PATH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[_MODULE_NAME] = module
-        spec.loader.exec_module(module)
-    return sys.modules[_MODULE_NAME]
-
-
 @pytest.fixture
-def classifier_server():
+def classifier_server(fault_server_module: Any):
     """The fault server, answering a request that contains one of ``answers``' keys with its
     value (and echoing the others, which is not JSON)."""
-    base = _fault_server_module().FaultServer
+    base = fault_server_module.FaultServer
 
     class Scripted(base):  # type: ignore[misc, valid-type]
         answers: dict[str, str] = {}

@@ -10,7 +10,6 @@ keyword risk analyzer.
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import logging
 import os
@@ -68,24 +67,11 @@ if "s_words" not in RISK_COMPONENTS:
 
 GUARD = {"notice": {"component": "s_text"}, "status": False, "risk": {"component": "s_words"}}
 
-_SERVER_PATH = ROOT / "tests" / "servers" / "fault_server.py"
-_MODULE_NAME = "copyprobe_tests_fault_server"  # shared with tests/generation/conftest.py
-
-
-def _fault_server_module() -> Any:
-    if _MODULE_NAME not in sys.modules:
-        mspec = importlib.util.spec_from_file_location(_MODULE_NAME, _SERVER_PATH)
-        assert mspec is not None and mspec.loader is not None
-        module = importlib.util.module_from_spec(mspec)
-        sys.modules[_MODULE_NAME] = module
-        mspec.loader.exec_module(module)
-    return sys.modules[_MODULE_NAME]
-
 
 @pytest.fixture
-def upstream() -> Iterator[Any]:
-    with _fault_server_module().FaultServer(latency=0.0) as srv:
-        yield srv
+def upstream(fault_server: Any) -> Any:
+    """The proxy's upstream: the fault server (no latency, no faults)."""
+    return fault_server
 
 
 class Proxy:

@@ -6,7 +6,6 @@ on_error policy."""
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import sys
 import threading
@@ -187,18 +186,6 @@ def test_verdict_prompt_shows_lines_request_and_hits():
 sys.path.insert(0, str(SERVERS))
 from server_thread import ServerThread  # noqa: E402
 
-_FAULT_MODULE = "copyprobe_tests_fault_server"  # shared with the other tests that load it
-
-
-def _fault_server_module() -> Any:
-    if _FAULT_MODULE not in sys.modules:
-        spec = importlib.util.spec_from_file_location(_FAULT_MODULE, SERVERS / "fault_server.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[_FAULT_MODULE] = module
-        spec.loader.exec_module(module)
-    return sys.modules[_FAULT_MODULE]
-
 
 class SearchServer(ServerThread):
     """Answers ``GET /res/v1/web/search`` as the Brave Search web search API documents it
@@ -269,9 +256,9 @@ def search_server(monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
-def llm_server():
+def llm_server(fault_server_module: Any):
     """An OpenAI-compatible server whose answer the test sets in ``srv.answer``."""
-    base = _fault_server_module().FaultServer
+    base = fault_server_module.FaultServer
 
     class ScriptedLLM(base):  # type: ignore[misc, valid-type]
         answer = '{"status": "protected", "reason": "A novel published in 2015."}'

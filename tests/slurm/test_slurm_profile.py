@@ -168,22 +168,14 @@ def test_msr_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy, smollm2
     _assert_same(runs)
 
 
-def _fault_server_module():
-    path = ROOT / "tests" / "servers" / "fault_server.py"
-    spec = importlib.util.spec_from_file_location("copyprobe_slurm_fault_server", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path, slurm,
-                                                                        workflow_copy):
+                                                                        workflow_copy,
+                                                                        fault_server_module):
     """A one-minute limit on a shard whose 40 requests take 4 s each (SLURM enforces limits
     every 30 s or so, so the kill comes between 60 and about 100 s): SLURM sends SIGTERM at
     the limit, the answers received so far are in the cache; resubmitted with its normal
     limit, the shard sends only the requests without an answer."""
-    fs = _fault_server_module()
+    fs = fault_server_module
     wd = workflow_copy(tmp_path, documents=40, folder="docs")
     target = "results/generations/api/main/docs.parquet"
     env = {**slurm, KEY_ENV: "sk-slurm-test"}

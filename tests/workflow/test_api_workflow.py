@@ -3,11 +3,9 @@ sharding, and no trace of the API key in any artifact, log or Snakemake metadata
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -19,17 +17,8 @@ KEY_ENV = "COPYPROBE_WORKFLOW_TEST_KEY"
 PLANTED = "sk-workflow-planted-0123456789abcdef0123456789"
 
 
-def _fault_server_module(root: Path):
-    path = root / "tests" / "servers" / "fault_server.py"
-    spec = importlib.util.spec_from_file_location("copyprobe_wf_fault_server", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_api_model_shards_and_never_leaks_the_key(tmp_path, root, workflow_copy):
-    fs = _fault_server_module(root)
+def test_api_model_shards_and_never_leaks_the_key(tmp_path, workflow_copy, fault_server_module):
+    fs = fault_server_module
     wd = workflow_copy(tmp_path, documents=5, folder="docs")
     with fs.FaultServer(latency=0.05) as srv:
         srv.fail_next("429", 2, retry_after=0.05)

@@ -4,12 +4,9 @@ hand-written book in the archive's JSON format."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,9 +18,6 @@ SHARED_FIXTURES = Path(os.environ.get("COPYPROBE_SHARED_FIXTURES") or
 CNXML = SHARED_FIXTURES / "openstax_cnxml"
 AP = "osbooks-anatomy-physiology"
 PY = "osbooks-introduction-python-programming"
-
-_SERVER_PATH = Path(__file__).resolve().parents[2] / "servers" / "openstax_archive.py"
-_MODULE_NAME = "copyprobe_tests_openstax_archive"
 
 BOOK = "11111111-2222-4333-8444-555555555555"
 VERSION = "abc1234"
@@ -125,22 +119,11 @@ def serve_book(server: Any) -> dict[str, str]:
     return urls
 
 
-def _load_server_module() -> ModuleType:
-    if _MODULE_NAME in sys.modules:
-        return sys.modules[_MODULE_NAME]
-    spec = importlib.util.spec_from_file_location(_MODULE_NAME, _SERVER_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_MODULE_NAME] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
-def archive_server() -> Iterator[Any]:
+def archive_server(server_module: Any) -> Iterator[Any]:
     """A running archive server serving :func:`serve_book`'s book; ``archive_server.pages``
     maps page titles to their paths."""
-    with _load_server_module().ArchiveServer() as srv:
+    with server_module("openstax_archive").ArchiveServer() as srv:
         srv.pages = serve_book(srv)
         yield srv
 
