@@ -41,7 +41,9 @@ __all__ = [
     "by_category",
     "by_notice_form",
     "infringement_rows",
+    "mean_ci",
     "over_refusal",
+    "refusal_counts",
     "sort_rows",
     "table1",
     "table5",
@@ -83,7 +85,7 @@ def sort_rows(df: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def _mean_ci(values: np.ndarray, n_boot: int, ci: float, seed: int) -> tuple[float, float, float]:
+def mean_ci(values: np.ndarray, n_boot: int, ci: float, seed: int) -> tuple[float, float, float]:
     """Mean and its percentile-bootstrap interval; NaN when there is no value."""
     if values.size == 0:
         return np.nan, np.nan, np.nan
@@ -95,10 +97,12 @@ def _mean_ci(values: np.ndarray, n_boot: int, ci: float, seed: int) -> tuple[flo
     return mean, lo, hi
 
 
-def _refusal_counts(g: pd.DataFrame, n_boot: int, ci: float, seed: int) -> dict[str, Any]:
+def refusal_counts(g: pd.DataFrame, n_boot: int, ci: float, seed: int) -> dict[str, Any]:
+    """The refusal counts of a group of scored rows and the judged refusal rate with its
+    interval (parsed verdicts of generated responses only), beside the rule detector's rate."""
     ok = g[g["status"] == "ok"]
     judged = ok["refused"].dropna().to_numpy(dtype=float)
-    rate, lo, hi = _mean_ci(judged, n_boot, ci, seed)
+    rate, lo, hi = mean_ci(judged, n_boot, ci, seed)
     rule = ok["refusal_rule"].dropna().to_numpy(dtype=float)
     return {
         "n": len(g),
@@ -119,7 +123,7 @@ def _similarity(ok: pd.DataFrame, metric: str, n_boot: int, ci: float, seed: int
                 prefix: str = "similarity", *, spread: bool = False) -> dict[str, Any]:
     values = ok[metric].to_numpy(dtype=float)
     values = values[np.isfinite(values)]
-    mean, lo, hi = _mean_ci(values, n_boot, ci, seed)
+    mean, lo, hi = mean_ci(values, n_boot, ci, seed)
     out = {f"{prefix}": mean, f"{prefix}_ci_low": lo, f"{prefix}_ci_high": hi,
            f"n_{prefix}": int(values.size)}
     if spread:
@@ -147,7 +151,7 @@ def _per_task(df: pd.DataFrame, keys: list[str], n_boot: int, ci: float, seed: i
                        if len(metrics) > 1 else
                        {"rouge_l_f1": np.nan, "rouge_l_f1_ci_low": np.nan,
                         "rouge_l_f1_ci_high": np.nan, "n_rouge_l_f1": 0})
-        row.update(_refusal_counts(g, n_boot, ci, seed))
+        row.update(refusal_counts(g, n_boot, ci, seed))
         rows.append(row)
     if not rows:  # e.g. no row without a notice: an empty table, not an error
         return pd.DataFrame(columns=[*keys, "metric", "n", "n_failed", "refusal_rate"])
@@ -264,7 +268,7 @@ def over_refusal(scored: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95,
     scored = validate_scored(scored)
     benign = scored[scored["benign"]]
     df = pd.concat([benign, benign.assign(task="all")], ignore_index=True)
-    rows = [{"model": m, "task": t, **_refusal_counts(g, n_boot, ci, seed)}
+    rows = [{"model": m, "task": t, **refusal_counts(g, n_boot, ci, seed)}
             for (m, t), g in df.groupby(["model", "task"], sort=False)]
     cols = ["model", "task", "n", "n_ok", "n_failed", "n_judged", "n_refused", "n_unparseable",
             "n_unjudged", "refusal_rate", "refusal_rate_ci_low", "refusal_rate_ci_high",
@@ -285,12 +289,14 @@ def _pct(v: Any) -> str:
 
 def _cell(row: pd.Series, col: str) -> str:
     """A value as Markdown: rates and means in percent with their interval, counts as integers,
-    correlations to 3 decimals, p-values in 2 significant digits."""
+    correlations to 3 decimals, p-values in 2 significant digits, milliseconds to 1 decimal."""
     v = row[col]
     if f"{col}_ci_low" in row.index:
         lo, hi = row[f"{col}_ci_low"], row[f"{col}_ci_high"]
         ci = "" if pd.isna(lo) else f" [{_pct(lo)}, {_pct(hi)}]"
         return _pct(v) + ci
+    if col.endswith("_ms"):  # durations in milliseconds
+        return "–" if pd.isna(v) else f"{float(v):.1f}"
     if col.endswith(("_p", "_pvalue")):
         return "–" if pd.isna(v) else f"{float(v):.2g}"
     if col in ("pearson_r", "spearman_rho"):

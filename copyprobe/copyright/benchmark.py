@@ -66,29 +66,12 @@ def build_benchmark(corpora: Sequence[pd.DataFrame], spec: Mapping[str, Any], *,
     df, report = build_manifest(materials_table(corpora, names), benchmark_queries(spec),
                                 forms=spec.get("forms") or NOTICE_FORMS,
                                 images_dir=images_dir if settings is not None else None,
-                                settings=settings)
-    benign_forms = spec.get("benign_forms")
-    if benign_forms is not None and len(df):
-        drop = df["benign"] & ~df["notice_form"].isin(benign_forms)
-        df = df[~drop].reset_index(drop=True)
-        report = _recount(report, df)
-    report["benign_forms"] = benign_forms
+                                settings=settings, benign_forms=spec.get("benign_forms"))
+    report["benign_forms"] = spec.get("benign_forms")
     report["per_task"] = spec.get("per_task")
     report["benign"] = bool(spec.get("benign", True))
     report["queries"] = spec.get("queries") or "copyprobe"
     return df, report
-
-
-def _recount(report: dict[str, Any], df: pd.DataFrame) -> dict[str, Any]:
-    """The build report's row counts redone for the rows kept."""
-    from collections import Counter
-
-    per_form = Counter(df["notice_form"])
-    per_task = Counter(df["task"])
-    return {**report, "rows": int(len(df)),
-            "rows_per_form": {f: int(per_form.get(f, 0)) for f in report["forms"]},
-            "rows_per_task": {t: int(per_task[t]) for t in report["rows_per_task"]
-                              if per_task.get(t, 0)}}
 
 
 def manifest_prompts(manifest: pd.DataFrame, *, model: str, source: str) -> pd.DataFrame:

@@ -105,15 +105,18 @@ def _request_id(material_id: str, text_sha: str, form: str, notice: str, q: Quer
 
 def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
                    forms: Iterable[str] = NOTICE_FORMS, images_dir: str | Path | None = None,
-                   settings: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+                   settings: Any = None, benign_forms: Iterable[str] | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The manifest rows and the build report for ``materials`` (a corpus table) x ``forms`` x
-    ``queries``.
+    ``queries``; the benign queries only under ``benign_forms`` when given (default: every
+    form).
 
     With ``images_dir``, every material is rendered (``settings``: a
     :class:`~copyprobe.copyright.render.RenderSettings`, default settings when None) into
     content-addressed PNG files there.
     """
     forms = [check_form(f) for f in forms]
+    benign_under = set(forms if benign_forms is None else map(check_form, benign_forms))
     missing = [c for c in _MATERIAL_COLUMNS if c not in materials.columns]
     if missing:
         raise ManifestError(f"materials table lacks column(s) {missing} (a corpus table has "
@@ -165,6 +168,8 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
                 paths, shas, truncated = _render(text, _footer_for(form, notice), settings,
                                                  img_dir, cache)
             for q in queries:
+                if q.benign and form not in benign_under:
+                    continue
                 rows.append({**base, "request_id": _request_id(mid, text_sha, form, notice, q,
                                                                shas),
                              "notice_form": form, "notice_text": notice, "notice_basis": basis,

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from copyprobe.artifacts import write_text
-from copyprobe.copyright.analysis import sort_rows, to_markdown, write_csv
+from copyprobe.copyright.analysis import refusal_counts, sort_rows, to_markdown, write_csv
 from copyprobe.copyright.scored import validate_scored
 from copyprobe.stats.common import bootstrap_ci
 
@@ -40,14 +40,6 @@ ALL = "all"
 def _judged(g: pd.DataFrame) -> np.ndarray:
     ok = g[g["status"] == "ok"]
     return ok["refused"].dropna().to_numpy(dtype=float)
-
-
-def _rate(values: np.ndarray, n_boot: int, ci: float, seed: int) -> tuple[float, float, float]:
-    if values.size == 0:
-        return np.nan, np.nan, np.nan
-    (iv,) = bootstrap_ci([values], np.mean, n_boot=n_boot, ci=ci, seed=seed)
-    lo, hi = iv if iv is not None else (np.nan, np.nan)
-    return float(values.mean()), lo, hi
 
 
 def _diff(a: np.ndarray, b: np.ndarray, n_boot: int, ci: float, seed: int
@@ -64,16 +56,13 @@ def _diff(a: np.ndarray, b: np.ndarray, n_boot: int, ci: float, seed: int
     return float(b.mean() - a.mean()), lo, hi
 
 
+_SIDE = ("n", "n_judged", "n_failed", "refusal_rate", "refusal_rate_ci_low",
+         "refusal_rate_ci_high", "refusal_rule_rate")
+
+
 def _side(prefix: str, g: pd.DataFrame, n_boot: int, ci: float, seed: int) -> dict[str, Any]:
-    judged = _judged(g)
-    rate, lo, hi = _rate(judged, n_boot, ci, seed)
-    ok = g[g["status"] == "ok"]
-    rule = ok["refusal_rule"].dropna().to_numpy(dtype=float)
-    return {f"{prefix}_n": len(g), f"{prefix}_n_judged": int(judged.size),
-            f"{prefix}_n_failed": int((g["status"] != "ok").sum()),
-            f"{prefix}_refusal_rate": rate, f"{prefix}_refusal_rate_ci_low": lo,
-            f"{prefix}_refusal_rate_ci_high": hi,
-            f"{prefix}_refusal_rule_rate": float(rule.mean()) if rule.size else np.nan}
+    counts = refusal_counts(g, n_boot, ci, seed)
+    return {f"{prefix}_{k}": counts[k] for k in _SIDE}
 
 
 def _compare(base: pd.DataFrame, guarded: pd.DataFrame, n_boot: int, ci: float, seed: int
@@ -193,16 +182,6 @@ def latency(decisions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _latency_markdown(df: pd.DataFrame, caption: str) -> str:
-    show = list(df.columns)
-    lines = ["| " + " | ".join(show) + " |", "|" + "|".join("---" for _ in show) + "|"]
-    for _, row in df.iterrows():
-        cells = [("–" if pd.isna(row[c]) else f"{row[c]:.1f}") if c.endswith("_ms")
-                 else str(row[c]) for c in show]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\n" + caption + "\n"
-
-
 CAPTIONS = {
     "table2": "Table 2: refusal rate of infringing requests on copyrighted materials without "
               "(`base_`) and with (`guarded_`) the guard, per task and notice form (`all` pools "
@@ -241,5 +220,5 @@ def write_guard_tables(scored: pd.DataFrame, pairs: Mapping[str, str],
         df = latency(decisions)
         written["latency"] = [write_csv(df, out / "latency.csv"),
                               write_text(out / "latency.md",
-                                         _latency_markdown(df, CAPTIONS["latency"]))]
+                                         to_markdown(df, CAPTIONS["latency"]))]
     return written
