@@ -26,13 +26,19 @@ config.update(_validated)
 
 # `--configfile mine.yaml` is merged into the workflow's own config file (Snakemake's rule),
 # which surprises a user who meant to run only their file: say what runs, and how not to.
-if (workflow.is_main_process and workflow.config_settings.configfiles
-        and not workflow.config_settings.replace_workflow_config
-        and len(workflow.configfiles) > len(workflow.config_settings.configfiles)):
-    print(f"copyprobe: --configfile is merged into config/config.yaml: models "
-          f"{', '.join(sorted(config['models']))}; datasets "
-          f"{', '.join(sorted(config['datasets']))}; add --replace-workflow-config to run only "
-          "your file", file=sys.stderr)
+if (
+    workflow.is_main_process
+    and workflow.config_settings.configfiles
+    and not workflow.config_settings.replace_workflow_config
+    and len(workflow.configfiles) > len(workflow.config_settings.configfiles)
+):
+    print(
+        f"copyprobe: --configfile is merged into config/config.yaml: models "
+        f"{', '.join(sorted(config['models']))}; datasets "
+        f"{', '.join(sorted(config['datasets']))}; add --replace-workflow-config to run only "
+        "your file",
+        file=sys.stderr,
+    )
 
 
 # The API keys of the models that will run, checked once the jobs are planned and before the
@@ -109,7 +115,8 @@ def is_remote(wildcards):
 
 def generate_threads(wildcards):
     """Cores a generate job reserves: the model's n_threads (a default when unset; 1 for API
-    clients); the script hands the backend the number Snakemake grants (at most --cores)."""
+    clients); the script hands the backend the number Snakemake grants (at most --cores).
+    """
     return job_threads(config["models"][wildcards.model])
 
 
@@ -126,8 +133,10 @@ def generation_shards(wildcards):
     source = wildcards.source
     if source.startswith(cpc.COPYRIGHT_PREFIX):
         prompts = checkpoints.copyright_prompts.get(
-            model=wildcards.model, variant=wildcards.variant,
-            benchmark=source.removeprefix(cpc.COPYRIGHT_PREFIX)).output[0]
+            model=wildcards.model,
+            variant=wildcards.variant,
+            benchmark=source.removeprefix(cpc.COPYRIGHT_PREFIX),
+        ).output[0]
     else:
         prompts = checkpoints.build_prompts.get(**wildcards).output[0]
     size = config["models"][wildcards.model].get("shard_size")
@@ -145,7 +154,8 @@ def model_file_spec(wildcards):
 
 def model_file_inputs(wildcards):
     """The files a model's weights are made from: replacing one reruns prepare_model, whose new
-    sha256 changes every cache key of that model (no answer of the old weights is reused)."""
+    sha256 changes every cache key of that model (no answer of the old weights is reused).
+    """
     return model_input_files(model_file_spec(wildcards))
 
 
@@ -155,13 +165,18 @@ def curation_params(wildcards):
 
 def model_curated(wildcards):
     """The curated table of every source the model runs on."""
-    return expand("results/curated/{model}/{source}.parquet", model=wildcards.model,
-                  source=cpc.model_sources(config, wildcards.model))
+    return expand(
+        "results/curated/{model}/{source}.parquet",
+        model=wildcards.model,
+        source=cpc.model_sources(config, wildcards.model),
+    )
 
 
 def model_corpora(wildcards):
-    return expand("results/corpus/{source}.parquet",
-                  source=cpc.model_sources(config, wildcards.model))
+    return expand(
+        "results/corpus/{source}.parquet",
+        source=cpc.model_sources(config, wildcards.model),
+    )
 
 
 def curation_report_params(wildcards):
@@ -170,13 +185,19 @@ def curation_report_params(wildcards):
         "cutoff": config["models"][wildcards.model]["cutoff"],
         "curation": config["curation"],
         "statistics": config["statistics"],
-        "datasets": {d: config["datasets"][d] for d in cpc.model_datasets(config, wildcards.model)},
+        "datasets": {
+            d: config["datasets"][d]
+            for d in cpc.model_datasets(config, wildcards.model)
+        },
     }
 
 
 def all_curation_reports():
-    return [f"results/curation/{m}.{ext}" for m in cpc.msr_models(config)
-            for ext in ("parquet", "md")]
+    return [
+        f"results/curation/{m}.{ext}"
+        for m in cpc.msr_models(config)
+        for ext in ("parquet", "md")
+    ]
 
 
 def dataset_members(wildcards):
@@ -272,7 +293,9 @@ def all_targets():
     datasets = sorted({d for _, _, d in cpx.runs(config)})
     models = [f"results/figures/{d}_fk_models.png" for d in datasets]
     sweeps = [
-        f"results/tables/sweep_{n}.{ext}" for n in experiments_of("sweep") for ext in ("csv", "md")
+        f"results/tables/sweep_{n}.{ext}"
+        for n in experiments_of("sweep")
+        for ext in ("csv", "md")
     ]
     comparisons = ["results/tables/comparisons.csv", "results/tables/comparisons.md"]
     msr_table = ["results/tables/msr_table.csv", "results/tables/msr_table.md"]
@@ -306,8 +329,10 @@ def copyright_benchmark_spec(wildcards):
 
 def copyright_material_corpora(wildcards):
     """The corpus tables of a benchmark's material sources."""
-    return expand("results/corpus/{source}.parquet",
-                  source=copyright_benchmark_spec(wildcards)["materials"])
+    return expand(
+        "results/corpus/{source}.parquet",
+        source=copyright_benchmark_spec(wildcards)["materials"],
+    )
 
 
 def copyright_images_dir(wildcards):
@@ -320,8 +345,11 @@ def copyright_judge_params(wildcards):
     """The judge's model entry (None: rule detector only), where its calls are cached, and the
     words of a response it sees."""
     c = config["copyright"]
-    return {"judge": c["judge"], "cache_dir": config["cache_dir"],
-            "max_words": c["judge_max_words"]}
+    return {
+        "judge": c["judge"],
+        "cache_dir": config["cache_dir"],
+        "max_words": c["judge_max_words"],
+    }
 
 
 def copyright_judge_threads(wildcards):
@@ -346,14 +374,19 @@ def copyright_metrics_params(wildcards):
 
 def copyright_scored_tables(wildcards):
     """Every study model's scored table of one benchmark."""
-    return expand("results/copyright/{benchmark}/scored/{model}.parquet",
-                  benchmark=wildcards.benchmark, model=cpc.copyright_models(config))
+    return expand(
+        "results/copyright/{benchmark}/scored/{model}.parquet",
+        benchmark=wildcards.benchmark,
+        model=cpc.copyright_models(config),
+    )
 
 
 def copyright_all_scored(wildcards):
     """Every benchmark's pooled scored table (the guard's tables span benchmarks)."""
-    return expand("results/copyright/{benchmark}/scored.parquet",
-                  benchmark=config["copyright"]["benchmarks"])
+    return expand(
+        "results/copyright/{benchmark}/scored.parquet",
+        benchmark=config["copyright"]["benchmarks"],
+    )
 
 
 def copyright_model_main(wildcards):
@@ -363,8 +396,11 @@ def copyright_model_main(wildcards):
 
 def copyright_all_guard_decisions(wildcards):
     """The decision sidecar of every guarded model of the pairs, on every benchmark."""
-    return expand("results/copyright/{benchmark}/guard_decisions/{model}.parquet",
-                  benchmark=config["copyright"]["benchmarks"], model=cpc.guard_pairs(config))
+    return expand(
+        "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
+        benchmark=config["copyright"]["benchmarks"],
+        model=cpc.guard_pairs(config),
+    )
 
 
 def copyright_guard_params(wildcards):
@@ -373,16 +409,20 @@ def copyright_guard_params(wildcards):
     return {
         "pairs": pairs,
         "guards": {m: config["models"][m]["guard"] for m in pairs},
-        "rights": {b: spec["rights"] for b, spec in config["copyright"]["benchmarks"].items()},
+        "rights": {
+            b: spec["rights"] for b, spec in config["copyright"]["benchmarks"].items()
+        },
     }
 
 
 def copyright_targets():
     out = []
     for b in config["copyright"]["benchmarks"]:
-        out += [f"results/copyright/{b}/tables/table1.md",
-                f"results/copyright/{b}/figures/fig6.png",
-                f"results/copyright/{b}/refusal_agreement.json"]
+        out += [
+            f"results/copyright/{b}/tables/table1.md",
+            f"results/copyright/{b}/figures/fig6.png",
+            f"results/copyright/{b}/refusal_agreement.json",
+        ]
     if config["copyright"]["benchmarks"] and cpc.guard_pairs(config):
         out.append("results/copyright/guard/table2.md")
     return out
@@ -393,7 +433,9 @@ def generation_gpus(wildcards):
     """GPUs a generate job asks for (the standard `gpu` resource, which the SLURM executor
     plugin passes to sbatch as --gpus): 1 for a backend that runs its model on a GPU (hf,
     vllm), 0 for the others."""
-    return 1 if backend_facts(config["models"][wildcards.model]["backend"])["gpu"] else 0
+    return (
+        1 if backend_facts(config["models"][wildcards.model]["backend"])["gpu"] else 0
+    )
 
 
 def generation_runtime(wildcards, attempt):

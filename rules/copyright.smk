@@ -12,10 +12,10 @@ rule copyright_manifest:
         report="results/copyright/{benchmark}/manifest.report.json",
     log:
         "logs/copyright_manifest/{benchmark}.log",
+    localrule: True
     params:
         spec=copyright_benchmark_spec,
         images_dir=copyright_images_dir,
-    localrule: True
     script:
         "../workflow_scripts/copyright_manifest.py"
 
@@ -39,14 +39,14 @@ rule copyright_judge:
         "results/copyright/{benchmark}/verdicts/{model}.parquet",
     log:
         "logs/copyright_judge/{benchmark}/{model}.log",
-    params:
-        judge=copyright_judge_params,
     threads: copyright_judge_threads
     resources:
         mem_mb=4000,
         runtime=240,
         llm_api=copyright_judge_api_slots,
         gpu=copyright_judge_gpus,
+    params:
+        judge=copyright_judge_params,
     script:
         "../workflow_scripts/copyright_judge.py"
 
@@ -60,11 +60,11 @@ rule copyright_score:
         "results/copyright/{benchmark}/scored/{model}.parquet",
     log:
         "logs/copyright_score/{benchmark}/{model}.log",
-    params:
-        metrics=copyright_metrics_params,
     threads: 2
     resources:
         mem_mb=4000,
+    params:
+        metrics=copyright_metrics_params,
     script:
         "../workflow_scripts/copyright_score.py"
 
@@ -108,9 +108,9 @@ rule copyright_tables:
         ),
     log:
         "logs/copyright_tables/{benchmark}.log",
+    localrule: True
     params:
         statistics=config["statistics"],
-    localrule: True
     script:
         "../workflow_scripts/copyright_tables.py"
 
@@ -124,9 +124,9 @@ rule copyright_guard_decisions:
         "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
     log:
         "logs/copyright_guard_decisions/{benchmark}/{model}.log",
+    localrule: True
     params:
         model=copyright_model_main,
-    localrule: True
     script:
         "../workflow_scripts/copyright_guard_decisions.py"
 
@@ -149,9 +149,9 @@ rule copyright_guard_tables:
         ),
     log:
         "logs/copyright_guard_tables/all.log",
+    localrule: True
     params:
         guard=copyright_guard_params,
         statistics=config["statistics"],
-    localrule: True
     script:
         "../workflow_scripts/copyright_guard_tables.py"

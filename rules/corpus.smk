@@ -10,10 +10,10 @@ rule collect_corpus:
         manifest="results/corpus/{source}.manifest.parquet",
     log:
         "logs/collect_corpus/{source}.log",
+    localrule: True
     params:
         spec=source_params,
         cutoffs=source_cutoffs,
-    localrule: True
     script:
         "../workflow_scripts/collect_corpus.py"
 
@@ -25,10 +25,10 @@ rule prepare_model:
         "results/models/{model}.json",
     log:
         "logs/prepare_model/{model}.log",
+    localrule: True
     params:
         model_file=model_file_spec,
         cache_dir=config["cache_dir"],
-    localrule: True
     script:
         "../workflow_scripts/prepare_model.py"
 

@@ -14,14 +14,14 @@ rule generate:
         failures="logs/generate/{model}/{variant}/{source}/{shard}.failures.parquet",
     benchmark:
         "logs/benchmarks/generate/{model}/{variant}/{source}/{shard}.tsv"
-    params:
-        model=model_params,
     threads: generate_threads
     resources:
         mem_mb=4000,
         runtime=generation_runtime,
         llm_api=api_slots,
         gpu=generation_gpus,
+    params:
+        model=model_params,
     script:
         "../workflow_scripts/generate.py"
 

@@ -10,11 +10,11 @@ checkpoint build_prompts:
         curated="results/curated/{model}/{source}.parquet",
     output:
         "results/prompts/{model}/{variant}/{source}.parquet",
+    log:
+        "logs/build_prompts/{model}/{variant}/{source}.log",
     wildcard_constraints:
         # the copyright benchmarks' prompts are made by copyright_prompts
         source=r"(?!copyright\.)[A-Za-z0-9][A-Za-z0-9_.-]*",
-    log:
-        "logs/build_prompts/{model}/{variant}/{source}.log",
     params:
         msr=msr_params,
         cut_at=cut_at,
@@ -91,9 +91,9 @@ rule plot_models:
         ),
     log:
         "logs/plot_models/{dataset}.log",
+    localrule: True
     params:
         title="f_k per model on {dataset} (paper mode)",
-    localrule: True
     script:
         "../workflow_scripts/plot_models.py"
 
@@ -110,9 +110,9 @@ rule plot_experiment:
         ),
     log:
         "logs/plot_experiment/{experiment}/{model}.log",
+    localrule: True
     params:
         experiment=experiment_params,
-    localrule: True
     script:
         "../workflow_scripts/plot_experiment.py"
 
@@ -129,9 +129,9 @@ rule make_sweep_table:
         md="results/tables/sweep_{experiment}.md",
     log:
         "logs/make_sweep_table/{experiment}.log",
+    localrule: True
     params:
         experiment=experiment_params,
-    localrule: True
     script:
         "../workflow_scripts/make_sweep_table.py"
 
@@ -143,9 +143,9 @@ rule compare_settings:
         "results/comparisons/{experiment}/{model}.json",
     log:
         "logs/compare_settings/{experiment}/{model}.log",
+    localrule: True
     params:
         experiment=experiment_params,
-    localrule: True
     script:
         "../workflow_scripts/compare_settings.py"
 
