@@ -336,6 +336,26 @@ def guard_pairs(cfg: Mapping[str, Any]) -> dict[str, str]:
     return pairs
 
 
+def head_node_models(cfg: Mapping[str, Any]) -> list[str]:
+    """The models whose generation jobs run on the head node: with ``api_jobs_on_head_node``,
+    every model of a remote backend; none without it."""
+    from copyprobe.generation.base import backend_facts
+
+    if not cfg.get("api_jobs_on_head_node", False):
+        return []
+    return [m for m, spec in cfg["models"].items() if backend_facts(spec["backend"])["remote"]]
+
+
+def judge_on_head_node(cfg: Mapping[str, Any]) -> bool:
+    """Whether the copyright judge's jobs run on the head node: with ``api_jobs_on_head_node``
+    and a judge of a remote backend."""
+    from copyprobe.generation.base import backend_facts
+
+    judge = cfg.get("copyright", {}).get("judge")
+    return bool(cfg.get("api_jobs_on_head_node", False) and judge is not None
+                and backend_facts(judge["backend"])["remote"])
+
+
 def copyright_source(benchmark: str) -> str:
     """The name under which a benchmark's prompts and generations are kept (the generation
     layer's ``{source}``)."""

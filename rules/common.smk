@@ -2,8 +2,14 @@
 # Scripts get their config slice through params and never read the global config, so adding a
 # model or changing one model's settings reruns only that model's jobs plus the aggregates.
 
+import re
 import sys
 from pathlib import Path
+
+# The copyprobe beside this Snakefile, for the workflow and for every job's script. Snakemake's
+# script preamble appends this process's sys.path to the script's: that is how a script run in
+# a conda environment of envs/ (which holds copyprobe's dependencies, not copyprobe) finds it.
+sys.path.insert(0, workflow.basedir)
 
 import copyprobe.config as cpc
 import copyprobe.experiments as cpx
@@ -56,7 +62,8 @@ def models_to_run():
     names = {getattr(job.wildcards, "model", None) for job in jobs}
     out = {m: spec for m, spec in config["models"].items() if m in names}
     judge = config["copyright"]["judge"]
-    if judge is not None and any(job.rule.name == "copyright_judge" for job in jobs):
+    judge_rules = {"copyright_judge", "copyright_judge_on_head"}
+    if judge is not None and any(job.rule.name in judge_rules for job in jobs):
         out["copyright.judge"] = judge
     return out
 
@@ -443,3 +450,46 @@ def generation_runtime(wildcards, attempt):
     so that a shard resubmitted after its time limit (it resumes from its cached answers) gets
     more time."""
     return 240 * attempt
+
+
+# ---- software environments (envs/; used with --sdm conda)
+def backend_env(backend):
+    """The conda environment of a job that runs a model of ``backend``: the GPU one for a
+    backend that runs its model on a GPU (hf, vllm), the CPU one for the others."""
+    return (
+        f"../envs/generation-{'gpu' if backend_facts(backend)['gpu'] else 'cpu'}.yaml"
+    )
+
+
+def generate_env(wildcards):
+    return backend_env(config["models"][wildcards.model]["backend"])
+
+
+def copyright_judge_env(wildcards):
+    """The judge's backend's generation environment; without a judge (rule detector only)
+    the library's."""
+    judge = config["copyright"]["judge"]
+    return "../envs/library.yaml" if judge is None else backend_env(judge["backend"])
+
+
+# ---- API jobs on the head node (config key api_jobs_on_head_node)
+# A rule is local or not as a whole, so the jobs that run on the head node have rules of their
+# own (generate_on_head, copyright_judge_on_head: the same scripts and outputs); these
+# wildcard patterns send each job to exactly one of the pair.
+NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+NEVER = r"(?!)"
+
+
+def model_pattern(on_head):
+    """The {model} values of generate (on_head False) or of generate_on_head (True)."""
+    names = "|".join(re.escape(m) for m in cpc.head_node_models(config))
+    if on_head:
+        return f"(?:{names})" if names else NEVER
+    # any name but those (a listed name followed by more name characters is another name)
+    return f"(?!(?:{names})(?![A-Za-z0-9_.-])){NAME}" if names else NAME
+
+
+def judge_pattern(on_head):
+    """The {benchmark} values of copyright_judge (on_head False) or of copyright_judge_on_head
+    (True): all or none, as the judge runs on the head node or not."""
+    return NAME if cpc.judge_on_head_node(config) == on_head else NEVER

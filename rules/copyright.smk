@@ -13,6 +13,8 @@ rule copyright_manifest:
     log:
         "logs/copyright_manifest/{benchmark}.log",
     localrule: True
+    conda:
+        "../envs/library.yaml"
     params:
         spec=copyright_benchmark_spec,
         images_dir=copyright_images_dir,
@@ -28,6 +30,8 @@ checkpoint copyright_prompts:
     log:
         "logs/copyright_prompts/{model}/{variant}/{benchmark}.log",
     localrule: True
+    conda:
+        "../envs/library.yaml"
     script:
         "../workflow_scripts/copyright_prompts.py"
 
@@ -39,6 +43,11 @@ rule copyright_judge:
         "results/copyright/{benchmark}/verdicts/{model}.parquet",
     log:
         "logs/copyright_judge/{benchmark}/{model}.log",
+    wildcard_constraints:
+        # none when the judge runs on the head node (copyright_judge_on_head)
+        benchmark=judge_pattern(on_head=False),
+    conda:
+        copyright_judge_env
     threads: copyright_judge_threads
     resources:
         mem_mb=4000,
@@ -51,6 +60,13 @@ rule copyright_judge:
         "../workflow_scripts/copyright_judge.py"
 
 
+# With api_jobs_on_head_node and a remote judge: the judge's jobs as a local rule.
+use rule copyright_judge as copyright_judge_on_head with:
+    wildcard_constraints:
+        benchmark=judge_pattern(on_head=True),
+    localrule: True
+
+
 rule copyright_score:
     input:
         manifest="results/copyright/{benchmark}/manifest.parquet",
@@ -60,6 +76,8 @@ rule copyright_score:
         "results/copyright/{benchmark}/scored/{model}.parquet",
     log:
         "logs/copyright_score/{benchmark}/{model}.log",
+    conda:
+        "../envs/library.yaml"
     threads: 2
     resources:
         mem_mb=4000,
@@ -109,6 +127,8 @@ rule copyright_tables:
     log:
         "logs/copyright_tables/{benchmark}.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     params:
         statistics=config["statistics"],
     script:
@@ -125,6 +145,8 @@ rule copyright_guard_decisions:
     log:
         "logs/copyright_guard_decisions/{benchmark}/{model}.log",
     localrule: True
+    conda:
+        "../envs/library.yaml"
     params:
         model=copyright_model_main,
     script:
@@ -150,6 +172,8 @@ rule copyright_guard_tables:
     log:
         "logs/copyright_guard_tables/all.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     params:
         guard=copyright_guard_params,
         statistics=config["statistics"],

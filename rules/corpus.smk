@@ -11,6 +11,8 @@ rule collect_corpus:
     log:
         "logs/collect_corpus/{source}.log",
     localrule: True
+    conda:
+        "../envs/library.yaml"
     params:
         spec=source_params,
         cutoffs=source_cutoffs,
@@ -26,6 +28,8 @@ rule prepare_model:
     log:
         "logs/prepare_model/{model}.log",
     localrule: True
+    conda:
+        "../envs/generation-cpu.yaml"
     params:
         model_file=model_file_spec,
         cache_dir=config["cache_dir"],
@@ -40,6 +44,8 @@ rule curate:
         "results/curated/{model}/{source}.parquet",
     log:
         "logs/curate/{model}/{source}.log",
+    conda:
+        "../envs/library.yaml"
     params:
         curation=curation_params,
     script:
@@ -55,6 +61,8 @@ rule curation_report:
         md="results/curation/{model}.md",
     log:
         "logs/curation_report/{model}.log",
+    conda:
+        "../envs/library.yaml"
     params:
         report=curation_report_params,
     script:

@@ -14,6 +14,11 @@ rule generate:
         failures="logs/generate/{model}/{variant}/{source}/{shard}.failures.parquet",
     benchmark:
         "logs/benchmarks/generate/{model}/{variant}/{source}/{shard}.tsv"
+    wildcard_constraints:
+        # not the models whose jobs run on the head node (generate_on_head)
+        model=model_pattern(on_head=False),
+    conda:
+        generate_env
     threads: generate_threads
     resources:
         mem_mb=4000,
@@ -26,6 +31,14 @@ rule generate:
         "../workflow_scripts/generate.py"
 
 
+# With api_jobs_on_head_node, the shards of remote-backend models: the same jobs as a local
+# rule, which a cluster executor runs on the machine Snakemake runs on (still holding llm_api).
+use rule generate as generate_on_head with:
+    wildcard_constraints:
+        model=model_pattern(on_head=True),
+    localrule: True
+
+
 rule merge_generations:
     input:
         generation_shards,
@@ -33,5 +46,7 @@ rule merge_generations:
         "results/generations/{model}/{variant}/{source}.parquet",
     log:
         "logs/merge_generations/{model}/{variant}/{source}.log",
+    conda:
+        "../envs/library.yaml"
     script:
         "../workflow_scripts/merge_generations.py"

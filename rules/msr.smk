@@ -15,6 +15,8 @@ checkpoint build_prompts:
     wildcard_constraints:
         # the copyright benchmarks' prompts are made by copyright_prompts
         source=r"(?!copyright\.)[A-Za-z0-9][A-Za-z0-9_.-]*",
+    conda:
+        "../envs/library.yaml"
     params:
         msr=msr_params,
         cut_at=cut_at,
@@ -30,6 +32,8 @@ rule count_matches:
         "results/matches/{model}/{variant}/{source}.parquet",
     log:
         "logs/count_matches/{model}/{variant}/{source}.log",
+    conda:
+        "../envs/library.yaml"
     params:
         matching=matching_params,
     script:
@@ -44,6 +48,8 @@ rule compute_stats:
         "results/stats/{model}/{variant}/{dataset}.json",
     log:
         "logs/compute_stats/{model}/{variant}/{dataset}.log",
+    conda:
+        "../envs/library.yaml"
     params:
         statistics=config["statistics"],
         matching=matching_params,
@@ -76,6 +82,8 @@ rule plot_figures:
         ),
     log:
         "logs/plot_figures/{model}/{variant}/{dataset}.log",
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/plot_figures.py"
 
@@ -92,6 +100,8 @@ rule plot_models:
     log:
         "logs/plot_models/{dataset}.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     params:
         title="f_k per model on {dataset} (paper mode)",
     script:
@@ -111,6 +121,8 @@ rule plot_experiment:
     log:
         "logs/plot_experiment/{experiment}/{model}.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     params:
         experiment=experiment_params,
     script:
@@ -130,6 +142,8 @@ rule make_sweep_table:
     log:
         "logs/make_sweep_table/{experiment}.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     params:
         experiment=experiment_params,
     script:
@@ -144,6 +158,8 @@ rule compare_settings:
     log:
         "logs/compare_settings/{experiment}/{model}.log",
     localrule: True
+    conda:
+        "../envs/library.yaml"
     params:
         experiment=experiment_params,
     script:
@@ -163,6 +179,8 @@ rule make_comparison_table:
     log:
         "logs/make_comparison_table/all.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/make_comparison_table.py"
 
@@ -180,6 +198,8 @@ rule make_table:
     log:
         "logs/make_table/all.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/make_table.py"
 
