@@ -6,11 +6,6 @@ import re
 import sys
 from pathlib import Path
 
-# The copyprobe beside this Snakefile, for the workflow and for every job's script. Snakemake's
-# script preamble appends this process's sys.path to the script's: that is how a script run in
-# a conda environment of envs/ (which holds copyprobe's dependencies, not copyprobe) finds it.
-sys.path.insert(0, workflow.basedir)
-
 import copyprobe.config as cpc
 import copyprobe.experiments as cpx
 from copyprobe.generation.base import backend_facts, job_threads

@@ -284,3 +284,41 @@ def test_rule_files_are_snakefmt_formatted():
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert "would be changed" not in proc.stdout + proc.stderr
+
+
+# ---- copyprobe inside a job's environment -------------------------------------------------
+
+MARKER = '''
+import os as _os, sys as _sys
+with open(_os.environ["COPYPROBE_IMPORT_LOG"], "a") as _log:
+    _log.write(f"{_sys.argv[0]}\\t{__file__}\\n")
+'''
+
+
+def test_scripts_import_the_copyprobe_beside_the_snakefile(tmp_path, workflow_copy):
+    """A job's script imports the copyprobe of the workflow's own folder, not an installed
+    one: the conda environments hold no copyprobe, so that is how a script run in one finds
+    it. Run through the `snakemake` command (not `python -m snakemake`, which would put the
+    working folder on the path by itself) without PYTHONPATH; the copy's copyprobe notes each
+    process that imports it."""
+    runner = Path(sys.executable).with_name("snakemake")
+    if not runner.is_file():
+        pytest.skip(f"no snakemake command beside {sys.executable}")
+    wd = workflow_copy(tmp_path, documents=1, folder="docs")
+    import shutil
+
+    shutil.copytree(ROOT / "copyprobe", wd / "copyprobe",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(wd / "copyprobe" / "__init__.py", "a") as f:
+        f.write(MARKER)
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(
+        {**_config(), "models": {"cpu": MODELS["cpu"]}}))
+    log = tmp_path / "imports.tsv"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(runner), "--cores", "1", "results/corpus/docs.parquet"], cwd=wd,
+                          env={**env, "COPYPROBE_IMPORT_LOG": str(log)},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line.split("\t") for line in log.read_text().splitlines()]
+    scripts = [file for argv0, file in rows if argv0.endswith("collect_corpus.py")]
+    assert scripts == [str(wd / "copyprobe" / "__init__.py")], rows
