@@ -44,6 +44,58 @@ def workflow_copy():
     return copy_workflow
 
 
+# Loads a workflow through Snakemake's Python API and prints what each rule is: its conda
+# env (for a function of the wildcards, its answer for every model of the config), the folder
+# of its rule file, its script, whether it is a local rule, its wildcard constraints.
+INSPECT_RULES = r"""
+import json, os, sys
+from pathlib import Path
+from types import SimpleNamespace
+from snakemake.api import SnakemakeApi
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import (ConfigSettings, OutputSettings, ResourceSettings,
+                                      StorageSettings)
+
+wd = Path(sys.argv[1])
+with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+    w = api.workflow(resource_settings=ResourceSettings(), config_settings=ConfigSettings(),
+                     storage_settings=StorageSettings(), snakefile=wd / "Snakefile",
+                     workdir=wd)._workflow
+    out = {}
+    for r in w.rules:
+        env = r.conda_env
+        if callable(env):
+            env = {m: env(SimpleNamespace(model=m, benchmark="b", variant="main", source="s",
+                                          shard="00000-of-00001"))
+                   for m in w.config["models"]}
+        out[r.name] = {"conda": env, "dir": os.path.dirname(r.snakefile), "script": r.script,
+                       "local": r.name in w._localrules,
+                       "constraints": dict(r.wildcard_constraints)}
+print(json.dumps(out))
+"""
+
+
+def inspect_rules(wd: Path, cfg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The rules of the workflow copy ``wd`` with ``cfg`` as its config, read by Snakemake's
+    own parser (in a subprocess: parsing a Snakefile changes the process's sys.path)."""
+    import json
+    import subprocess
+
+    import yaml
+
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-c", INSPECT_RULES, str(wd)], cwd=wd,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def workflow_rules():
+    """:func:`inspect_rules`."""
+    return inspect_rules
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

