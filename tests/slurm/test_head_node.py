@@ -81,14 +81,26 @@ def test_rules_of_the_head_node_are_local(workdir, workflow_rules):
     assert rules["copyright_judge_on_head"]["constraints"] == {"benchmark": "(?!)"}
 
 
-def _plan(wd: Path, *args: str) -> dict[str, dict[str, str]]:
-    """A dry run through profiles/slurm: each planned generation shard's rule and job text."""
+def _head_node_profile(wd: Path) -> Path:
+    """profiles/slurm with its commented head-node entries switched on, as a user would."""
+    lines = (ROOT / "profiles" / "slurm" / "config.yaml").read_text().splitlines()
+    start = lines.index("# config:")
+    block = [x.removeprefix("# ") for x in lines[start:start + 3]]
+    assert block == ["config:", "  api_jobs_on_head_node: true", "local-cores: 4"], block
+    out = wd / "profiles" / "head"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text("\n".join(lines[:start] + block + lines[start + 3:]))
+    return out
+
+
+def _plan(wd: Path, profile: Path) -> dict[str, dict[str, str]]:
+    """A dry run through ``profile``: each planned generation shard's rule and job text."""
     if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
         pytest.skip("snakemake-executor-plugin-slurm missing (pip install -e '.[slurm]')")
     targets = [f"results/generations/{m}/main/docs/shards/00000-of-00001.parquet"
                for m in MODELS]
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--dry-run", "--workflow-profile",
-                           str(ROOT / "profiles" / "slurm"), *targets, *args], cwd=wd,
+                           str(profile), *targets], cwd=wd,
                           capture_output=True, text=True, timeout=300)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-3000:]
@@ -105,10 +117,9 @@ def _plan(wd: Path, *args: str) -> dict[str, dict[str, str]]:
 
 def test_profile_plans_api_shards_on_the_head_node(workdir):
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(_config()))
-    off = _plan(workdir)
+    off = _plan(workdir, ROOT / "profiles" / "slurm")
     assert {m: j["rule"] for m, j in off.items()} == dict.fromkeys(MODELS, "generate")
-    # the key set in the profile's way (--config, as a profile's `config:` entry passes it)
-    on = _plan(workdir, "--config", "api_jobs_on_head_node=True")
+    on = _plan(workdir, _head_node_profile(workdir))
     assert {m: j["rule"] for m, j in on.items()} == {
         "cpu": "generate", "gpu": "generate", "api": "generate_on_head",
         "api-local": "generate"}
