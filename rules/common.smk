@@ -12,6 +12,7 @@ from copyprobe.generation.base import backend_facts, job_threads
 from copyprobe.generation.keys import check_api_keys
 from copyprobe.models import input_files as model_input_files
 from copyprobe.sources import source_input_files
+from copyprobe.sources.base import reads_installed
 
 # Snakemake has read the config files (keeping the last value of a key given twice): read them
 # again with copyprobe's loader, which stops at a duplicate key naming the file, line and key.
@@ -454,6 +455,14 @@ def backend_env(backend):
     return (
         f"../envs/generation-{'gpu' if backend_facts(backend)['gpu'] else 'cpu'}.yaml"
     )
+
+
+def corpus_env(wildcards):
+    """The library's environment; none for a source that reads the Python distributions
+    installed where it runs (installed_licences, package_docs), so that its documents are
+    those of the Python Snakemake runs in, with or without --sdm conda."""
+    spec = cpc.source_spec(config, wildcards.source)
+    return None if reads_installed(spec) else "../envs/library.yaml"
 
 
 def generate_env(wildcards):

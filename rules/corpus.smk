@@ -12,7 +12,7 @@ rule collect_corpus:
         "logs/collect_corpus/{source}.log",
     localrule: True
     conda:
-        "../envs/library.yaml"
+        corpus_env
     params:
         spec=source_params,
         cutoffs=source_cutoffs,

@@ -45,7 +45,8 @@ def workflow_copy():
 
 
 # Loads a workflow through Snakemake's Python API and prints what each rule is: its conda
-# env (for a function of the wildcards, its answer for every model of the config), the folder
+# env (for a function of the wildcards, its answer for every model of the config, or every
+# source for a rule without {model}), the folder
 # of its rule file, its script, whether it is a local rule, its wildcard constraints.
 INSPECT_RULES = r"""
 import json, os, sys
@@ -64,10 +65,12 @@ with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
     out = {}
     for r in w.rules:
         env = r.conda_env
-        if callable(env):
-            env = {m: env(SimpleNamespace(model=m, benchmark="b", variant="main", source="s",
-                                          shard="00000-of-00001"))
-                   for m in w.config["models"]}
+        if callable(env):  # by model, or by source for a rule without {model}
+            by = "model" if "model" in r.wildcard_names else "source"
+            env = {name: env(SimpleNamespace(**{"model": "m", "benchmark": "b",
+                                                "variant": "main", "source": "s",
+                                                "shard": "00000-of-00001", by: name}))
+                   for name in w.config[by + "s"]}
         out[r.name] = {"conda": env, "dir": os.path.dirname(r.snakefile), "script": r.script,
                        "local": r.name in w._localrules,
                        "constraints": dict(r.wildcard_constraints)}

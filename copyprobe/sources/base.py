@@ -140,14 +140,18 @@ SOURCES: Registry[type[Source]] = Registry("source")
 
 # The built-in sources; each module is imported only when a source of its kind is built.
 SOURCES.declare("wikipedia_offline", "copyprobe.sources.wikipedia_offline:WikipediaOffline")
-SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:InstalledLicences")
+# installed_licences and package_docs read the distributions installed where the job's Python
+# runs (without a ``path`` param): the workflow runs them with the Python Snakemake runs in
+SOURCES.declare("installed_licences", "copyprobe.sources.installed_licences:InstalledLicences",
+                reads_installed=True)
 SOURCES.declare("local", "copyprobe.sources.local:LocalFolder")
 SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
 SOURCES.declare("wikipedia", "copyprobe.sources.wikipedia:Wikipedia", uses_cutoffs=True)
 SOURCES.declare("openstax", "copyprobe.sources.openstax:OpenStax")
 SOURCES.declare("copyright_dataset", "copyprobe.sources.materials.dataset:CopyrightDataset")
 SOURCES.declare("web_pages", "copyprobe.sources.materials.web_pages:WebPages")
-SOURCES.declare("package_docs", "copyprobe.sources.materials.package_docs:PackageDocs")
+SOURCES.declare("package_docs", "copyprobe.sources.materials.package_docs:PackageDocs",
+                reads_installed=True)
 
 
 def _utc(ts: dt.datetime | None) -> pd.Timestamp | None:
@@ -181,6 +185,13 @@ def source_input_files(spec: Mapping[str, Any]) -> list[str]:
 def uses_cutoffs(kind: str) -> bool:
     """Whether documents of this kind depend on the models' cutoffs (declared fact)."""
     return bool(SOURCES.facts(kind).get("uses_cutoffs", False))
+
+
+def reads_installed(spec: Mapping[str, Any]) -> bool:
+    """Whether a source reads the Python distributions installed where it runs: a kind
+    declared ``reads_installed`` without a ``path`` param naming the folders to read."""
+    return bool(SOURCES.facts(spec["kind"]).get("reads_installed", False)
+                and not spec.get("path"))
 
 
 def build_source(source_name: str, spec: Mapping[str, Any],
