@@ -4,9 +4,11 @@ of the rule files.
 The environments are checked here, not built: building one needs conda (or mamba) and the
 conda-forge channel, and neither is on this machine nor on CI's, which reach PyPI and Debian's
 archive only. So each environment's packages and version bounds are compared with
-pyproject.toml's, group by group, and every rule is checked to name an environment that
-exists, chosen the way its jobs need (the GPU one for the generation jobs of an hf or vllm
-model). The rules are read through Snakemake's own parser (the workflow_rules fixture).
+pyproject.toml's, group by group; every rule is checked to name an environment that exists,
+chosen the way its jobs need (the GPU one for the generation jobs of an hf or vllm model); and
+each group's scripts are imported with only that environment's packages importable (from this
+machine's installs: the versions are those of the .venv, not of a conda build). The rules are
+read through Snakemake's own parser (the workflow_rules fixture).
 """
 
 from __future__ import annotations
