@@ -7,6 +7,7 @@ from pathlib import Path
 
 import copyprobe.config as cpc
 import copyprobe.experiments as cpx
+from copyprobe.dependencies import model_parts, script_dependencies
 from copyprobe.generation.base import backend_facts, job_threads
 from copyprobe.generation.keys import check_api_keys
 from copyprobe.models import input_files as model_input_files
@@ -443,3 +444,36 @@ def generation_runtime(wildcards, attempt):
     so that a shard resubmitted after its time limit (it resumes from its cached answers) gets
     more time."""
     return 240 * attempt
+
+
+# ---- library dependencies
+def library(script, parts=None):
+    """The copyprobe files that workflow_scripts/<script>.py imports, directly or through
+    other modules and registries: a named input of the script's rule, so that editing one
+    reruns the rule's jobs (Snakemake tracks only the script's own file). ``parts(wildcards)``
+    names the registry parts a job uses (a model's backends); without it, every job of the
+    rule gets the same files. An input function, so only rules with jobs in the plan are
+    analysed (once per script and parts)."""
+    path = Path(workflow.basedir) / "workflow_scripts" / f"{script}.py"
+
+    def files(wildcards):
+        return script_dependencies(
+            path, parts(wildcards) if parts else None, relative_to="."
+        )
+
+    return files
+
+
+def model_registry_parts(wildcards):
+    """The backends and backend wrappers of the job's model."""
+    return model_parts(config["models"][wildcards.model])
+
+
+def source_registry_parts(wildcards):
+    """The source kind the job collects."""
+    return {"source": [cpc.source_spec(config, wildcards.source)["kind"]]}
+
+
+def judge_registry_parts(wildcards):
+    """The backends of the copyright judge (none without one)."""
+    return model_parts(config["copyright"]["judge"])

@@ -6,7 +6,8 @@
 
 rule copyright_manifest:
     input:
-        copyright_material_corpora,
+        corpora=copyright_material_corpora,
+        library=library("copyright_manifest"),
     output:
         manifest="results/copyright/{benchmark}/manifest.parquet",
         report="results/copyright/{benchmark}/manifest.report.json",
@@ -23,6 +24,7 @@ rule copyright_manifest:
 checkpoint copyright_prompts:
     input:
         "results/copyright/{benchmark}/manifest.parquet",
+        library=library("copyright_prompts"),
     output:
         "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet",
     log:
@@ -35,6 +37,7 @@ checkpoint copyright_prompts:
 rule copyright_judge:
     input:
         "results/generations/{model}/main/copyright.{benchmark}.parquet",
+        library=library("copyright_judge", judge_registry_parts),
     output:
         "results/copyright/{benchmark}/verdicts/{model}.parquet",
     log:
@@ -56,6 +59,7 @@ rule copyright_score:
         manifest="results/copyright/{benchmark}/manifest.parquet",
         generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
         verdicts="results/copyright/{benchmark}/verdicts/{model}.parquet",
+        library=library("copyright_score"),
     output:
         "results/copyright/{benchmark}/scored/{model}.parquet",
     log:
@@ -71,7 +75,8 @@ rule copyright_score:
 
 rule copyright_tables:
     input:
-        copyright_scored_tables,
+        runs=copyright_scored_tables,
+        library=library("copyright_tables"),
     output:
         scored="results/copyright/{benchmark}/scored.parquet",
         agreement="results/copyright/{benchmark}/refusal_agreement.json",
@@ -120,6 +125,7 @@ rule copyright_guard_decisions:
         prompts="results/prompts/{model}/main/copyright.{benchmark}.parquet",
         # after the generation, which stored every decision: read back, not checked again
         generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
+        library=library("copyright_guard_decisions", model_registry_parts),
     output:
         "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
     log:
@@ -135,6 +141,7 @@ rule copyright_guard_tables:
     input:
         scored=copyright_all_scored,
         decisions=copyright_all_guard_decisions,
+        library=library("copyright_guard_tables"),
     output:
         multiext(
             "results/copyright/guard/",

@@ -6,6 +6,7 @@ rule generate:
     input:
         prompts="results/prompts/{model}/{variant}/{source}.parquet",
         model="results/models/{model}.json",
+        library=library("generate", model_registry_parts),
     output:
         "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet",
     log:
@@ -28,7 +29,8 @@ rule generate:
 
 rule merge_generations:
     input:
-        generation_shards,
+        shards=generation_shards,
+        library=library("merge_generations", model_registry_parts),
     output:
         "results/generations/{model}/{variant}/{source}.parquet",
     log:
