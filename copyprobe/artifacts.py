@@ -247,6 +247,21 @@ MATCHES = TableSpec(
 )
 
 
+#: Columns that hold when or how fast something ran, not what it produced: the only columns
+#: of any artifact that may differ between two runs of the same config from scratch (the
+#: corpus's retrieval time, a generation's latency and time of the call, the guard's time per
+#: check). Everything else must be identical.
+VOLATILE_COLUMNS = frozenset({
+    "retrieved_at",  # CORPUS
+    "latency_s", "created_at",  # GENERATIONS
+    "notice_s", "status_s", "risk_s", "total_s",  # the guard's decisions
+})
+
+#: The fields of the file-level provenance (at any depth of it) that may differ between two
+#: such runs: when the file was written.
+VOLATILE_META = frozenset({"created_at"})
+
+
 def provenance(step: str, params: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """File-level provenance for an artifact written by ``step``."""
     out: dict[str, Any] = {

@@ -59,7 +59,7 @@ rule copyright_score:
         manifest="results/copyright/{benchmark}/manifest.parquet",
         generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
         verdicts="results/copyright/{benchmark}/verdicts/{model}.parquet",
-        library=library("copyright_score"),
+        library=library("copyright_score", NO_MODEL),
     output:
         "results/copyright/{benchmark}/scored/{model}.parquet",
     log:
@@ -76,7 +76,7 @@ rule copyright_score:
 rule copyright_tables:
     input:
         runs=copyright_scored_tables,
-        library=library("copyright_tables"),
+        library=library("copyright_tables", NO_MODEL),
     output:
         scored="results/copyright/{benchmark}/scored.parquet",
         agreement="results/copyright/{benchmark}/refusal_agreement.json",
@@ -141,7 +141,7 @@ rule copyright_guard_tables:
     input:
         scored=copyright_all_scored,
         decisions=copyright_all_guard_decisions,
-        library=library("copyright_guard_tables"),
+        library=library("copyright_guard_tables", NO_MODEL),
     output:
         multiext(
             "results/copyright/guard/",
