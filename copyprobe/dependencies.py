@@ -148,12 +148,15 @@ def _parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def _freeze(select: Mapping[str, Collection[str]] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+_Selection = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _freeze(select: Mapping[str, Collection[str]] | None) -> _Selection:
     return tuple(sorted((k, tuple(sorted(v))) for k, v in (select or {}).items()))
 
 
 @functools.cache
-def _dependencies(script: Path, select: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[Path, ...]:
+def _dependencies(script: Path, select: _Selection) -> tuple[Path, ...]:
     chosen = dict(select)
     found: dict[str, Path] = {}
     files: set[Path] = set()

@@ -87,12 +87,12 @@ def _make_folder(wd: Path, workflow_copy) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, workflow_copy):
-    """Two runs from scratch, one after the other, in folders of their own."""
-    out = []
-    for name in ("first", "second"):
-        wd = _make_folder(tmp_path_factory.mktemp(name), workflow_copy)
+    """Two runs from scratch, one after the other, in folders of their own (both folders
+    made first, so both hold the same copy of the package)."""
+    out = [_make_folder(tmp_path_factory.mktemp(name), workflow_copy)
+           for name in ("first", "second")]
+    for wd in out:
         _snakemake(wd)
-        out.append(wd)
     return out
 
 
