@@ -56,6 +56,8 @@ def _config() -> dict:
         "copyright": {"benchmarks": {"tiny": {
             "materials": ["materials"], "per_task": 1, "benign": False, "forms": ["none"],
             "images": False}}},
+        # (a guarded model would add a third of the jobs; the guard's decision table is made
+        # run-independent in copyprobe/guard/backend.py and checked in tests/guard/)
         "models": {"smol": smol, "smol-b": {**smol, "cutoff": "2024-07-31"}},
     }
 
@@ -262,7 +264,7 @@ def test_editing_a_backend_module_reruns_generation_of_its_models_only(runs):
     jobs = _edited(runs[0], module)
     direct = {(r, w) for r, w, reason in jobs if module in reason}
     assert {r for r, _ in direct} == {"generate", "environment"}
-    # both models, both studies
+    # both models, each on two MSR sources and the copyright benchmark
     assert len([1 for r, _ in direct if r == "generate"]) == 6
     # a backend that no model uses is no dependency
     jobs = _edited(runs[0], "copyprobe/generation/openai_api.py")
