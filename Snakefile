@@ -16,6 +16,7 @@ include: "rules/corpus.smk"
 include: "rules/generation.smk"
 include: "rules/msr.smk"
 include: "rules/copyright.smk"
+include: "rules/reproducibility.smk"
 
 
 rule all:

@@ -247,6 +247,29 @@ MATCHES = TableSpec(
 )
 
 
+#: Columns that record when, how fast or by which way something ran, not what it produced:
+#: the only columns of any artifact that may differ between two runs of the same config from
+#: scratch. Timing: the corpus's retrieval time, a generation's latency and time of the call,
+#: the guard's time per check. The way: whether an answer came from the call cache and in how
+#: many attempts (two models whose requests share cache entries, such as one model file under
+#: two names, answer from whichever job asked first; the answers are the same). Everything
+#: else must be identical.
+VOLATILE_COLUMNS = frozenset({
+    "retrieved_at",  # CORPUS
+    "latency_s", "created_at", "from_cache", "attempts",  # GENERATIONS
+    "notice_s", "status_s", "risk_s", "total_s",  # the guard's decisions
+})
+
+#: The same for the file-level provenance (dotted paths into it): when the file was written,
+#: and a generation shard's counts of model calls, cache hits, retries and the tokens and cost
+#: those calls spent.
+VOLATILE_META = frozenset({
+    "created_at",
+    *(f"summary.{k}" for k in ("model_calls", "cache_hits", "retries", "prompt_tokens",
+                               "completion_tokens", "cost_usd")),
+})
+
+
 def provenance(step: str, params: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """File-level provenance for an artifact written by ``step``."""
     out: dict[str, Any] = {
@@ -257,6 +280,17 @@ def provenance(step: str, params: Mapping[str, Any] | None = None, **extra: Any)
     if params is not None:
         out["params"] = dict(params)
     out.update(extra)
+    return out
+
+
+def stable_provenance(meta: Mapping[str, Any], _prefix: str = "") -> dict[str, Any]:
+    """``meta`` (an artifact's provenance) without its :data:`VOLATILE_META` fields."""
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        path = f"{_prefix}{key}"
+        if path in VOLATILE_META:
+            continue
+        out[key] = stable_provenance(value, f"{path}.") if isinstance(value, Mapping) else value
     return out
 
 

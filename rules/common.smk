@@ -2,12 +2,20 @@
 # Scripts get their config slice through params and never read the global config, so adding a
 # model or changing one model's settings reruns only that model's jobs plus the aggregates.
 
+import os
 import re
 import sys
 from pathlib import Path
 
 import copyprobe.config as cpc
 import copyprobe.experiments as cpx
+from copyprobe.dependencies import model_parts, script_dependencies
+from copyprobe.environment import (
+    config_digest,
+    environment_facts,
+    package_files,
+    workflow_files,
+)
 from copyprobe.generation.base import backend_facts, job_threads
 from copyprobe.generation.keys import check_api_keys
 from copyprobe.models import input_files as model_input_files
@@ -311,6 +319,7 @@ def all_targets():
         *(comparisons if all_comparisons() else []),
         *all_curation_reports(),
         *copyright_targets(),
+        "results/reproducibility/environment.parquet",
     ]
 
 
@@ -497,3 +506,57 @@ def judge_pattern(on_head):
     """The {benchmark} values of copyright_judge (on_head False) or of copyright_judge_on_head
     (True): all or none, as the judge runs on the head node or not."""
     return NAME if cpc.judge_on_head_node(config) == on_head else NEVER
+
+
+# ---- library dependencies
+def library(script, parts=None):
+    """The copyprobe files that workflow_scripts/<script>.py imports, directly or through
+    other modules and registries: a named input of the script's rule, so that editing one
+    reruns the rule's jobs (Snakemake tracks only the script's own file). ``parts(wildcards)``
+    names the registry parts a job uses (a model's backends; a mapping: the same for every
+    job); without it, every part a reached registry declares counts. An input function, so
+    only rules with jobs in the plan are analysed (once per script and parts)."""
+    path = Path(workflow.basedir) / "workflow_scripts" / f"{script}.py"
+
+    def files(wildcards):
+        chosen = parts(wildcards) if callable(parts) else parts
+        return script_dependencies(path, chosen, relative_to=".")
+
+    return files
+
+
+# The parts of rules that run no model: their scripts reach the generation registries only
+# through the modules they share with the rules that do.
+NO_MODEL = model_parts(None)
+
+
+def model_registry_parts(wildcards):
+    """The backends and backend wrappers of the job's model."""
+    return model_parts(config["models"][wildcards.model])
+
+
+def source_registry_parts(wildcards):
+    """The source kind the job collects."""
+    return {"source": [cpc.source_spec(config, wildcards.source)["kind"]]}
+
+
+def judge_registry_parts(wildcards):
+    """The backends of the copyright judge (none without one)."""
+    return model_parts(config["copyright"]["judge"])
+
+
+# ---- the environment table
+def environment_library_files():
+    """Every file of the copyprobe package that runs (modules and package data)."""
+    return package_files(relative_to=".")
+
+
+def environment_workflow_files():
+    """Snakefile, rule files and workflow scripts (relative to the working directory, so
+    that the table names them the same wherever the workflow lies)."""
+    base = Path(workflow.basedir)
+    return [os.path.relpath(base / f) for f in workflow_files(base)]
+
+
+def environment_model_manifests():
+    return expand("results/models/{model}.json", model=config["models"])

@@ -6,7 +6,8 @@
 
 rule copyright_manifest:
     input:
-        copyright_material_corpora,
+        corpora=copyright_material_corpora,
+        library=library("copyright_manifest"),
     output:
         manifest="results/copyright/{benchmark}/manifest.parquet",
         report="results/copyright/{benchmark}/manifest.report.json",
@@ -25,6 +26,7 @@ rule copyright_manifest:
 checkpoint copyright_prompts:
     input:
         "results/copyright/{benchmark}/manifest.parquet",
+        library=library("copyright_prompts"),
     output:
         "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet",
     log:
@@ -39,6 +41,7 @@ checkpoint copyright_prompts:
 rule copyright_judge:
     input:
         "results/generations/{model}/main/copyright.{benchmark}.parquet",
+        library=library("copyright_judge", judge_registry_parts),
     output:
         "results/copyright/{benchmark}/verdicts/{model}.parquet",
     log:
@@ -72,6 +75,7 @@ rule copyright_score:
         manifest="results/copyright/{benchmark}/manifest.parquet",
         generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
         verdicts="results/copyright/{benchmark}/verdicts/{model}.parquet",
+        library=library("copyright_score", NO_MODEL),
     output:
         "results/copyright/{benchmark}/scored/{model}.parquet",
     log:
@@ -89,7 +93,8 @@ rule copyright_score:
 
 rule copyright_tables:
     input:
-        copyright_scored_tables,
+        runs=copyright_scored_tables,
+        library=library("copyright_tables", NO_MODEL),
     output:
         scored="results/copyright/{benchmark}/scored.parquet",
         agreement="results/copyright/{benchmark}/refusal_agreement.json",
@@ -140,6 +145,7 @@ rule copyright_guard_decisions:
         prompts="results/prompts/{model}/main/copyright.{benchmark}.parquet",
         # after the generation, which stored every decision: read back, not checked again
         generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
+        library=library("copyright_guard_decisions", model_registry_parts),
     output:
         "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
     log:
@@ -157,6 +163,7 @@ rule copyright_guard_tables:
     input:
         scored=copyright_all_scored,
         decisions=copyright_all_guard_decisions,
+        library=library("copyright_guard_tables", NO_MODEL),
     output:
         multiext(
             "results/copyright/guard/",

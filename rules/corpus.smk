@@ -4,6 +4,7 @@
 rule collect_corpus:
     input:
         source_files,
+        library=library("collect_corpus", source_registry_parts),
     output:
         corpus="results/corpus/{source}.parquet",
         skipped="results/corpus/{source}.skipped.parquet",
@@ -23,6 +24,7 @@ rule collect_corpus:
 rule prepare_model:
     input:
         model_file_inputs,
+        library=library("prepare_model"),
     output:
         "results/models/{model}.json",
     log:
@@ -40,6 +42,7 @@ rule prepare_model:
 rule curate:
     input:
         "results/corpus/{source}.parquet",
+        library=library("curate"),
     output:
         "results/curated/{model}/{source}.parquet",
     log:
@@ -56,6 +59,7 @@ rule curation_report:
     input:
         curated=model_curated,
         corpora=model_corpora,
+        library=library("curation_report"),
     output:
         table="results/curation/{model}.parquet",
         md="results/curation/{model}.md",

@@ -6,6 +6,7 @@ rule generate:
     input:
         prompts="results/prompts/{model}/{variant}/{source}.parquet",
         model="results/models/{model}.json",
+        library=library("generate", model_registry_parts),
     output:
         "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet",
     log:
@@ -41,7 +42,8 @@ use rule generate as generate_on_head with:
 
 rule merge_generations:
     input:
-        generation_shards,
+        shards=generation_shards,
+        library=library("merge_generations", model_registry_parts),
     output:
         "results/generations/{model}/{variant}/{source}.parquet",
     log:

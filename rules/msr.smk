@@ -8,6 +8,7 @@ checkpoint build_prompts:
     input:
         corpus="results/corpus/{source}.parquet",
         curated="results/curated/{model}/{source}.parquet",
+        library=library("build_prompts"),
     output:
         "results/prompts/{model}/{variant}/{source}.parquet",
     log:
@@ -28,6 +29,7 @@ rule count_matches:
     input:
         prompts="results/prompts/{model}/{variant}/{source}.parquet",
         generations="results/generations/{model}/{variant}/{source}.parquet",
+        library=library("count_matches"),
     output:
         "results/matches/{model}/{variant}/{source}.parquet",
     log:
@@ -44,6 +46,7 @@ rule compute_stats:
     input:
         matches=dataset_matches,
         corpora=dataset_corpora,
+        library=library("compute_stats"),
     output:
         "results/stats/{model}/{variant}/{dataset}.json",
     log:
@@ -61,6 +64,7 @@ rule compute_stats:
 rule plot_figures:
     input:
         stats="results/stats/{model}/{variant}/{dataset}.json",
+        library=library("plot_figures"),
     output:
         fk=report(
             "results/figures/{model}/{variant}/{dataset}_fk.png",
@@ -90,7 +94,8 @@ rule plot_figures:
 
 rule plot_models:
     input:
-        dataset_models_stats,
+        stats=dataset_models_stats,
+        library=library("plot_models"),
     output:
         report(
             "results/figures/{dataset}_fk_models.png",
@@ -110,7 +115,8 @@ rule plot_models:
 
 rule plot_experiment:
     input:
-        experiment_stats,
+        stats=experiment_stats,
+        library=library("plot_experiment"),
     output:
         report(
             "results/figures/experiments/{experiment}/{model}.png",
@@ -131,7 +137,8 @@ rule plot_experiment:
 
 rule make_sweep_table:
     input:
-        sweep_stats,
+        stats=sweep_stats,
+        library=library("make_sweep_table"),
     output:
         csv=report(
             "results/tables/sweep_{experiment}.csv",
@@ -152,7 +159,8 @@ rule make_sweep_table:
 
 rule compare_settings:
     input:
-        experiment_stats,
+        stats=experiment_stats,
+        library=library("compare_settings"),
     output:
         "results/comparisons/{experiment}/{model}.json",
     log:
@@ -168,7 +176,8 @@ rule compare_settings:
 
 rule make_comparison_table:
     input:
-        all_comparisons(),
+        comparisons=all_comparisons(),
+        library=library("make_comparison_table"),
     output:
         csv=report(
             "results/tables/comparisons.csv",
@@ -187,7 +196,8 @@ rule make_comparison_table:
 
 rule make_table:
     input:
-        all_stats(),
+        stats=all_stats(),
+        library=library("make_table"),
     output:
         csv=report(
             "results/tables/msr_table.csv",

@@ -10,7 +10,7 @@ from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 e = dict(snakemake.params.experiment)  # noqa: F821
-a, b = (json.loads(Path(p).read_text()) for p in snakemake.input)  # noqa: F821
+a, b = (json.loads(Path(p).read_text()) for p in snakemake.input.stats)  # noqa: F821
 label_a, label_b = e["labels"]
 result = compare_settings(a, b, label_a=label_a, label_b=label_b, split=e["split"])
 result["experiment"] = e["name"]

@@ -8,7 +8,7 @@ from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 spec = dict(snakemake.params.spec)  # noqa: F821
-corpora = [read_table(p, CORPUS) for p in snakemake.input]  # noqa: F821
+corpora = [read_table(p, CORPUS) for p in snakemake.input.corpora]  # noqa: F821
 df, report = build_benchmark(corpora, spec, images_dir=snakemake.params.images_dir,  # noqa: F821
                              names=spec["materials"])
 write_table(df, snakemake.output.manifest, COPYRIGHT_MANIFEST,  # noqa: F821

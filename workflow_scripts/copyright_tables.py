@@ -13,7 +13,7 @@ from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 stats = snakemake.params.statistics  # noqa: F821
-scored = pd.concat([read_table(p, SCORED_RUN) for p in snakemake.input],  # noqa: F821
+scored = pd.concat([read_table(p, SCORED_RUN) for p in snakemake.input.runs],  # noqa: F821
                    ignore_index=True)
 out = snakemake.output  # noqa: F821
 write_table(scored, out.scored, SCORED_RUN,

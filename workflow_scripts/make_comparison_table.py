@@ -8,7 +8,7 @@ from copyprobe.msr.tables import comparison_rows
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
-comparisons = [json.loads(Path(p).read_text()) for p in snakemake.input]  # noqa: F821
+comparisons = [json.loads(Path(p).read_text()) for p in snakemake.input.comparisons]  # noqa: F821
 df = comparison_rows(comparisons)
 df.insert(0, "model", [c["model_a"] for c in comparisons])
 df.insert(0, "experiment", [c["experiment"] for c in comparisons])

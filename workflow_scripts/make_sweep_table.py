@@ -12,7 +12,7 @@ from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 e = dict(snakemake.params.experiment)  # noqa: F821
-results = [json.loads(Path(p).read_text()) for p in snakemake.input]  # noqa: F821
+results = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]  # noqa: F821
 labels = e["labels"]
 # The inputs are model by model, each in the experiment's order of settings.
 tables, sections = [], [f"# {e['title']}", ""]

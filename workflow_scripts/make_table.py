@@ -17,7 +17,7 @@ def labelled(result: dict) -> dict:
     return result if variant == "main" else {**result, "model": f"{result['model']} [{variant}]"}
 
 
-results = [labelled(json.loads(Path(p).read_text())) for p in snakemake.input]  # noqa: F821
+results = [labelled(json.loads(Path(p).read_text())) for p in snakemake.input.stats]  # noqa: F821
 df = table_rows(results)
 write_text(snakemake.output.csv, df.to_csv(index=False))  # noqa: F821
 write_text(snakemake.output.md, to_markdown(df))  # noqa: F821

@@ -10,7 +10,7 @@ from copyprobe.workflow import setup_logging
 log = setup_logging(snakemake.log[0])  # noqa: F821
 e = dict(snakemake.params.experiment)  # noqa: F821
 model = snakemake.wildcards.model  # noqa: F821
-results = [json.loads(Path(p).read_text()) for p in snakemake.input]  # noqa: F821
+results = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]  # noqa: F821
 by_label = dict(zip(e["labels"], results, strict=True))
 plot_fk_sweep(by_label, snakemake.output[0], title=f"{e['title']}: {model}",  # noqa: F821
               parameter=e["parameter"])

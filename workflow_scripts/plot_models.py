@@ -7,6 +7,6 @@ from copyprobe.msr.figures import plot_fk_models
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
-results = [json.loads(Path(p).read_text()) for p in snakemake.input]  # noqa: F821
+results = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]  # noqa: F821
 plot_fk_models(results, snakemake.output[0], title=snakemake.params.title)  # noqa: F821
 log.info("%d models: %s", len(results), ", ".join(r["model"] for r in results))

@@ -60,6 +60,12 @@ def _resolve(value: Any, key: str) -> Path:
     return p if p.is_absolute() else Path.cwd() / p
 
 
+def _shown(path: Path) -> str:
+    """A path as the corpus records it: relative to the current directory when under it (so
+    the same workflow run in another folder records the same), else absolute."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -235,7 +241,7 @@ class LocalFolder(Source):
                     "file": norm,
                     "sha256": hashlib.sha256(data).hexdigest(),
                     "bytes": len(data),
-                    "metadata": str(self.metadata),
+                    "metadata": _shown(self.metadata),
                     "metadata_row": i,
                 },
             )

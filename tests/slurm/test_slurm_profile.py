@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from copyprobe.artifacts import GENERATIONS, read_table
+from copyprobe.artifacts import GENERATIONS, VOLATILE_COLUMNS, read_table
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,9 +29,9 @@ RUN_TIMEOUT = 600
 
 
 def _timing(column: str) -> bool:
-    """Columns that record when or how fast something ran, which no two runs share:
-    latency_s and the *_at timestamps (retrieved_at, created_at)."""
-    return column == "latency_s" or column.endswith("_at")
+    """Columns that record when, how fast or by which way something ran, which two runs need
+    not share (the library names them)."""
+    return column in VOLATILE_COLUMNS
 
 
 def _missing() -> list[str]:

@@ -68,8 +68,22 @@ def test_relative_path_resolves_against_cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "corpus")
     r = LocalFolder(path="docs").load("mine")
     assert len(r.corpus) == 2
-    assert json.loads(r.corpus["provenance"].iloc[0])["metadata"] == str(
-        tmp_path / "corpus" / "docs" / "metadata.csv")
+    # recorded relative to the working directory, like the config gave it
+    assert json.loads(r.corpus["provenance"].iloc[0])["metadata"] == "docs/metadata.csv"
+
+
+def test_the_same_folder_elsewhere_gives_the_same_corpus(tmp_path, monkeypatch):
+    """A workflow run in two folders records the same provenance (only retrieved_at, a
+    volatile column, differs)."""
+    from copyprobe.artifacts import VOLATILE_COLUMNS
+
+    corpora = []
+    for where in ("one", "two"):
+        make_folder(tmp_path / where / "docs")
+        monkeypatch.chdir(tmp_path / where)
+        corpus = LocalFolder(path="docs").load("mine").corpus
+        corpora.append(corpus.drop(columns=sorted(VOLATILE_COLUMNS & set(corpus.columns))))
+    pd.testing.assert_frame_equal(*corpora)
 
 
 def test_parquet_metadata_elsewhere(tmp_path):

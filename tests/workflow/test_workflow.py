@@ -235,7 +235,9 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
 
 
-AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table", "all")
+# the environment table hashes the resolved config: a new model or variant remakes it
+AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table",
+              "environment", "all")
 
 
 def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
@@ -252,7 +254,7 @@ def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
     # file are the main run's; no experiment reads the new variant
     assert sorted(w for rule, w in per_run if rule == "build_prompts") == [
         "model=smol, variant=shots2, source=controls", "model=smol, variant=shots2, source=wiki"]
-    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "all"}
+    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "environment", "all"}
 
 
 def test_bad_config_fails_before_any_job(workdir, first_run):

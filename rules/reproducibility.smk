@@ -1,0 +1,22 @@
+# What the results were made with: Python, platform, package versions, the sha256 of every
+# library and workflow file, the resolved config's hash and each model's weights sha256. Its
+# inputs and params are those facts, so it is remade whenever one of them changes.
+
+
+rule environment:
+    input:
+        library=environment_library_files(),
+        workflow=environment_workflow_files(),
+        models=environment_model_manifests(),
+    output:
+        "results/reproducibility/environment.parquet",
+    log:
+        "logs/environment/all.log",
+    localrule: True
+    conda:
+        "../envs/library.yaml"
+    params:
+        facts=environment_facts(),
+        config_sha256=config_digest(config),
+    script:
+        "../workflow_scripts/environment.py"
