@@ -58,21 +58,36 @@ rule plot_figures:
     output:
         fk=report(
             "results/figures/{model}/{variant}/{dataset}_fk.png",
-            caption="../resources/report/fk.rst",
-            category="f_k per model",
-            subcategory="{variant}",
+            caption="../report/fk.rst",
+            category="MSR figures",
+            subcategory="f_k per model",
+            labels={
+                "model": "{model}",
+                "variant": "{variant}",
+                "dataset": "{dataset}",
+            },
         ),
         per_document=report(
             "results/figures/{model}/{variant}/{dataset}_per_document.png",
-            caption="../resources/report/per_document.rst",
-            category="per-document longest match",
-            subcategory="{variant}",
+            caption="../report/per_document.rst",
+            category="MSR figures",
+            subcategory="per-document longest match",
+            labels={
+                "model": "{model}",
+                "variant": "{variant}",
+                "dataset": "{dataset}",
+            },
         ),
         helm=report(
             "results/figures/{model}/{variant}/{dataset}_helm.png",
-            caption="../resources/report/helm.rst",
-            category="HELM prefix and edit similarity",
-            subcategory="{variant}",
+            caption="../report/helm.rst",
+            category="MSR figures",
+            subcategory="HELM prefix and edit similarity",
+            labels={
+                "model": "{model}",
+                "variant": "{variant}",
+                "dataset": "{dataset}",
+            },
         ),
     log:
         "logs/plot_figures/{model}/{variant}/{dataset}.log",
@@ -86,8 +101,10 @@ rule plot_models:
     output:
         report(
             "results/figures/{dataset}_fk_models.png",
-            caption="../resources/report/fk_models.rst",
-            category="f_k of every model",
+            caption="../report/fk_models.rst",
+            category="MSR figures",
+            subcategory="f_k of every model",
+            labels={"dataset": "{dataset}"},
         ),
     log:
         "logs/plot_models/{dataset}.log",
@@ -104,9 +121,10 @@ rule plot_experiment:
     output:
         report(
             "results/figures/experiments/{experiment}/{model}.png",
-            caption="../resources/report/experiment.rst",
-            category="experiments",
-            subcategory="{experiment}",
+            caption="../report/experiment.rst",
+            category="MSR figures",
+            subcategory="experiments",
+            labels={"experiment": "{experiment}", "model": "{model}"},
         ),
     log:
         "logs/plot_experiment/{experiment}/{model}.log",
@@ -121,11 +139,7 @@ rule make_sweep_table:
     input:
         sweep_stats,
     output:
-        csv=report(
-            "results/tables/sweep_{experiment}.csv",
-            caption="../resources/report/sweep_table.rst",
-            category="tables",
-        ),
+        csv="results/tables/sweep_{experiment}.csv",
         md="results/tables/sweep_{experiment}.md",
     log:
         "logs/make_sweep_table/{experiment}.log",
@@ -154,11 +168,7 @@ rule make_comparison_table:
     input:
         all_comparisons(),
     output:
-        csv=report(
-            "results/tables/comparisons.csv",
-            caption="../resources/report/comparisons.rst",
-            category="tables",
-        ),
+        csv="results/tables/comparisons.csv",
         md="results/tables/comparisons.md",
     log:
         "logs/make_comparison_table/all.log",
@@ -171,11 +181,7 @@ rule make_table:
     input:
         all_stats(),
     output:
-        csv=report(
-            "results/tables/msr_table.csv",
-            caption="../resources/report/msr_table.rst",
-            category="tables",
-        ),
+        csv="results/tables/msr_table.csv",
         md="results/tables/msr_table.md",
     log:
         "logs/make_table/all.log",
