@@ -6,8 +6,10 @@ loads nothing from the network and raises no script error, and scripts/report-sc
 takes the README's kind of screenshot.
 
 SmolLM2 answers both studies: the MSR model on three Wikipedia leads against three control
-documents, and at temperature 0.7 (a variant) for a sweep and a comparison; the copyright study on one material shown as text, with
-and without its notice, and the same model behind the guard; refusals by the rule detector.
+documents, greedy and at temperature 0.7 (a variant, for a sweep and a comparison); the
+copyright study on one material shown as text, with and without its notice, with and without
+the guard; refusals by the rule detector (no judge). Chromium comes from
+scripts/install-test-services; without it or Playwright the browser tests skip.
 """
 
 from __future__ import annotations
@@ -113,6 +115,15 @@ TABLES = {
       for t in ("table2", "table6", "ablation", "latency")),
 }
 CATEGORIES = {"Copyright figures", "Copyright tables", "Curation", "MSR figures", "MSR tables"}
+# the versions and hashes of a run, where the workflow makes them: then a page and a category
+ENVIRONMENT = "results/reproducibility/environment.parquet"
+
+
+def expected(wd: Path) -> tuple[set[str], set[str]]:
+    """The report's tables and categories for the run in ``wd``."""
+    if (wd / ENVIRONMENT).exists():
+        return TABLES | {"results/report/environment.html"}, CATEGORIES | {"Reproducibility"}
+    return TABLES, CATEGORIES
 
 
 @pytest.fixture(scope="module")
@@ -162,12 +173,13 @@ def opened(browser, built):
     assert o.fetched == [], "the report must open offline"
 
 
-def test_every_figure_and_table_is_in_the_report(opened):
+def test_every_figure_and_table_is_in_the_report(opened, built):
+    tables, categories = expected(built[0])
     results = opened.js("results")
-    assert set(results) == FIGURES | TABLES
+    assert set(results) == FIGURES | tables
     assert {p for p, r in results.items() if r["mime_type"] == "image/png"} == FIGURES
-    assert {p for p, r in results.items() if r["mime_type"] == "text/html"} == TABLES
-    assert set(opened.js("Object.keys(categories)")) == CATEGORIES
+    assert {p for p, r in results.items() if r["mime_type"] == "text/html"} == tables
+    assert set(opened.js("Object.keys(categories)")) == categories
     assert set(opened.js("Object.keys(categories['MSR figures'])")) == {
         "f_k per model", "per-document longest match", "HELM prefix and edit similarity",
         "f_k of every model", "experiments"}
@@ -275,3 +287,19 @@ def test_the_screenshot_script(built, browser, tmp_path):
          str(tmp_path / "x.png"), "--result", "results/nothing.png"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "CHROMIUM": CHROMIUM})
     assert bad.returncode == 1 and "has no result 'results/nothing.png'" in bad.stderr
+
+
+def test_install_script_plans_chromium_when_missing(tmp_path):
+    if shutil.which("apt-get") is None:
+        pytest.skip("needs apt-get to plan an install")
+    policy = tmp_path / "policy-rc.d"
+    res = subprocess.run([str(ROOT / "scripts" / "install-test-services"), "--dry-run"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "CHROMIUM_COMMAND": "no-such-chromium",
+                              "POLICY_RC_D": str(policy)})
+    assert res.returncode == 0, res.stderr
+    assert "missing: " in res.stdout and "no-such-chromium (Chromium)" in res.stdout
+    installs = [x for x in res.stdout.splitlines() if x.startswith("+ apt-get install")]
+    # (with MediaWiki or SLURM missing too, their packages are on the same line)
+    assert installs and all(" chromium" in x for x in installs), res.stdout
+    assert not policy.exists()  # a dry run changes nothing

@@ -278,5 +278,7 @@ def test_the_report_holds_every_figure_and_table(workdir, first_run):
     assert names["wiki_fk_models.png"] == 1
     assert names["smol.png"] == 2  # the two experiments' figures
     assert names["wiki_helm.png"] == names["wiki_fk.png"] == 4  # main and three variants
-    for table in ("sweep_length.csv", "comparisons.csv", "msr_table.csv"):
+    # the tables as HTML pages (the report shows HTML inline, CSV only as a download)
+    for table in ("sweep_length.html", "comparisons.html", "msr_table.html", "smol.html"):
         assert names[table] == 1, table
+    assert names["msr_table.csv"] == 0
