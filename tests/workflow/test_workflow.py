@@ -282,3 +282,19 @@ def test_the_report_holds_every_figure_and_table(workdir, first_run):
     for table in ("sweep_length.html", "comparisons.html", "msr_table.html", "smol.html"):
         assert names[table] == 1, table
     assert names["msr_table.csv"] == 0
+    # every caption rendered (docutils writes an RST error into the page instead of failing),
+    # naming the variant's overrides and each experiment's settings
+    with zipfile.ZipFile(workdir / "report.zip") as z:
+        page = z.read("report/report.html").decode()
+    results = json.loads(re.search(r"var results = (\{.*?\});\n", page, re.S).group(1))
+    captions = {path: " ".join(re.sub("<[^>]+>", "", r["caption"]).split())
+                for path, r in results.items()}
+    assert all(c and "System Message" not in c for c in captions.values()), captions
+    assert "Variant: warm_k4, overriding {'decoding': {'temperature': 0.7}, 'matching': " \
+        "{'k_min': 4, 'k_max': 15}}" in captions["results/figures/smol/warm_k4/wiki_fk.png"]
+    assert "Settings: 40 (variant words40), 200 (variant main)" in \
+        captions["results/report/msr/sweep_length.html"]
+    assert "temperature on dataset wiki: greedy (variant greedy_k4) against t0.7 (variant " \
+        "warm_k4)" in captions["results/report/msr/comparisons.html"]
+    assert "Variants drawn: greedy_k4, warm_k4" in \
+        captions["results/figures/experiments/temperature/smol.png"]
