@@ -231,11 +231,13 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
             "compute_stats", "plot_figures", "plot_experiment", "compare_settings"} <= rules <= {
         "prepare_model", "curate", "curation_report", "build_prompts", "generate",
         "merge_generations", "count_matches", "compute_stats", "plot_figures", "plot_experiment",
-        "compare_settings"}
+        "compare_settings", "report_curation"}
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
 
 
-AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table", "all")
+AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table", "all",
+              # the tables' HTML pages for the report
+              "report_msr_table", "report_sweep_table", "report_comparison_table")
 
 
 def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
@@ -252,7 +254,8 @@ def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
     # file are the main run's; no experiment reads the new variant
     assert sorted(w for rule, w in per_run if rule == "build_prompts") == [
         "model=smol, variant=shots2, source=controls", "model=smol, variant=shots2, source=wiki"]
-    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "all"}
+    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "report_msr_table",
+                                                             "all"}
 
 
 def test_bad_config_fails_before_any_job(workdir, first_run):
@@ -290,8 +293,9 @@ def test_the_report_holds_every_figure_and_table(workdir, first_run):
     captions = {path: " ".join(re.sub("<[^>]+>", "", r["caption"]).split())
                 for path, r in results.items()}
     assert all(c and "System Message" not in c for c in captions.values()), captions
+    # (the test writes its config file with sorted keys)
     assert "Variant: warm_k4, overriding {'decoding': {'temperature': 0.7}, 'matching': " \
-        "{'k_min': 4, 'k_max': 15}}" in captions["results/figures/smol/warm_k4/wiki_fk.png"]
+        "{'k_max': 15, 'k_min': 4}}" in captions["results/figures/smol/warm_k4/wiki_fk.png"]
     assert "Settings: 40 (variant words40), 200 (variant main)" in \
         captions["results/report/msr/sweep_length.html"]
     assert "temperature on dataset wiki: greedy (variant greedy_k4) against t0.7 (variant " \
