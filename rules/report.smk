@@ -40,6 +40,8 @@ rule report_msr_table:
     log:
         "logs/report_msr_table/all.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -57,6 +59,8 @@ rule report_sweep_table:
     log:
         "logs/report_sweep_table/{experiment}.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -74,6 +78,8 @@ rule report_comparison_table:
     log:
         "logs/report_comparison_table/all.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -91,6 +97,8 @@ rule report_curation:
     log:
         "logs/report_curation/{model}.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -144,6 +152,8 @@ rule report_copyright_tables:
     log:
         "logs/report_copyright_tables/{benchmark}.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -189,6 +199,8 @@ rule report_guard_tables:
     log:
         "logs/report_guard_tables/all.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -206,5 +218,7 @@ rule report_environment:
     log:
         "logs/report_environment/all.log",
     localrule: True
+    conda:
+        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
