@@ -93,5 +93,7 @@ def environment_page(path: str | os.PathLike[str]) -> str:
 
 
 def _cell(value: object) -> str:
-    return "" if value is None or (isinstance(value, float) and pd.isna(value)) \
-        else html.escape(str(value))
+    """A table cell's HTML: empty for a missing value."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return html.escape(str(value))

@@ -72,7 +72,8 @@ def snakemake(wd: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, workflow_copy):
-    """The workflow run on the tiny config, then its report: (folder, report path)."""
+    """The workflow run on the tiny config, then its report: (folder, report path, whether
+    the run made the environment table)."""
     wd = workflow_copy(tmp_path_factory.mktemp("report-wf"), documents=3, folder="controls")
     (wd / "materials").mkdir()
     (wd / "materials" / "harbour.md").write_text(
@@ -85,7 +86,7 @@ def built(tmp_path_factory, workflow_copy):
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
     snakemake(wd)
     snakemake(wd, "--report", "results/report.html")
-    return wd, wd / "results" / "report.html"
+    return wd, wd / "results" / "report.html", (wd / ENVIRONMENT).exists()
 
 
 FIGURES = {
@@ -106,9 +107,9 @@ CATEGORIES = {"Copyright figures", "Copyright tables", "Curation", "MSR figures"
 ENVIRONMENT = "results/reproducibility/environment.parquet"
 
 
-def expected(wd: Path) -> tuple[set[str], set[str]]:
-    """The report's tables and categories for the run in ``wd``."""
-    if (wd / ENVIRONMENT).exists():
+def expected(built) -> tuple[set[str], set[str]]:
+    """The report's tables and categories of the run."""
+    if built[2]:
         return TABLES | {"results/report/environment.html"}, CATEGORIES | {"Reproducibility"}
     return TABLES, CATEGORIES
 
@@ -161,7 +162,7 @@ def opened(browser, built):
 
 
 def test_every_figure_and_table_is_in_the_report(opened, built):
-    tables, categories = expected(built[0])
+    tables, categories = expected(built)
     results = opened.js("results")
     assert set(results) == FIGURES | tables
     assert {p for p, r in results.items() if r["mime_type"] == "image/png"} == FIGURES
@@ -283,3 +284,22 @@ def test_install_script_plans_chromium_when_missing(tmp_path):
     # (with MediaWiki or SLURM missing too, their packages are on the same line)
     assert installs and all(" chromium" in x for x in installs), res.stdout
     assert not policy.exists()  # a dry run changes nothing
+
+
+def test_the_environment_table_gets_a_page(built):
+    wd = built[0]
+    if not built[2]:
+        # the workflow does not make the table here: one of its columns, as a source file
+        env = wd / ENVIRONMENT
+        env.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"kind": ["python", "package", "library_module"],
+                      "name": ["python", "pandas", "copyprobe/report_pages.py"],
+                      "version": ["3.11.2", "2.2.3", None],
+                      "sha256": [None, None, "ab" * 32]}).to_parquet(env)
+    snakemake(wd, "results/report/environment.html")
+    table = pd.read_parquet(wd / ENVIRONMENT)
+    doc = lxml.html.parse(str(wd / "results/report/environment.html")).getroot()
+    kinds = [h.text_content().split(" (")[0] for h in doc.iter("h2")]
+    assert kinds == list(dict.fromkeys(table["kind"]))
+    names = [tr.findtext("td") for tr in doc.iter("tr") if tr.find("td") is not None]
+    assert sorted(names) == sorted(table["name"])
