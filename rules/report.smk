@@ -40,8 +40,6 @@ rule report_msr_table:
     log:
         "logs/report_msr_table/all.log",
     localrule: True
-    conda:
-        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -59,8 +57,6 @@ rule report_sweep_table:
     log:
         "logs/report_sweep_table/{experiment}.log",
     localrule: True
-    conda:
-        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -78,8 +74,6 @@ rule report_comparison_table:
     log:
         "logs/report_comparison_table/all.log",
     localrule: True
-    conda:
-        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -97,8 +91,6 @@ rule report_curation:
     log:
         "logs/report_curation/{model}.log",
     localrule: True
-    conda:
-        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -152,8 +144,6 @@ rule report_copyright_tables:
     log:
         "logs/report_copyright_tables/{benchmark}.log",
     localrule: True
-    conda:
-        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -199,8 +189,6 @@ rule report_guard_tables:
     log:
         "logs/report_guard_tables/all.log",
     localrule: True
-    conda:
-        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
 
@@ -218,7 +206,5 @@ rule report_environment:
     log:
         "logs/report_environment/all.log",
     localrule: True
-    conda:
-        "../envs/report.yaml"
     script:
         "../workflow_scripts/report_pages.py"
