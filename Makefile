@@ -2,6 +2,9 @@
 #   make demo   set up .venv and run the offline MSR demo (default config)
 #   make test   set up .venv and run the test suite
 #   make demo-copyright   the offline copyright-compliance demo (config/copyright_demo.yaml)
+#   make report  the HTML report of the run (results/report.html; runs what is missing first;
+#                REPORT_ARGS="--configfile config/copyright_demo.yaml --replace-workflow-config"
+#                reports the copyright demo)
 #   (make test-services installs the Debian packages of the MediaWiki the crawler tests start;
 #    without them those tests skip; CI runs it first, see .ci/run)
 # Set-up is idempotent: the venv is rebuilt only when pyproject.toml changes.
@@ -25,7 +28,7 @@ endif
 WHEELHOUSE ?= $(HOME)/.cache/copyprobe/wheels/$(LLAMA_FLAVOUR)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo demo-copyright test test-services setup bench clean-results
+.PHONY: demo demo-copyright report test test-services setup bench clean-results
 
 setup: $(STAMP)
 
@@ -61,6 +64,16 @@ demo-copyright: $(STAMP)
 	@echo "Tables:  results/copyright/docs/tables/ (table1, by_notice_form, by_category, table5, over_refusal; CSV + Markdown)"
 	@echo "Figures: results/copyright/docs/figures/fig6.png, fig7.png, fig8.png"
 	@echo "Scores:  results/copyright/docs/scored.parquet (one row per response)"
+
+# The report covers the jobs of the given config: the run first (nothing to do when done),
+# then Snakemake's self-contained HTML report of it.
+REPORT ?= results/report.html
+REPORT_ARGS ?=
+report: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) $(REPORT_ARGS)
+	$(BIN)/snakemake --report $(REPORT) $(REPORT_ARGS)
+	@echo
+	@echo "Report: $(REPORT) (one self-contained file: open it in a browser)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests

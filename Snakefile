@@ -11,15 +11,21 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# The report's front page (`snakemake --report results/report.html`): what the studies do.
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/generation.smk"
 include: "rules/msr.smk"
 include: "rules/copyright.smk"
 include: "rules/reproducibility.smk"
+include: "rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         all_targets(),
+        report_targets(),

