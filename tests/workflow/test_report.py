@@ -210,6 +210,8 @@ def test_the_front_page_describes_both_studies_and_this_run(opened):
         "benchmarks tiny." in " ".join(text.split())
     # the front page links each category; following one opens it
     opened.page.locator("a.reference", has_text="Copyright tables").click()
+    # the app updates its state after the click event returns: wait (bounded) for it
+    opened.page.wait_for_function("app.state.category === 'Copyright tables'", timeout=10_000)
     assert opened.js("app.state.category") == "Copyright tables"
 
 

@@ -164,7 +164,9 @@ def _plan(proc: subprocess.CompletedProcess) -> list[tuple[str, str, str]]:
     return jobs
 
 
-AGGREGATES = {"make_table", "plot_models", "copyright_tables", "environment", "all"}
+# (and the report's HTML pages of the tables they remake)
+AGGREGATES = {"make_table", "plot_models", "copyright_tables", "environment", "all",
+              "report_msr_table", "report_copyright_tables", "report_environment"}
 
 
 def _dry_run_with(wd: Path, cfg: dict) -> list[tuple[str, str, str]]:
@@ -268,4 +270,4 @@ def test_editing_a_backend_module_reruns_generation_of_its_models_only(runs):
     assert len([1 for r, _ in direct if r == "generate"]) == 6
     # a backend that no model uses is no dependency
     jobs = _edited(runs[0], "copyprobe/generation/openai_api.py")
-    assert {r for r, _, _ in jobs} == {"environment", "all"}
+    assert {r for r, _, _ in jobs} == {"environment", "report_environment", "all"}
