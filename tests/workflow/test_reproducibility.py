@@ -71,27 +71,20 @@ def _snakemake(wd: Path, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
-def _make_folder(wd: Path, workflow_copy) -> Path:
+def _make_folder(wd: Path, workflow_copy, materials_writer) -> Path:
     workflow_copy(wd, documents=2, folder="controls")
     shutil.copytree(ROOT / "copyprobe", wd / "copyprobe",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    (wd / "materials").mkdir()
-    (wd / "materials" / "harbour.md").write_text(
-        "The harbour master kept a log of every ship. Each entry named the tide. The log "
-        "filled three shelves by winter.\n", encoding="utf-8")
-    pd.DataFrame([{"file": "harbour.md", "title": "The Harbour Log", "published": "2021-03-01",
-                   "category": "book", "holder": "Tidewater Books", "year": "2021",
-                   "notice": "Copyright (c) 2021 Tidewater Books"}]).to_csv(
-        wd / "materials" / "metadata.csv", index=False)
+    materials_writer(wd / "materials", ("harbour.md",))
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config()))
     return wd
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, workflow_copy):
+def runs(tmp_path_factory, workflow_copy, materials_writer):
     """Two runs from scratch, one after the other, in folders of their own (both folders
     made first, so both hold the same copy of the package)."""
-    out = [_make_folder(tmp_path_factory.mktemp(name), workflow_copy)
+    out = [_make_folder(tmp_path_factory.mktemp(name), workflow_copy, materials_writer)
            for name in ("first", "second")]
     for wd in out:
         _snakemake(wd)
