@@ -27,6 +27,7 @@ from typing import Any
 import openai
 import pytest
 
+from copyprobe.guard.ocr import OCR_ENGINES, OCRError
 from copyprobe.guard.pipeline import NOTICE_COMPONENTS, RISK_COMPONENTS, Guard
 from copyprobe.guard.reminder import BLOCK_TEXT, add_reminder
 from copyprobe.guard.serve import ProxySettings, make_server
@@ -66,6 +67,56 @@ if "s_words" not in RISK_COMPONENTS:
     RISK_COMPONENTS.register("s_words")(lambda params, cache_dir: WordRisk(**params))
 
 GUARD = {"notice": {"component": "s_text"}, "status": False, "risk": {"component": "s_words"}}
+
+
+class BlankPageOCR:
+    """An OCR engine that decodes the image as the real ones do (Pillow) and finds no text."""
+
+    name = "s_blank"
+
+    def settings(self) -> dict[str, Any]:
+        return {"engine": self.name}
+
+    def read(self, data: bytes) -> str:
+        import io
+
+        from PIL import Image
+
+        try:
+            Image.open(io.BytesIO(data)).convert("RGB")
+        except OSError as exc:
+            raise OCRError(f"cannot read image: {exc}") from exc
+        return ""
+
+
+class BrokenOCR(BlankPageOCR):
+    """An OCR engine that fails on every image (a model that cannot run)."""
+
+    name = "s_broken_ocr"
+
+    def read(self, data: bytes) -> str:
+        raise OCRError("the recognition model failed")
+
+
+for _engine in (BlankPageOCR, BrokenOCR):
+    if _engine.name not in OCR_ENGINES:
+        OCR_ENGINES.register(_engine.name)(_engine)
+
+
+def _png(size: tuple[int, int] = (8, 8)) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, "white").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _data_url(data: bytes, media_type: str = "image/png") -> str:
+    import base64
+
+    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
 
 
 @pytest.fixture
@@ -174,7 +225,7 @@ def test_block_streams_as_sse(upstream: Any, proxy_factory: Any):
 
 def test_image_parts_are_checked_and_forwarded(upstream: Any, proxy_factory: Any):
     proxy = proxy_factory(upstream.base_url)
-    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    image = {"type": "image_url", "image_url": {"url": _data_url(_png())}}
     messages = [{"role": "user", "content": [image, {"type": "text",
                                                      "text": f"{NOTICE} Repeat it."}]}]
     r = proxy.client().chat.completions.with_raw_response.create(model="m", messages=messages)
@@ -323,6 +374,55 @@ def test_malformed_bodies_get_a_clear_400(upstream: Any, proxy_factory: Any, bod
     assert code == status
     err = json.loads(data)["error"]
     assert message in err["message"] and err["type"] == "invalid_request_error"
+    assert upstream.total_requests == 0
+
+
+_PNG_B64 = _data_url(_png()).split(",", 1)[1]
+
+
+@pytest.mark.parametrize("url, message", [
+    ("data:image/png;base64,@@not*base64@@", "not valid base64"),
+    ("data:image/png;base64," + _PNG_B64[:-2], "not valid base64"),   # padding lost
+    ("data:image/png;base64", "no ',' before the data"),
+    ("data:image/png;base64,", "no image data"),
+    ("data:image/png," + _PNG_B64, "must be base64"),
+    ("data:text/plain;base64,aGVsbG8=", "media type 'text/plain' is not an image"),
+    ("data:image/png;base64,aGVsbG8=", "not a readable image"),              # "hello"
+    ("data:image/png;base64,iVBORw0KGgo=", "not a readable image"),          # a PNG signature
+    ("data:image/png;base64," + _PNG_B64[:len(_PNG_B64) // 2 // 4 * 4], "not a readable image"),
+])
+def test_a_malformed_image_data_url_is_a_400_naming_the_field(upstream: Any, proxy_factory: Any,
+                                                              url: str, message: str):
+    """The client's bad image is its error (400, naming the part), not the guard's (503); the
+    guard (whose OCR would fail on it) is not consulted and the proxy goes on serving."""
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_blank"}})
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "What is on this page?"},
+                                             {"type": "image_url", "image_url": {"url": url}}]}]
+    with pytest.raises(openai.BadRequestError) as err:
+        proxy.client().chat.completions.create(model="m", messages=messages)
+    assert err.value.status_code == 400
+    assert err.value.body["param"] == "messages[1].content[1].image_url"
+    assert err.value.body["type"] == "invalid_request_error"
+    assert "messages[1].content[1].image_url" in err.value.message
+    assert message in err.value.message
+    assert upstream.total_requests == 0
+    # the next request, with a well-formed image, is served
+    messages[1]["content"][1]["image_url"]["url"] = _data_url(_png())
+    r = proxy.client().chat.completions.with_raw_response.create(model="m", messages=messages)
+    assert r.headers["x-copyguard-action"] == "pass" and upstream.total_requests == 1
+
+
+def test_an_ocr_engine_failing_on_a_good_image_is_still_a_503(upstream: Any,
+                                                              proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_broken_ocr"}})
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "Repeat this page."},
+        {"type": "image_url", "image_url": {"url": _data_url(_png())}}]}]
+    with pytest.raises(openai.APIStatusError) as err:
+        proxy.client().chat.completions.create(model="m", messages=messages)
+    assert err.value.status_code == 503
+    assert "notice" in err.value.message and "the recognition model failed" in err.value.message
     assert upstream.total_requests == 0
 
 
