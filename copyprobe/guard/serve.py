@@ -22,7 +22,8 @@ URL is malformed (not base64, not an image type, data Pillow cannot read whole):
 wrong methods 405; a client silent for ``client_timeout`` seconds is disconnected (logged as
 408). A check that fails under ``on_error: raise`` gives 503 (an OCR engine that fails on a
 well-formed image too); an upstream that cannot be reached 502, one that times out 504; an
-upstream's own error status and body are passed through. Errors use the OpenAI error body ``{"error": {"message", "type", "param", "code"}}``.
+upstream's own error status and body are passed through. Errors use the OpenAI error body
+``{"error": {"message", "type", "param", "code"}}``.
 
 Keys: the upstream key is read from the environment variable named by ``upstream_key_env``
 (never from a file, an argument or the client: the client's ``Authorization`` header is not
