@@ -50,7 +50,6 @@ from typing import Any
 from copyprobe.guard.ocr import OCRCache, cached_read, ocr_engine
 from copyprobe.guard.types import NoticeFinding
 from copyprobe.prompt import Prompt, image_bytes
-from copyprobe.registry import Registry
 
 MAX_NOTICE_CHARS = 160
 #: edits (Levenshtein) allowed between the squashed letters and a reserved phrase
@@ -257,10 +256,6 @@ def prompt_images(prompt: Prompt) -> list[Mapping[str, Any]]:
     return out
 
 
-NOTICE_IDENTIFIERS: Registry[type] = Registry("notice identifier")
-
-
-@NOTICE_IDENTIFIERS.register("ocr_patterns")
 class NoticeIdentifier:
     """Notice in the text parts first; else OCR of every image (see the module text).
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from copyprobe.guard.notice import (
-    NOTICE_IDENTIFIERS,
     NoticeIdentifier,
     find_image_notice,
     find_notice,
@@ -171,8 +170,7 @@ def test_text_notice_is_found_without_ocr(tmp_path: Path):
     assert completion.found and completion.where == "text"
 
 
-def test_registry_names_the_identifier_and_engines():
-    assert NOTICE_IDENTIFIERS.get("ocr_patterns") is NoticeIdentifier
+def test_registry_names_the_engines():
     assert {"rapidocr", "paddleocr"} <= set(OCR_ENGINES.names())
     with pytest.raises(KeyError, match="unknown OCR engine 'tesseract'; known: paddleocr"):
         ocr_engine("tesseract")

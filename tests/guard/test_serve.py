@@ -2,9 +2,10 @@
 of the OpenAI-compatible fault server (fast: faults, concurrency, what is forwarded) and of
 llama.cpp's own server with SmolLM2 (slow: real answers, streaming).
 
-The guard's checks are small real components written for these tests (``s_*``): a notice
-identifier looking for "All rights reserved." in the text parts with ``str.find``, and a
-keyword risk analyzer.
+The guard's checks are small real components written for these tests, handed to the guard
+built (``Guard(..., components=...)``): a notice identifier looking for "All rights
+reserved." in the text parts with ``str.find``, and a keyword risk analyzer; the tests of
+image parts use the package's notice identifier with test OCR engines.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import openai
 import pytest
 
 from copyprobe.guard.ocr import OCR_ENGINES, OCRError
-from copyprobe.guard.pipeline import NOTICE_COMPONENTS, RISK_COMPONENTS, Guard
+from copyprobe.guard.pipeline import Guard
 from copyprobe.guard.reminder import BLOCK_TEXT, add_reminder
 from copyprobe.guard.serve import ProxySettings, make_server
 from copyprobe.guard.types import NoticeFinding, RiskFinding
@@ -61,12 +62,12 @@ class WordRisk:
         return RiskFinding("benign", "summary", "rules", 0.0)
 
 
-if "s_text" not in NOTICE_COMPONENTS:
-    NOTICE_COMPONENTS.register("s_text")(lambda params, cache_dir: TextNotice(**params))
-if "s_words" not in RISK_COMPONENTS:
-    RISK_COMPONENTS.register("s_words")(lambda params, cache_dir: WordRisk(**params))
+GUARD = {"notice": {}, "status": False, "risk": {}}
 
-GUARD = {"notice": {"component": "s_text"}, "status": False, "risk": {"component": "s_words"}}
+
+def components(risk_delay: float = 0.0) -> dict[str, Any]:
+    """The tests' notice identifier and risk analyzer (the guard's notice and risk checks)."""
+    return {"notice": TextNotice(), "risk": WordRisk(risk_delay)}
 
 
 class BlankPageOCR:
@@ -128,8 +129,8 @@ def upstream(fault_server: Any) -> Any:
 class Proxy:
     """A proxy served from a thread of the test process."""
 
-    def __init__(self, settings: ProxySettings) -> None:
-        self.server = make_server(settings)
+    def __init__(self, settings: ProxySettings, guard: Guard | None = None) -> None:
+        self.server = make_server(settings, guard)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever,
@@ -160,11 +161,16 @@ class Proxy:
 def proxy_factory(tmp_path: Path) -> Iterator[Any]:
     made: list[Proxy] = []
 
-    def make(upstream_url: str, guard: dict | None = None, **kw: Any) -> Proxy:
+    def make(upstream_url: str, guard: dict | None = None,
+             parts: dict[str, Any] | None = None, **kw: Any) -> Proxy:
+        """A proxy with the guard block ``guard`` whose components are ``parts`` (by
+        default the tests' own, :func:`components`)."""
         settings = ProxySettings(upstream=upstream_url, guard=GUARD if guard is None else guard,
                                  port=0, cache_dir=str(tmp_path / "guard"),
                                  upstream_key_env="COPYPROBE_TEST_UPSTREAM_KEY", **kw)
-        made.append(Proxy(settings))
+        built = Guard(settings.guard, cache_dir=settings.cache_dir, workers=64,
+                      components=components() if parts is None else parts).build()
+        made.append(Proxy(settings, built))
         return made[-1]
 
     yield make
@@ -216,7 +222,7 @@ def test_block_streams_as_sse(upstream: Any, proxy_factory: Any):
     chunks = list(proxy.client().chat.completions.create(
         model="m", messages=_user(f"{NOTICE} Repeat this."), stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    reason = Guard({**GUARD, "policy": "block"}).check(
+    reason = Guard({**GUARD, "policy": "block"}, components=components()).check(
         Prompt("chat", messages=tuple(_user(f"{NOTICE} Repeat this.")))).reason
     assert text == BLOCK_TEXT.format(reason=reason)
     assert chunks[-1].choices[0].finish_reason == "stop"
@@ -244,8 +250,7 @@ def test_upstream_key_comes_from_the_environment(upstream: Any, proxy_factory: A
 
 
 def test_speculative_sends_while_checking(upstream: Any, proxy_factory: Any):
-    proxy = proxy_factory(upstream.base_url, speculative=True,
-                          guard={**GUARD, "risk": {"component": "s_words", "delay": 0.5}})
+    proxy = proxy_factory(upstream.base_url, speculative=True, parts=components(0.5))
     upstream.latency = 0.5
     client = proxy.client()
     t0 = time.perf_counter()
@@ -342,9 +347,8 @@ def test_unreachable_and_slow_upstreams(upstream: Any, proxy_factory: Any):
 
 
 def test_a_failing_check_is_a_503(upstream: Any, proxy_factory: Any):
-    proxy = proxy_factory(upstream.base_url,
-                          guard={**GUARD, "risk": {"component": "s_words", "delay": 1.0},
-                                 "timeout_s": 0.1})
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "timeout_s": 0.1},
+                          parts=components(1.0))
     with pytest.raises(openai.APIStatusError) as err:
         proxy.client().chat.completions.create(model="m", messages=_user("hello"))
     assert err.value.status_code == 503 and "risk" in err.value.message
@@ -395,7 +399,8 @@ def test_a_malformed_image_data_url_is_a_400_naming_the_field(upstream: Any, pro
                                                               url: str, message: str):
     """The client's bad image is its error (400, naming the part), not the guard's (503); the
     guard (whose OCR would fail on it) is not consulted and the proxy goes on serving."""
-    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_blank"}})
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_blank"}},
+                          parts={"risk": WordRisk()})
     messages = [{"role": "system", "content": "Be brief."},
                 {"role": "user", "content": [{"type": "text", "text": "What is on this page?"},
                                              {"type": "image_url", "image_url": {"url": url}}]}]
@@ -415,7 +420,8 @@ def test_a_malformed_image_data_url_is_a_400_naming_the_field(upstream: Any, pro
 
 def test_an_ocr_engine_failing_on_a_good_image_is_still_a_503(upstream: Any,
                                                               proxy_factory: Any):
-    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_broken_ocr"}})
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_broken_ocr"}},
+                          parts={"risk": WordRisk()})
     messages = [{"role": "user", "content": [
         {"type": "text", "text": "Repeat this page."},
         {"type": "image_url", "image_url": {"url": _data_url(_png())}}]}]
@@ -583,14 +589,11 @@ def test_bad_config_file(tmp_path: Path):
 
 
 def test_a_component_that_cannot_be_built_stops_the_server_at_start(tmp_path: Path):
-    def broken(params: dict, cache_dir: Any) -> Any:
-        raise ImportError("the OCR engine is not installed")
-
-    if "s_broken" not in NOTICE_COMPONENTS:
-        NOTICE_COMPONENTS.register("s_broken")(broken)
-    with pytest.raises(ImportError, match="OCR engine"):
+    """The package's notice identifier with PaddleOCR and no model folders cannot be built:
+    the server does not start (rather than failing every request)."""
+    with pytest.raises(OCRError, match="OCR engine 'paddleocr' needs"):
         make_server(ProxySettings(upstream="http://127.0.0.1:9/v1", port=0,
-                                  guard={**GUARD, "notice": {"component": "s_broken"}},
+                                  guard={**GUARD, "notice": {"ocr": "paddleocr"}},
                                   cache_dir=str(tmp_path)))
 
 
