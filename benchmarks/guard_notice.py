@@ -7,6 +7,12 @@ ordinary text), each with where it was read (``source``). ``dev`` lines were use
 and adjust the patterns; ``heldout`` lines were not (a whole source file is in one split).
 See docs/guard-notice-status.md for how they were collected and labelled.
 
+When the shared fixtures are there (env COPYPROBE_SHARED_FIXTURES or ../shared/fixtures),
+the lines of the benchmark's news and code-documentation excerpts (``copyguard/``) are a
+third split, ``fixtures``, read where they lie and never copied here (they are copyrighted
+excerpts): the only distinct lines in them that mention copyright, ``©`` or reserved rights
+are three news-site footers (CNN's), each a notice; every other line is ordinary text.
+
 A line counts as found when ``find_notice`` returns a notice for it alone. Printed: for each
 split, the counts, precision and recall, and per kind of source the recall; with
 ``--errors dev``, the dev lines the identifier gets wrong (the held-out errors are counted,
@@ -22,6 +28,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -37,6 +45,29 @@ LINES = ROOT / "tests" / "guard" / "data" / "notice_lines.tsv"
 def read_lines(path: Path = LINES) -> list[dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_MINIMAL))
+
+
+SHARED = Path(os.environ.get("COPYPROBE_SHARED_FIXTURES") or ROOT.parent / "shared" / "fixtures")
+#: how the fixture lines are labelled (see the module text)
+FIXTURE_NOTICE = re.compile(r"copyright|©|rights reserved", re.I)
+
+
+def fixture_lines(shared: Path = SHARED) -> list[dict[str, str]]:
+    """The distinct lines of the shared news and code excerpts, labelled (empty when the
+    fixtures are absent)."""
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for folder, kind in (("news_copyright", "news"), ("code_copyright", "code docs")):
+        for path in sorted((shared / "copyguard" / folder).glob("*.txt")):
+            for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                text = " ".join(line.split())
+                if not text or text in seen:
+                    continue
+                seen.add(text)
+                rows.append({"split": "fixtures", "kind": kind, "text": text,
+                             "label": "notice" if FIXTURE_NOTICE.search(text) else "none",
+                             "source": f"fixture:copyguard/{folder}/{path.name}:{i}"})
+    return rows
 
 
 def measure(rows: list[dict[str, str]]) -> dict[str, dict]:
@@ -66,10 +97,11 @@ def measure(rows: list[dict[str, str]]) -> dict[str, dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--errors", choices=("dev", "heldout"), help="show that split's errors")
+    ap.add_argument("--errors", choices=("dev", "heldout", "fixtures"),
+                    help="show that split's errors")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
-    result = measure(read_lines())
+    result = measure(read_lines() + fixture_lines())
     if args.json:
         print(json.dumps({s: {k: v for k, v in m.items() if k != "wrong"}
                           for s, m in result.items()}, indent=2))
