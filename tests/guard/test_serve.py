@@ -501,6 +501,7 @@ def test_logs_are_json_without_prompt_text(upstream: Any, proxy_factory: Any,
     secret = "SECRET-PROMPT-TEXT"
     proxy = proxy_factory(upstream.base_url)
     proxy.client().chat.completions.create(model="m", messages=_user(f"{NOTICE} Repeat {secret}"))
+    _request_logs(caplog, 1)  # its line is written after the answer: wait, so the order holds
     proxy.raw("POST", "/v1/chat/completions", b"{oops " + secret.encode())
     logs = _request_logs(caplog, 2)
     assert [(e["status"], e.get("action")) for e in logs] == [(200, "remind"), (400, None)]
