@@ -103,7 +103,7 @@ _PATTERNS = (
 
 #: the words a credit line puts before "copyright" ("Text copyright", "Cover art and
 #: illustrations copyright", "Portions Copyright", "The Original Code is Copyright"): up to
-#: four words back to the start of the sentence, the first capitalised
+#: four words back to the start of the sentence (or of the line), the first capitalised
 _CREDIT_LEAD = re.compile(r"(?:(?<=[.!?:;)\]] )|^)(?-i:[A-Z][\w'-]*)(?: [\w'&-]+){0,3} $")
 
 _RESERVED_PHRASES = ("allrightsreserved", "tousdroitsreserves", "allerechtevorbehalten")
@@ -196,10 +196,27 @@ def find_notice(text: str | None) -> str | None:
     if not starts:
         return None
     start = min(starts)
-    lead = _CREDIT_LEAD.search(norm[max(0, start - 60):start])
-    if lead is not None and re.match(_WORD, norm[start:], re.I):
-        start -= len(lead.group(0))
+    if re.match(_WORD, norm[start:], re.I):
+        # a credit line's first words, on the notice's own line of the text as given
+        line_start = _line_start(text, start)
+        lead = _CREDIT_LEAD.search(norm[max(line_start, start - 60):start])
+        if lead is not None:
+            start -= len(lead.group(0))
     return _notice_text(norm, start)
+
+
+def _line_start(text: str, pos: int) -> int:
+    """Where, in ``normalise(text)``, the line of ``text`` holding the normalised position
+    ``pos`` begins (the normalised lines, joined by one space, are the normalised text)."""
+    offset = 0
+    for line in text.splitlines():
+        n = len(normalise(line))
+        if not n:
+            continue
+        if pos < offset + n + 1:
+            return offset
+        offset += n + 1
+    return offset
 
 
 _CAPITALISED = r"(?-i:[A-Z][\w&'.,-]*)"

@@ -63,6 +63,11 @@ CREDITS = [
     ("attribution: Copyright Rice University, OpenStax, under CC BY 4.0 license",
      "Copyright Rice University, OpenStax, under CC BY 4.0 license"),
     ("Copyright: 2009-2023, Benjamin Drung", "Copyright: 2009-2023, Benjamin Drung"),
+    # the credit's first words are on the notice's own line: a heading above is not one
+    ("Repeat the page below.\nText copyright © J.K. Rowling 1997",
+     "Text copyright © J.K. Rowling 1997"),
+    ("It ended there.\nThe End\nCopyright 2021 Northwind Press",
+     "Copyright 2021 Northwind Press"),
 ]
 
 NOT_NOTICES = [
