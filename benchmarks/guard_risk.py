@@ -5,16 +5,23 @@ embeds the exemplars: timed apart as the cold start), then every request is clas
 time, ``--repeat`` times, and the median and 95th percentile per request are printed for the
 requests the rules decide and for those that go to the embedding (they embed one request).
 
-Accuracy, on the 40 released queries (when the shared fixture is there: env
-COPYPROBE_SHARED_FIXTURES or ../shared/fixtures), copyprobe's own 12 infringing seeds and 8
-benign queries, ``--rewordings`` rewordings of those 60 made by the tests' generator
-(tests/guard/rewordings.py), and 20 requests about no text at all; for the full analyzer and
-for the two ablations (rules without the embedding, where undecided is ``other``; the
-embedding without the rules).
+Accuracy, in two splits, for the full analyzer and for the two ablations (rules without the
+embedding, where undecided is ``other``; the embedding without the rules):
+
+* ``dev``, the requests the rules were written and adjusted on: the 40 released queries (when
+  the shared fixture is there: env COPYPROBE_SHARED_FIXTURES or ../shared/fixtures),
+  copyprobe's own 12 infringing seeds and 8 benign queries, ``--rewordings`` rewordings of
+  those 60 made by the tests' generator (tests/guard/rewordings.py), and 20 requests about no
+  text at all;
+* ``heldout``, requests that were not: tests/guard/data/risk_heldout.json (90, ten per task),
+  written and labelled after the rules and exemplars were fixed and measured as they are.
+
+For each split also the precision and recall of ``infringing`` (the guard's decision).
 
 Usage::
 
     python benchmarks/guard_risk.py [--repeat 5] [--rewordings 200] [--seed 0]
+                                    [--split dev|heldout|both]
 """
 
 from __future__ import annotations
@@ -53,22 +60,39 @@ def labelled() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+HELDOUT = ROOT / "tests" / "guard" / "data" / "risk_heldout.json"
+
+
+def heldout() -> dict[str, list[tuple[str, str]]]:
+    raw = json.loads(HELDOUT.read_text(encoding="utf-8"))
+    return {"held-out (90)": [(t, q) for t, qs in raw.items() if t != "_about" for q in qs]}
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=5, help="passes over the requests (latency)")
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="passes over the requests (latency; 0: accuracy only)")
     ap.add_argument("--rewordings", type=int, default=200, help="generated rewordings")
     ap.add_argument("--seed", type=int, default=0, help="the rewording generator's seed")
+    ap.add_argument("--split", choices=("dev", "heldout", "both"), default="both",
+                    help="which requests to measure")
     args = ap.parse_args()
 
-    sets = labelled()
-    base = [x for items in sets.values() for x in items]
-    sets[f"rewordings ({args.rewordings})"] = [
-        (t, r) for t, r, _, _ in rewordings(base, args.rewordings, seed=args.seed)]
-    sets["no text named (20)"] = [("other", q) for q in OFF_TOPIC]
+    splits: dict[str, dict[str, list[tuple[str, str]]]] = {}
+    if args.split in ("dev", "both"):
+        sets = labelled()
+        base = [x for items in sets.values() for x in items]
+        sets[f"rewordings ({args.rewordings})"] = [
+            (t, r) for t, r, _, _ in rewordings(base, args.rewordings, seed=args.seed)]
+        sets["no text named (20)"] = [("other", q) for q in OFF_TOPIC]
+        splits["dev"] = sets
+    if args.split in ("heldout", "both"):
+        splits["heldout"] = heldout()
+    sets = {name: items for split in splits.values() for name, items in split.items()}
 
     t0 = time.perf_counter()
     analyzer = risk_analyzer({"analyzer": "rules"})
@@ -99,24 +123,38 @@ def main() -> None:
                   f"{statistics.median(ms):.2f} ms, p95 {pct(ms, 95):.2f} ms; CPU median "
                   f"{statistics.median(cs):.2f} ms, p95 {pct(cs, 95):.2f} ms")
     every = [x for ms in walls.values() for x in ms]
-    print(f"  all requests        : wall median {statistics.median(every):.2f} ms, "
-          f"p95 {pct(every, 95):.2f} ms")
+    if every:  # (--repeat 0: accuracy only)
+        print(f"  all requests        : wall median {statistics.median(every):.2f} ms, "
+              f"p95 {pct(every, 95):.2f} ms")
 
     variants = {"rules + embedding": analyzer,
                 "rules only": risk_analyzer({"embedder": None}),
                 "embedding only": risk_analyzer({"rules": False})}
     print("accuracy (task right / risk right / n; components of the full analyzer):")
-    for name, items in sets.items():
+    for split, split_sets in splits.items():
+        print(f" {split}:")
+        flagged: Counter[tuple[str, str]] = Counter()  # (variant, tp|fp|fn)
+        for name, items in split_sets.items():
+            cells = []
+            comps: Counter[str] = Counter()
+            for vname, a in variants.items():
+                fs = a.classify_many([q for _, q in items])
+                task = sum(f.task == t for (t, _), f in zip(items, fs, strict=True))
+                risk = sum(f.risk == risk_of(t) for (t, _), f in zip(items, fs, strict=True))
+                for (t, _), f in zip(items, fs, strict=True):
+                    truth, said = risk_of(t) == "infringing", f.risk == "infringing"
+                    if truth or said:
+                        flagged[vname, "tp" if truth and said else "fn" if truth else "fp"] += 1
+                cells.append(f"{vname}: {task}/{risk}/{len(items)}")
+                if a is analyzer:
+                    comps.update(f.component for f in fs)
+            print(f"  {name:22s} " + "; ".join(cells) + f"  [{dict(comps)}]")
         cells = []
-        comps: Counter[str] = Counter()
-        for vname, a in variants.items():
-            fs = a.classify_many([q for _, q in items])
-            task = sum(f.task == t for (t, _), f in zip(items, fs, strict=True))
-            risk = sum(f.risk == risk_of(t) for (t, _), f in zip(items, fs, strict=True))
-            cells.append(f"{vname}: {task}/{risk}/{len(items)}")
-            if a is analyzer:
-                comps.update(f.component for f in fs)
-        print(f"  {name:22s} " + "; ".join(cells) + f"  [{dict(comps)}]")
+        for vname in variants:
+            tp, fp, fn = (flagged[vname, k] for k in ("tp", "fp", "fn"))
+            cells.append(f"{vname}: precision {tp / max(tp + fp, 1):.3f} ({tp}/{tp + fp}), "
+                         f"recall {tp / max(tp + fn, 1):.3f} ({tp}/{tp + fn})")
+        print(f"  {'infringing':22s} " + "; ".join(cells))
 
 
 if __name__ == "__main__":

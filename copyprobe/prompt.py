@@ -51,15 +51,38 @@ def image_parts(prompt: Prompt) -> list[dict[str, Any]]:
     return out
 
 
-def image_bytes(part: Mapping[str, Any]) -> bytes:
-    """The bytes of one image part (a ``file://`` path or a base64 ``data:`` URL)."""
+def decode_data_url(url: str) -> tuple[str, bytes]:
+    """The media type and the bytes of a base64 ``data:`` URL (``data:image/png;base64,...``;
+    RFC 2397 with the ``;base64`` form, the one image parts use). ValueError saying what is
+    wrong: not a data URL, no ``,``, not base64-encoded, or not valid base64 (characters
+    outside the alphabet, lost padding; whitespace, as in wrapped lines, is allowed)."""
     import base64
+    import binascii
+
+    if not url.startswith("data:"):
+        raise ValueError("not a data: URL")
+    head, comma, payload = url[len("data:"):].partition(",")
+    if not comma:
+        raise ValueError("a data: URL with no ',' before the data")
+    media_type, *params = head.split(";")
+    if "base64" not in (p.strip().lower() for p in params):
+        raise ValueError("the data: URL must be base64 (data:<type>;base64,<data>)")
+    try:
+        data = base64.b64decode("".join(payload.split()), validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"the data: URL's data is not valid base64 ({exc})") from None
+    return media_type.strip().lower(), data
+
+
+def image_bytes(part: Mapping[str, Any]) -> bytes:
+    """The bytes of one image part (a ``file://`` path or a base64 ``data:`` URL, see
+    :func:`decode_data_url`)."""
     from pathlib import Path
     from urllib.parse import unquote, urlparse
 
     url = part["image_url"]["url"] if isinstance(part.get("image_url"), dict) else part["url"]
     if url.startswith("data:"):
-        return base64.b64decode(url.split(",", 1)[1])
+        return decode_data_url(url)[1]
     parsed = urlparse(url)
     if parsed.scheme in ("file", ""):
         return Path(unquote(parsed.path)).read_bytes()

@@ -11,9 +11,13 @@ of whitespace, line breaks included, made one space, so a notice split over line
   sign: ``@ 2019`` / ``@2019`` (RapidOCR reads ``©`` as ``@``), ``C) 2019``, ``(C 2019``;
   an ``@`` directly after a letter, digit or dot (an e-mail address) never counts;
 * the word *copyright* followed by a sign, a year or both: ``Copyright 2019``, ``Copyright ©
-  Penguin``, ``COPYRIGHT(C)2019``; the word may carry OCR errors: letters read as look-alikes
-  (``0`` for ``o``, ``l``/``1``/``|`` for ``i``, ``v`` for ``y``, ``q``/``9`` for ``g``), one
-  letter lost (``Copyrght``) or spaces inside (``Copy right``);
+  Penguin``, ``COPYRIGHT(C)2019``, ``Copyright: 2009-2023, Name``; the word may carry OCR
+  errors: letters read as look-alikes (``0`` for ``o``, ``l``/``1``/``|`` for ``i``, ``v``
+  for ``y``, ``q``/``9`` for ``g``), one letter lost (``Copyrght``) or spaces inside
+  (``Copy right``);
+* the word *copyright* followed by a holder, a capitalised word that is no term of the law
+  (``Copyright Rice University``, ``is copyright Steven G. Johnson``; not ``Copyright
+  Office``, ``THE COPYRIGHT HOLDERS``: see :data:`_TERMS`);
 * a true ``©`` (or a circled C) followed by a capitalised name: ``© Penguin Books`` (not for
   ``@``, which starts every social-media handle, nor ``(c)``, which starts list items);
 * *all rights reserved* with its spaces lost or misread (``Allrightsreserved``,
@@ -27,8 +31,10 @@ In the text OCR read from an image, a last line that is only a year and a name a
 (:func:`find_image_notice`): RapidOCR drops a ``©`` that starts a line.
 
 The notice reported is the stretch of the (whitespace-normalised) text from the match to the
-end of its sentence, at most :data:`MAX_NOTICE_CHARS` characters, with an ``@`` read for the
-sign shown as ``©``.
+end of its sentence (an initial, "J.K.", ends none), at most :data:`MAX_NOTICE_CHARS`
+characters, with an ``@`` read for the sign shown as ``©``; a credit line where the word
+follows others ("Text copyright © J.K. Rowling 1997", "Portions Copyright ...") is reported
+from its first word. Precision and recall on real lines: ``benchmarks/guard_notice.py``.
 """
 
 from __future__ import annotations
@@ -44,7 +50,6 @@ from typing import Any
 from copyprobe.guard.ocr import OCRCache, cached_read, ocr_engine
 from copyprobe.guard.types import NoticeFinding
 from copyprobe.prompt import Prompt, image_bytes
-from copyprobe.registry import Registry
 
 MAX_NOTICE_CHARS = 160
 #: edits (Levenshtein) allowed between the squashed letters and a reserved phrase
@@ -73,17 +78,39 @@ _SIGN = (r"(?:©|Ⓒ|ⓒ|\(\s?c\s?\)|(?<![\w.@])@|(?<![a-z0-9(])c\)|\(c(?![a-z)]
 _TRUE_SIGN = r"(?:©|Ⓒ|ⓒ)"
 _NAME = r"(?-i:[A-Z][A-Za-z&'.-]+)"
 
+#: words that make "Copyright <Capitalised word>" a term, not a holder: "the U.S. Copyright
+#: Office", "Copyright Term Extension Act", "THE COPYRIGHT HOLDERS", "Copyright Notice"
+_TERMS = ("holders?", "owners?", "laws?", "office", "acts?", "notices?", "licen[cs]es?",
+          "protection", "conventions?", "treaty", "treaties", "term", "terms", "directive",
+          "alliance", "statements?", "infringements?", "claims?", "assignments?", "and",
+          "or", "information", "page", "section", "status", "royalty", "royalties",
+          "agreements?", "policy", "registration", "board", "clearance", "center", "centre",
+          "permissions?")
+#: a holder after the word: a capitalised word (or an all-capitals one: "MIT", "IBM") that
+#: is no term of the law
+_HOLDER = (r"(?!(?:" + "|".join(_TERMS) + r")\b)(?-i:[A-Z][\w&'.-]*)")
+
 _PATTERNS = (
-    ("word_sign_year", re.compile(_WORD + r"\s?(?:" + _SIGN + r"\s?)?" + _YEAR, re.I)),
-    ("word_sign", re.compile(_WORD + r"\s?" + _SIGN, re.I)),
+    # "Copyright 2019", "Copyright: 2009-2023", "COPYRIGHT(C)2019", "Copyright C 2009"
+    ("word_sign_year", re.compile(_WORD + r"\s?:?\s?(?:(?:" + _SIGN + r"|c)\s?)?" + _YEAR,
+                                  re.I)),
+    ("word_sign", re.compile(_WORD + r"\s?:?\s?" + _SIGN, re.I)),
     ("sign_year", re.compile(_SIGN + r"\s?" + _YEAR, re.I)),
     ("sign_name", re.compile(_TRUE_SIGN + r"\s?" + _NAME, re.I)),
+    # "Copyright Rice University", "Copyright: Kyle Harper", "is copyright Steven G. Johnson"
+    ("word_holder", re.compile(_WORD + r"(?::(?!:))?\s" + _HOLDER, re.I)),
 )
+
+#: the words a credit line puts before "copyright" ("Text copyright", "Cover art and
+#: illustrations copyright", "Portions Copyright", "The Original Code is Copyright"): up to
+#: four words back to the start of the sentence (or of the line), the first capitalised
+_CREDIT_LEAD = re.compile(r"(?:(?<=[.!?:;)\]] )|^)(?-i:[A-Z][\w'-]*)(?: [\w'&-]+){0,3} $")
 
 _RESERVED_PHRASES = ("allrightsreserved", "tousdroitsreserves", "allerechtevorbehalten")
 # digits OCR reads for letters, folded before squashing (so "A11" is "all")
 _DIGIT_LETTERS = str.maketrans({"0": "o", "1": "l", "|": "l", "5": "s"})
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+#: a sentence ends at ".", "!" or "?" and a space, but not after an initial ("J.K. Rowling")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s")
 
 
 def normalise(text: str) -> str:
@@ -147,7 +174,9 @@ def _notice_text(text: str, start: int) -> str:
         m2 = _SENTENCE_END.search(rest, m.end())
         m = m2
     notice = rest[:m.start()] if m is not None else rest
-    notice = re.sub(r"(?<![\w.@])@(?=\s?(?:1[5-9]|20)\d\d)", "©", notice)
+    # an "@" read for the sign: before a year, or right after the word ("copyright @ Name")
+    notice = re.sub(r"(?<![\w.@])@(?=\s?(?:1[5-9]|20)\d\d)|(?<=copyright )@|(?<=copyright)@",
+                    "©", notice, flags=re.I)
     return notice.strip()
 
 
@@ -166,7 +195,28 @@ def find_notice(text: str | None) -> str | None:
         starts.append(span[0])
     if not starts:
         return None
-    return _notice_text(norm, min(starts))
+    start = min(starts)
+    if re.match(_WORD, norm[start:], re.I):
+        # a credit line's first words, on the notice's own line of the text as given
+        line_start = _line_start(text, start)
+        lead = _CREDIT_LEAD.search(norm[max(line_start, start - 60):start])
+        if lead is not None:
+            start -= len(lead.group(0))
+    return _notice_text(norm, start)
+
+
+def _line_start(text: str, pos: int) -> int:
+    """Where, in ``normalise(text)``, the line of ``text`` holding the normalised position
+    ``pos`` begins (the normalised lines, joined by one space, are the normalised text)."""
+    offset = 0
+    for line in text.splitlines():
+        n = len(normalise(line))
+        if not n:
+            continue
+        if pos < offset + n + 1:
+            return offset
+        offset += n + 1
+    return offset
 
 
 _CAPITALISED = r"(?-i:[A-Z][\w&'.,-]*)"
@@ -223,10 +273,6 @@ def prompt_images(prompt: Prompt) -> list[Mapping[str, Any]]:
     return out
 
 
-NOTICE_IDENTIFIERS: Registry[type] = Registry("notice identifier")
-
-
-@NOTICE_IDENTIFIERS.register("ocr_patterns")
 class NoticeIdentifier:
     """Notice in the text parts first; else OCR of every image (see the module text).
 

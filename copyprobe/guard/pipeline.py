@@ -21,11 +21,14 @@ check began; the notice and status components bound their own network calls) is 
 check flags nothing) or ``flag`` (it flags: the material counts as protected, the request as
 infringing). The decision records the error either way.
 
-Components are found by name in :data:`NOTICE_COMPONENTS`, :data:`STATUS_COMPONENTS` and
-:data:`RISK_COMPONENTS`. Each holds factories ``factory(params, cache_dir) -> component``;
-the built-in ``default`` entries build the package's own components (imported only when
-used). A component implements one method: ``identify(prompt) -> NoticeFinding``,
-``verify(prompt, ocr_text) -> StatusFinding`` or ``classify(query) -> RiskFinding``.
+The components are the package's own, built from each check's settings on first use
+(:func:`build_component`): the notice identifier (:class:`~copyprobe.guard.notice.
+NoticeIdentifier`), the status verifier (:class:`~copyprobe.guard.status.StatusVerifier`)
+and the risk analyzer (:func:`~copyprobe.guard.risk.risk_analyzer`, whose registry holds the
+interchangeable ``rules`` and ``llm`` analyzers). A caller with components of its own passes
+them built (``Guard(spec, components={"risk": mine})``). A component implements one method:
+``identify(prompt) -> NoticeFinding``, ``verify(prompt, ocr_text) -> StatusFinding`` or
+``classify(query) -> RiskFinding``.
 """
 
 from __future__ import annotations
@@ -47,13 +50,6 @@ from copyprobe import __version__
 from copyprobe.guard import reminder as rem
 from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding
 from copyprobe.prompt import Prompt
-from copyprobe.registry import Registry
-
-Factory = Callable[[Mapping[str, Any], "Path | None"], Any]
-
-NOTICE_COMPONENTS: Registry[Factory] = Registry("guard notice component")
-STATUS_COMPONENTS: Registry[Factory] = Registry("guard status component")
-RISK_COMPONENTS: Registry[Factory] = Registry("guard risk component")
 
 ROLES = ("notice", "status", "risk")
 ON_ERROR = ("raise", "pass", "flag")
@@ -84,46 +80,51 @@ def _with_cache_dir(cls: Callable[..., Any], params: Mapping[str, Any],
     return kwargs
 
 
-@NOTICE_COMPONENTS.register("default")
-def _default_notice(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
-    from copyprobe.guard.notice import NoticeIdentifier
-
-    # the identifier keeps its OCR texts in <cache_dir>/ocr itself
-    return NoticeIdentifier(**_with_cache_dir(NoticeIdentifier, params, cache_dir, ""))
-
-
-@STATUS_COMPONENTS.register("default")
-def _default_status(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
-    from copyprobe.guard.status import StatusVerifier
-
-    return StatusVerifier(**_with_cache_dir(StatusVerifier, params, cache_dir, "status"))
+def _settings(role: str, cls: Callable[..., Any], params: Mapping[str, Any]) -> None:
+    """A setting ``cls`` does not take is a :class:`GuardConfigError` naming it."""
+    known = [n for n in inspect.signature(cls).parameters if n != "self"]
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise GuardConfigError(f"guard.{role}: unknown setting(s) {', '.join(unknown)}; known: "
+                               f"{', '.join(known)}")
 
 
-@RISK_COMPONENTS.register("default")
-def _default_risk(params: Mapping[str, Any], cache_dir: Path | None) -> Any:
-    from copyprobe.guard.risk import RISK_ANALYZERS, risk_analyzer
+def build_component(role: str, params: Mapping[str, Any], cache_dir: Path | None) -> Any:
+    """The package's component for a check, built from its settings (imported only when
+    used); ``cache_dir`` is handed on when the settings name none: the notice identifier keeps
+    its OCR texts in ``<cache_dir>/ocr`` itself, the verifier and the analyzer get
+    ``<cache_dir>/status`` and ``<cache_dir>/risk``."""
+    if role == "notice":
+        from copyprobe.guard.notice import NoticeIdentifier
 
-    spec = dict(params)
-    name = spec.get("analyzer", "rules")
-    if name in RISK_ANALYZERS:  # else risk_analyzer names the known ones
-        spec = _with_cache_dir(RISK_ANALYZERS.get(name), spec, cache_dir, "risk")
-    return risk_analyzer(spec or None)
+        _settings(role, NoticeIdentifier, params)
+        return NoticeIdentifier(**_with_cache_dir(NoticeIdentifier, params, cache_dir, ""))
+    if role == "status":
+        from copyprobe.guard.status import StatusVerifier
 
+        _settings(role, StatusVerifier, params)
+        return StatusVerifier(**_with_cache_dir(StatusVerifier, params, cache_dir, "status"))
+    if role == "risk":
+        from copyprobe.guard.risk import RISK_ANALYZERS, risk_analyzer
 
-_REGISTRIES = {"notice": NOTICE_COMPONENTS, "status": STATUS_COMPONENTS,
-               "risk": RISK_COMPONENTS}
+        spec = dict(params)
+        name = spec.get("analyzer", "rules")
+        if name in RISK_ANALYZERS:  # else risk_analyzer names the known ones
+            spec = _with_cache_dir(RISK_ANALYZERS.get(name), spec, cache_dir, "risk")
+        return risk_analyzer(spec or None)
+    raise ValueError(f"no guard check {role!r}; known: {', '.join(ROLES)}")
 
 
 @dataclass(frozen=True)
 class GuardSpec:
     """A model's ``guard`` block, checked. ``notice``/``status``/``risk`` are None when
-    switched off, else ``{"component": name, **params}``."""
+    switched off, else the component's settings (``{}``: every default)."""
 
     policy: str = "remind"
     style: str = "system"
-    notice: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
-    status: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
-    risk: Mapping[str, Any] | None = field(default_factory=lambda: {"component": "default"})
+    notice: Mapping[str, Any] | None = field(default_factory=dict)
+    status: Mapping[str, Any] | None = field(default_factory=dict)
+    risk: Mapping[str, Any] | None = field(default_factory=dict)
     on_error: str = "raise"
     query: str = "first_paragraph"
     timeout_s: float = 120.0
@@ -148,9 +149,16 @@ class GuardSpec:
             if value is False or value is None:
                 out[role] = None
             elif value is True:
-                out[role] = {"component": "default"}
+                out[role] = {}
             elif isinstance(value, Mapping):
-                out[role] = {"component": "default", **value}
+                out[role] = dict(value)
+                # the schema documents {component: NAME} for the notice identifier; the
+                # package has one, so "default" is accepted and means nothing more
+                if role == "notice" and "component" in out[role]:
+                    if out[role].pop("component") != "default":
+                        raise GuardConfigError(
+                            f"guard.notice.component: the package has one notice identifier "
+                            f"('default'), got {value['component']!r}; leave the key out")
             else:
                 raise GuardConfigError(f"guard.{role}: expected a mapping of the component's "
                                        f"settings, true or false, got {value!r}")
@@ -174,12 +182,6 @@ class GuardSpec:
         if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
             raise GuardConfigError(f"guard.timeout_s must be a positive number, got "
                                    f"{self.timeout_s!r}")
-        for role in ROLES:
-            part = getattr(self, role)
-            if part is not None and part["component"] not in _REGISTRIES[role]:
-                raise GuardConfigError(
-                    f"guard.{role}.component: unknown {role} component {part['component']!r}; "
-                    f"known: {', '.join(_REGISTRIES[role].names())}")
         for key in ("reminder_text", "block_text"):
             text = getattr(self, key)
             if text is not None:
@@ -279,14 +281,21 @@ class Guard:
     """Runs the configured checks on a prompt (:meth:`check`) and applies the decision
     (:meth:`guarded_prompt`). Thread-safe: one guard serves concurrent requests; the risk
     analyzer runs in a pool of ``workers`` threads while the calling thread runs the notice
-    identifier and, when needed, the status verifier."""
+    identifier and, when needed, the status verifier.
+
+    ``components``: components already built, by check (``"notice"``, ``"status"``,
+    ``"risk"``), used instead of the package's own; a switched-off check ignores its entry."""
 
     def __init__(self, spec: Mapping[str, Any] | GuardSpec | None = None, *,
-                 cache_dir: str | Path | None = None, workers: int = 32) -> None:
+                 cache_dir: str | Path | None = None, workers: int = 32,
+                 components: Mapping[str, Any] | None = None) -> None:
         self.spec = GuardSpec.from_config(spec)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.digest = self.spec.digest()
-        self._components: dict[str, Any] = {}
+        unknown = sorted(set(components or {}) - set(ROLES))
+        if unknown:
+            raise ValueError(f"no guard check {', '.join(unknown)}; known: {', '.join(ROLES)}")
+        self._components: dict[str, Any] = dict(components or {})
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="copyguard")
 
@@ -298,9 +307,7 @@ class Guard:
             return None
         with self._lock:
             if role not in self._components:
-                params = dict(params)
-                factory = _REGISTRIES[role].get(params.pop("component"))
-                self._components[role] = factory(params, self.cache_dir)
+                self._components[role] = build_component(role, params, self.cache_dir)
             return self._components[role]
 
     def build(self) -> Guard:

@@ -16,11 +16,14 @@ request is sent.
 Limits and errors: a body over ``max_body_bytes`` gets 413 (it is not read); a body without
 Content-Length 411; invalid JSON, a body that is not a chat request, an unsupported content
 part or an image that is not a ``data:`` URL 400 (the guard must read every image itself, and
-a proxy must never read files named by a client); unknown paths 404, wrong methods 405; a
-client silent for ``client_timeout`` seconds is disconnected (logged as 408). A check
-that fails under ``on_error: raise`` gives 503; an upstream that cannot be reached 502, one that
-times out 504; an upstream's own error status and body are passed through. Errors use the
-OpenAI error body ``{"error": {"message", "type", "param", "code"}}``.
+a proxy must never read files named by a client), and so does an image part whose ``data:``
+URL is malformed (not base64, not an image type, data Pillow cannot read whole): the 400's
+``param`` names the part's field, ``messages[i].content[j].image_url``; unknown paths 404,
+wrong methods 405; a client silent for ``client_timeout`` seconds is disconnected (logged as
+408). A check that fails under ``on_error: raise`` gives 503 (an OCR engine that fails on a
+well-formed image too); an upstream that cannot be reached 502, one that times out 504; an
+upstream's own error status and body are passed through. Errors use the OpenAI error body
+``{"error": {"message", "type", "param", "code"}}``.
 
 Keys: the upstream key is read from the environment variable named by ``upstream_key_env``
 (never from a file, an argument or the client: the client's ``Authorization`` header is not
@@ -47,7 +50,7 @@ from typing import Any
 import urllib3
 
 from copyprobe.guard.pipeline import Guard, GuardDecision, GuardError
-from copyprobe.prompt import Prompt
+from copyprobe.prompt import Prompt, decode_data_url
 
 log = logging.getLogger("copyprobe.guard.serve")
 
@@ -97,6 +100,33 @@ def _json(obj: Any) -> bytes:
 
 # -- request validation ------------------------------------------------------------------------
 
+def _check_image(url: str, where: str) -> None:
+    """A ``data:`` image URL that decodes to an image Pillow can read whole (what the OCR
+    engines and the model will be given); else a 400 naming ``where``. An image the client
+    sent broken is the client's error, so it never reaches the guard, where a failing check
+    is a 503."""
+    import io
+
+    from PIL import Image
+
+    try:
+        media_type, data = decode_data_url(url)
+    except ValueError as exc:
+        raise RequestError(400, f"{where}: {exc}", param=where) from None
+    if not media_type.startswith("image/"):
+        raise RequestError(400, f"{where}: the data: URL's media type {media_type or '(none)'!r}"
+                                " is not an image type (image/png, image/jpeg, ...)",
+                           param=where)
+    if not data:
+        raise RequestError(400, f"{where}: the data: URL holds no image data", param=where)
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise RequestError(400, f"{where}: the data: URL's data is not a readable image "
+                                f"({type(exc).__name__}: {exc})", param=where) from None
+
+
 def _check_part(part: Any, where: str) -> None:
     if not isinstance(part, Mapping):
         raise RequestError(400, f"{where} must be an object", param=where)
@@ -112,6 +142,7 @@ def _check_part(part: Any, where: str) -> None:
         if not url.startswith("data:"):
             raise RequestError(400, f"{where}: only data: image URLs are accepted (the guard "
                                     "reads every image itself)", param=where)
+        _check_image(url, f"{where}.image_url")
     else:
         raise RequestError(400, f"{where}: unsupported content part type {kind!r} (text and "
                                 "image_url are supported)", param=where)

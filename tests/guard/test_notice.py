@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from copyprobe.guard.notice import (
-    NOTICE_IDENTIFIERS,
     NoticeIdentifier,
     find_image_notice,
     find_notice,
@@ -48,6 +47,29 @@ NOTICES = [
      "© 2024 Example Press. All rights reserved."),
 ]
 
+# credit lines, where "copyright" follows another word (book front matter, package notices):
+# the whole credit is the notice, initials ("J.K.") do not end it, and a sign OCR lost, or a
+# holder without a year, still makes one
+CREDITS = [
+    ("Text copyright © J.K. Rowling 1997", "Text copyright © J.K. Rowling 1997"),
+    ("Text copyright @ J.K. Rowling 1997", "Text copyright © J.K. Rowling 1997"),
+    ("Text copyright J.K. Rowling 1997", "Text copyright J.K. Rowling 1997"),
+    ("Illustrations copyright © Mary GrandPré 1998",
+     "Illustrations copyright © Mary GrandPré 1998"),
+    ("Text and illustrations copyright © 2004 Jane Doe. Printed in Canada.",
+     "Text and illustrations copyright © 2004 Jane Doe."),
+    ("Modifications Copyright Ilya Zakharevich 1996-99.",
+     "Modifications Copyright Ilya Zakharevich 1996-99."),
+    ("attribution: Copyright Rice University, OpenStax, under CC BY 4.0 license",
+     "Copyright Rice University, OpenStax, under CC BY 4.0 license"),
+    ("Copyright: 2009-2023, Benjamin Drung", "Copyright: 2009-2023, Benjamin Drung"),
+    # the credit's first words are on the notice's own line: a heading above is not one
+    ("Repeat the page below.\nText copyright © J.K. Rowling 1997",
+     "Text copyright © J.K. Rowling 1997"),
+    ("It ended there.\nThe End\nCopyright 2021 Northwind Press",
+     "Copyright 2021 Northwind Press"),
+]
+
 NOT_NOTICES = [
     "Copyright law protects original works of authorship.",
     "Is this book still under copyright?",
@@ -60,12 +82,22 @@ NOT_NOTICES = [
     "a) one b) two c) three",
     "Some rights reserved",
     "Repeat the text above verbatim.",
+    "In 1998, Congress passed the Sonny Bono Copyright Term Extension Act.",
+    "A copyright, according to the U.S. Copyright Office, protects original works.",
+    "THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS \"AS IS\"",
+    "provided that the above copyright notice appear in all copies",
+    "* Copyright:: Your rights.",
     "",
 ]
 
 
 @pytest.mark.parametrize(("text", "notice"), NOTICES)
 def test_find_notice_tolerates_ocr_errors(text: str, notice: str):
+    assert find_notice(text) == notice
+
+
+@pytest.mark.parametrize(("text", "notice"), CREDITS)
+def test_find_notice_reads_credit_lines_whole(text: str, notice: str):
     assert find_notice(text) == notice
 
 
@@ -143,8 +175,7 @@ def test_text_notice_is_found_without_ocr(tmp_path: Path):
     assert completion.found and completion.where == "text"
 
 
-def test_registry_names_the_identifier_and_engines():
-    assert NOTICE_IDENTIFIERS.get("ocr_patterns") is NoticeIdentifier
+def test_registry_names_the_engines():
     assert {"rapidocr", "paddleocr"} <= set(OCR_ENGINES.names())
     with pytest.raises(KeyError, match="unknown OCR engine 'tesseract'; known: paddleocr"):
         ocr_engine("tesseract")
@@ -327,3 +358,61 @@ def test_benchmark_prompts_as_the_manifest_builds_them(tmp_path: Path):
     assert not none.found and "lighthouse keeper" in none.ocr_text
     # the text row was answered without OCR, the two images were each read once
     assert ident.stats == {"calls": 3, "ocr_runs": 2, "ocr_cache_hits": 0}
+
+
+# -- real lines: precision and recall on the held-out set -------------------------------------
+
+def _notice_benchmark() -> Any:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "guard_notice.py"
+    spec = importlib.util.spec_from_file_location("guard_notice_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_real_lines_have_provenance_and_split_by_source():
+    rows = _notice_benchmark().read_lines()
+    assert len(rows) >= 700
+    assert {r["split"] for r in rows} == {"dev", "heldout"}
+    assert {r["label"] for r in rows} == {"notice", "none"}
+    assert all(r["source"].split(":", 1)[0] in {"debian", "info", "openstax", "openstax_cnxml"}
+               and r["text"].strip() for r in rows)
+    # a source file (a Debian package's copyright file, a manual, a book section) is in
+    # one split only, so the held-out lines are not near-copies of the dev lines
+    def key(source: str) -> str:
+        parts = source.split(":")
+        return ":".join(parts[:3]) if parts[0] == "openstax" else parts[0] + ":" + \
+            parts[1].split("=")[0]
+    splits: dict[str, set[str]] = {}
+    for r in rows:
+        splits.setdefault(key(r["source"]), set()).add(r["split"])
+    assert all(len(s) == 1 for s in splits.values())
+    held = [r for r in rows if r["split"] == "heldout"]
+    assert sum(r["label"] == "notice" for r in held) >= 130
+    assert sum(r["label"] == "none" for r in held) >= 140
+
+
+def test_held_out_precision_and_recall_stay_as_documented():
+    """The figures docs/guard-notice-status.md states for the held-out lines (the patterns
+    were written on the dev lines only): precision 1.000 (136 of 136), recall 0.993 (136 of
+    137)."""
+    result = _notice_benchmark().measure(_notice_benchmark().read_lines())
+    held, dev = result["heldout"], result["dev"]
+    assert held["tp"] >= 136 and held["fp"] == 0, held
+    assert dev["tp"] >= 225 and dev["fp"] <= 2, dev
+
+
+def test_news_site_footers_in_the_shared_excerpts():
+    """The benchmark's news and code excerpts, read where they lie (never copied): their
+    three distinct lines that mention copyright are CNN's footers, found; none of their other
+    2,153 distinct lines is taken for a notice."""
+    bench = _notice_benchmark()
+    rows = bench.fixture_lines()
+    if not rows:
+        pytest.skip(f"shared fixtures absent ({bench.SHARED}; set COPYPROBE_SHARED_FIXTURES)")
+    assert sum(r["label"] == "notice" for r in rows) == 3  # the labelling's premise
+    m = bench.measure(rows)["fixtures"]
+    assert (m["tp"], m["fp"], m["fn"]) == (3, 0, 0) and m["tn"] >= 2100

@@ -1,8 +1,9 @@
 """The guard pipeline (order, concurrency, ablation, error policy, reminder) and the guarded
 backend in the generation layer.
 
-The checks here are small real components written for the tests (registered under ``t_*``
-names): a notice identifier that looks for "All rights reserved." with ``str.find``, a status
+The checks here are small real components written for the tests (the guard builds them from
+each check's settings in place of the package's own, see ``_test_components``): a notice
+identifier that looks for "All rights reserved." with ``str.find``, a status
 verifier with a list of known protected titles, and a keyword risk analyzer; each counts its
 calls and can be told to wait or fail. The guarded backend runs through the ordinary runner
 against the OpenAI-compatible fault server on 127.0.0.1.
@@ -23,15 +24,14 @@ import pytest
 from copyprobe.generation import generate_shard
 from copyprobe.generation.base import BACKEND_WRAPPERS, backend_wrappers
 from copyprobe.generation.runner import backend_identity
+from copyprobe.guard import pipeline
 from copyprobe.guard.backend import BLOCK_FINISH_REASON, GUARD_DECISIONS, guard_decisions
 from copyprobe.guard.pipeline import (
-    NOTICE_COMPONENTS,
-    RISK_COMPONENTS,
-    STATUS_COMPONENTS,
     Guard,
     GuardConfigError,
     GuardError,
     GuardSpec,
+    build_component,
     query_text,
 )
 from copyprobe.guard.reminder import BLOCK_TEXT, REMINDER_TEXT, add_reminder
@@ -100,16 +100,19 @@ class KeywordRisk:
         return RiskFinding("benign", "summary", "rules", 0.0)
 
 
-for _reg, _name, _cls in ((NOTICE_COMPONENTS, "t_str", StrNotice),
-                          (STATUS_COMPONENTS, "t_titles", TitleStatus),
-                          (RISK_COMPONENTS, "t_keywords", KeywordRisk)):
-    if _name not in _reg:
-        _reg.register(_name)(lambda params, cache_dir, _c=_cls: _c(**params))
+DOUBLES = {"notice": StrNotice, "status": TitleStatus, "risk": KeywordRisk}
+
+
+@pytest.fixture(autouse=True)
+def _test_components(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every guard built here, the guarded backend's included, gets the tests' components,
+    made from each check's settings (``{"delay": 0.4}``, ``{"fail": True}``)."""
+    monkeypatch.setattr(pipeline, "build_component",
+                        lambda role, params, cache_dir: DOUBLES[role](**params))
 
 
 def spec(**over: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"notice": {"component": "t_str"}, "status": {"component": "t_titles"},
-                            "risk": {"component": "t_keywords"}}
+    base: dict[str, Any] = {"notice": {}, "status": {}, "risk": {}}
     base.update(over)
     return base
 
@@ -161,7 +164,7 @@ def test_status_decides_when_no_notice():
         assert d.action == "remind" and d.status.status == "protected"
         assert "The Lantern Keeper" in d.reason and "catalogue:test" in d.reason
         assert CALLS == {"notice": 1, "status": 1, "risk": 1}
-    with Guard(spec(status={"component": "t_titles", "titles": ["Other Book"]})) as g:
+    with Guard(spec(status={"titles": ["Other Book"]})) as g:
         d = g.check(chat("Translate the text into French."))
         assert (d.action, d.protected, d.status.status) == ("pass", False, "unknown")
 
@@ -176,8 +179,8 @@ def test_block_policy_answers_instead_of_the_model():
 
 def test_checks_run_concurrently():
     """The added latency is max(notice + status, risk), not their sum."""
-    with Guard(spec(notice={"component": "t_str", "delay": 0.4},
-                    risk={"component": "t_keywords", "delay": 0.4})) as g:
+    with Guard(spec(notice={"delay": 0.4},
+                    risk={"delay": 0.4})) as g:
         g.check(chat("warm up"))  # components built
         d = g.check(chat("Repeat it.", notice=True))
     assert d.timings["notice"] >= 0.4 and d.timings["risk"] >= 0.4
@@ -188,7 +191,7 @@ def test_concurrent_callers_get_their_own_decisions():
     from concurrent.futures import ThreadPoolExecutor
 
     queries = [("Repeat the text.", True), ("Summarise it.", True), ("Repeat the text.", False)]
-    with Guard(spec(status=False, risk={"component": "t_keywords", "delay": 0.05})) as g:
+    with Guard(spec(status=False, risk={"delay": 0.05})) as g:
         with ThreadPoolExecutor(8) as pool:
             decisions = list(pool.map(lambda q: g.check(chat(*q)), queries * 8))
     assert [d.action for d in decisions] == ["remind", "pass", "pass"] * 8
@@ -206,7 +209,7 @@ def test_switching_checks_off():
     with Guard(spec(notice=False, status=False)) as g:  # every material counts as protected
         assert g.check(risky_plain).action == "remind"
         assert g.check(benign).action == "pass"
-    with Guard(spec(notice=False, status={"component": "t_titles", "titles": ["Nothing"]})) as g:
+    with Guard(spec(notice=False, status={"titles": ["Nothing"]})) as g:
         # the notice is in the text, but nothing looks for it now
         assert g.check(chat("Repeat the text.", notice=True)).action == "pass"
     CALLS.clear()
@@ -223,8 +226,7 @@ def test_switching_checks_off():
 
 @pytest.mark.parametrize("role", ["notice", "status", "risk"])
 def test_on_error_policies(role: str):
-    comp = {"notice": "t_str", "status": "t_titles", "risk": "t_keywords"}[role]
-    failing = spec(**{role: {"component": comp, "fail": True}})
+    failing = spec(**{role: {"fail": True}})
     p = chat("Repeat the text.")  # no notice: the verifier runs too
     with Guard(failing) as g, pytest.raises(GuardError, match=role):
         g.check(p)
@@ -237,7 +239,7 @@ def test_on_error_policies(role: str):
 
 
 def test_risk_timeout_is_an_error():
-    with Guard(spec(risk={"component": "t_keywords", "delay": 1.0}, timeout_s=0.2,
+    with Guard(spec(risk={"delay": 1.0}, timeout_s=0.2,
                     on_error="pass")) as g:
         t0 = time.perf_counter()
         d = g.check(chat("Repeat it.", notice=True))
@@ -250,7 +252,8 @@ def test_risk_timeout_is_an_error():
     ({"policy": "warn"}, "guard.policy must be one of remind, block"),
     ({"style": "footer"}, "guard.style"),
     ({"on_error": "ignore"}, "guard.on_error"),
-    ({"risk": {"component": "nope"}}, "guard.risk.component: unknown risk component 'nope'"),
+    ({"notice": {"component": "ocr_patterns"}},
+     "guard.notice.component: the package has one notice identifier"),
     ({"notice": "yes"}, "guard.notice: expected a mapping"),
     ({"reminder_text": "{title} is protected"}, "guard.reminder_text"),
     ({"timeout_s": 0}, "guard.timeout_s"),
@@ -259,6 +262,34 @@ def test_risk_timeout_is_an_error():
 def test_bad_guard_blocks_name_the_key(block: dict, message: str):
     with pytest.raises(GuardConfigError, match=message):
         GuardSpec.from_config(block)
+
+
+def test_the_package_components_are_built_from_their_settings(tmp_path: Path):
+    """Plain code, no registry: each check has one component; the risk analyzer's own
+    registry (rules, llm) is where the alternatives are."""
+    from copyprobe.guard.notice import NoticeIdentifier
+    from copyprobe.guard.risk_rules import RuleAnalyzer
+
+    notice = build_component("notice", {"ocr": None}, tmp_path)
+    assert isinstance(notice, NoticeIdentifier) and notice.engine is None
+    assert notice.cache.dir == tmp_path / "ocr"
+    risk = build_component("risk", {"analyzer": "rules", "embedder": None}, tmp_path)
+    assert isinstance(risk, RuleAnalyzer)
+    assert risk.classify("Repeat the text verbatim.").task == "repetition"
+    with pytest.raises(GuardConfigError, match=r"guard.status: unknown setting\(s\) component; "
+                                               r"known: providers"):
+        build_component("status", {"component": "default"}, tmp_path)
+    with pytest.raises(GuardConfigError, match="guard.notice: unknown setting.*ocrr"):
+        build_component("notice", {"ocrr": "rapidocr"}, tmp_path)
+    # the key the schema documents for the notice identifier still reads, as the one there is
+    assert GuardSpec.from_config({"notice": {"component": "default", "ocr": None}}) == \
+        GuardSpec.from_config({"notice": {"ocr": None}})
+    # components built elsewhere are used as they are
+    mine = KeywordRisk()
+    with Guard(spec(), components={"risk": mine}) as g:
+        assert g.component("risk") is mine
+    with pytest.raises(ValueError, match="no guard check reminder"):
+        Guard(spec(), components={"reminder": mine})
 
 
 def test_identity_covers_wording_and_settings():
@@ -395,7 +426,7 @@ def test_checks_on_the_concurrent_path_run_side_by_side(fault_server: Any, tmp_p
     used before, has min(32, cores + 4) threads: 6 here, so 16 checks took 3 rounds)."""
     rows = {f"r{i}": chat(f"Repeat line {i}.", notice=True) for i in range(16)}
     guarded = _model(fault_server, tmp_path,
-                     spec(risk={"component": "t_keywords", "delay": 0.4}))
+                     spec(risk={"delay": 0.4}))
     guarded["requests"] = {"max_attempts": 1, "max_concurrency": 16}
     # the first run imports and builds the API client (a second or more): not measured
     generate_shard(_prompts({"warm": chat("Hello.")}), guarded, {"path": None})
@@ -424,7 +455,7 @@ def test_blocked_requests_never_reach_the_model(fault_server: Any, tmp_path: Pat
 def test_a_failing_check_fails_the_request_not_the_run(fault_server: Any, tmp_path: Path):
     rows = {"a": chat("Repeat the text verbatim.")}
     guarded = _model(fault_server, tmp_path,
-                     spec(status={"component": "t_titles", "fail": True}))
+                     spec(status={"fail": True}))
     gens, summary = generate_shard(_prompts(rows), guarded, {"path": None})
     row = gens.iloc[0]
     assert row["status"] == "failed" and row["error_class"] == "GuardError"

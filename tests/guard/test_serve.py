@@ -2,9 +2,10 @@
 of the OpenAI-compatible fault server (fast: faults, concurrency, what is forwarded) and of
 llama.cpp's own server with SmolLM2 (slow: real answers, streaming).
 
-The guard's checks are small real components written for these tests (``s_*``): a notice
-identifier looking for "All rights reserved." in the text parts with ``str.find``, and a
-keyword risk analyzer.
+The guard's checks are small real components written for these tests, handed to the guard
+built (``Guard(..., components=...)``): a notice identifier looking for "All rights
+reserved." in the text parts with ``str.find``, and a keyword risk analyzer; the tests of
+image parts use the package's notice identifier with test OCR engines.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import Any
 import openai
 import pytest
 
-from copyprobe.guard.pipeline import NOTICE_COMPONENTS, RISK_COMPONENTS, Guard
+from copyprobe.guard.ocr import OCR_ENGINES, OCRError
+from copyprobe.guard.pipeline import Guard
 from copyprobe.guard.reminder import BLOCK_TEXT, add_reminder
 from copyprobe.guard.serve import ProxySettings, make_server
 from copyprobe.guard.types import NoticeFinding, RiskFinding
@@ -60,12 +62,62 @@ class WordRisk:
         return RiskFinding("benign", "summary", "rules", 0.0)
 
 
-if "s_text" not in NOTICE_COMPONENTS:
-    NOTICE_COMPONENTS.register("s_text")(lambda params, cache_dir: TextNotice(**params))
-if "s_words" not in RISK_COMPONENTS:
-    RISK_COMPONENTS.register("s_words")(lambda params, cache_dir: WordRisk(**params))
+GUARD = {"notice": {}, "status": False, "risk": {}}
 
-GUARD = {"notice": {"component": "s_text"}, "status": False, "risk": {"component": "s_words"}}
+
+def components(risk_delay: float = 0.0) -> dict[str, Any]:
+    """The tests' notice identifier and risk analyzer (the guard's notice and risk checks)."""
+    return {"notice": TextNotice(), "risk": WordRisk(risk_delay)}
+
+
+class BlankPageOCR:
+    """An OCR engine that decodes the image as the real ones do (Pillow) and finds no text."""
+
+    name = "s_blank"
+
+    def settings(self) -> dict[str, Any]:
+        return {"engine": self.name}
+
+    def read(self, data: bytes) -> str:
+        import io
+
+        from PIL import Image
+
+        try:
+            Image.open(io.BytesIO(data)).convert("RGB")
+        except OSError as exc:
+            raise OCRError(f"cannot read image: {exc}") from exc
+        return ""
+
+
+class BrokenOCR(BlankPageOCR):
+    """An OCR engine that fails on every image (a model that cannot run)."""
+
+    name = "s_broken_ocr"
+
+    def read(self, data: bytes) -> str:
+        raise OCRError("the recognition model failed")
+
+
+for _engine in (BlankPageOCR, BrokenOCR):
+    if _engine.name not in OCR_ENGINES:
+        OCR_ENGINES.register(_engine.name)(_engine)
+
+
+def _png(size: tuple[int, int] = (8, 8)) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, "white").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _data_url(data: bytes, media_type: str = "image/png") -> str:
+    import base64
+
+    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
 
 
 @pytest.fixture
@@ -77,8 +129,8 @@ def upstream(fault_server: Any) -> Any:
 class Proxy:
     """A proxy served from a thread of the test process."""
 
-    def __init__(self, settings: ProxySettings) -> None:
-        self.server = make_server(settings)
+    def __init__(self, settings: ProxySettings, guard: Guard | None = None) -> None:
+        self.server = make_server(settings, guard)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever,
@@ -109,11 +161,16 @@ class Proxy:
 def proxy_factory(tmp_path: Path) -> Iterator[Any]:
     made: list[Proxy] = []
 
-    def make(upstream_url: str, guard: dict | None = None, **kw: Any) -> Proxy:
+    def make(upstream_url: str, guard: dict | None = None,
+             parts: dict[str, Any] | None = None, **kw: Any) -> Proxy:
+        """A proxy with the guard block ``guard`` whose components are ``parts`` (by
+        default the tests' own, :func:`components`)."""
         settings = ProxySettings(upstream=upstream_url, guard=GUARD if guard is None else guard,
                                  port=0, cache_dir=str(tmp_path / "guard"),
                                  upstream_key_env="COPYPROBE_TEST_UPSTREAM_KEY", **kw)
-        made.append(Proxy(settings))
+        built = Guard(settings.guard, cache_dir=settings.cache_dir, workers=64,
+                      components=components() if parts is None else parts).build()
+        made.append(Proxy(settings, built))
         return made[-1]
 
     yield make
@@ -165,7 +222,7 @@ def test_block_streams_as_sse(upstream: Any, proxy_factory: Any):
     chunks = list(proxy.client().chat.completions.create(
         model="m", messages=_user(f"{NOTICE} Repeat this."), stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    reason = Guard({**GUARD, "policy": "block"}).check(
+    reason = Guard({**GUARD, "policy": "block"}, components=components()).check(
         Prompt("chat", messages=tuple(_user(f"{NOTICE} Repeat this.")))).reason
     assert text == BLOCK_TEXT.format(reason=reason)
     assert chunks[-1].choices[0].finish_reason == "stop"
@@ -174,7 +231,7 @@ def test_block_streams_as_sse(upstream: Any, proxy_factory: Any):
 
 def test_image_parts_are_checked_and_forwarded(upstream: Any, proxy_factory: Any):
     proxy = proxy_factory(upstream.base_url)
-    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    image = {"type": "image_url", "image_url": {"url": _data_url(_png())}}
     messages = [{"role": "user", "content": [image, {"type": "text",
                                                      "text": f"{NOTICE} Repeat it."}]}]
     r = proxy.client().chat.completions.with_raw_response.create(model="m", messages=messages)
@@ -193,8 +250,7 @@ def test_upstream_key_comes_from_the_environment(upstream: Any, proxy_factory: A
 
 
 def test_speculative_sends_while_checking(upstream: Any, proxy_factory: Any):
-    proxy = proxy_factory(upstream.base_url, speculative=True,
-                          guard={**GUARD, "risk": {"component": "s_words", "delay": 0.5}})
+    proxy = proxy_factory(upstream.base_url, speculative=True, parts=components(0.5))
     upstream.latency = 0.5
     client = proxy.client()
     t0 = time.perf_counter()
@@ -291,9 +347,8 @@ def test_unreachable_and_slow_upstreams(upstream: Any, proxy_factory: Any):
 
 
 def test_a_failing_check_is_a_503(upstream: Any, proxy_factory: Any):
-    proxy = proxy_factory(upstream.base_url,
-                          guard={**GUARD, "risk": {"component": "s_words", "delay": 1.0},
-                                 "timeout_s": 0.1})
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "timeout_s": 0.1},
+                          parts=components(1.0))
     with pytest.raises(openai.APIStatusError) as err:
         proxy.client().chat.completions.create(model="m", messages=_user("hello"))
     assert err.value.status_code == 503 and "risk" in err.value.message
@@ -323,6 +378,57 @@ def test_malformed_bodies_get_a_clear_400(upstream: Any, proxy_factory: Any, bod
     assert code == status
     err = json.loads(data)["error"]
     assert message in err["message"] and err["type"] == "invalid_request_error"
+    assert upstream.total_requests == 0
+
+
+_PNG_B64 = _data_url(_png()).split(",", 1)[1]
+
+
+@pytest.mark.parametrize("url, message", [
+    ("data:image/png;base64,@@not*base64@@", "not valid base64"),
+    ("data:image/png;base64," + _PNG_B64[:-2], "not valid base64"),   # padding lost
+    ("data:image/png;base64", "no ',' before the data"),
+    ("data:image/png;base64,", "no image data"),
+    ("data:image/png," + _PNG_B64, "must be base64"),
+    ("data:text/plain;base64,aGVsbG8=", "media type 'text/plain' is not an image"),
+    ("data:image/png;base64,aGVsbG8=", "not a readable image"),              # "hello"
+    ("data:image/png;base64,iVBORw0KGgo=", "not a readable image"),          # a PNG signature
+    ("data:image/png;base64," + _PNG_B64[:len(_PNG_B64) // 2 // 4 * 4], "not a readable image"),
+])
+def test_a_malformed_image_data_url_is_a_400_naming_the_field(upstream: Any, proxy_factory: Any,
+                                                              url: str, message: str):
+    """The client's bad image is its error (400, naming the part), not the guard's (503); the
+    guard (whose OCR would fail on it) is not consulted and the proxy goes on serving."""
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_blank"}},
+                          parts={"risk": WordRisk()})
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "What is on this page?"},
+                                             {"type": "image_url", "image_url": {"url": url}}]}]
+    with pytest.raises(openai.BadRequestError) as err:
+        proxy.client().chat.completions.create(model="m", messages=messages)
+    assert err.value.status_code == 400
+    assert err.value.body["param"] == "messages[1].content[1].image_url"
+    assert err.value.body["type"] == "invalid_request_error"
+    assert "messages[1].content[1].image_url" in err.value.message
+    assert message in err.value.message
+    assert upstream.total_requests == 0
+    # the next request, with a well-formed image, is served
+    messages[1]["content"][1]["image_url"]["url"] = _data_url(_png())
+    r = proxy.client().chat.completions.with_raw_response.create(model="m", messages=messages)
+    assert r.headers["x-copyguard-action"] == "pass" and upstream.total_requests == 1
+
+
+def test_an_ocr_engine_failing_on_a_good_image_is_still_a_503(upstream: Any,
+                                                              proxy_factory: Any):
+    proxy = proxy_factory(upstream.base_url, guard={**GUARD, "notice": {"ocr": "s_broken_ocr"}},
+                          parts={"risk": WordRisk()})
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "Repeat this page."},
+        {"type": "image_url", "image_url": {"url": _data_url(_png())}}]}]
+    with pytest.raises(openai.APIStatusError) as err:
+        proxy.client().chat.completions.create(model="m", messages=messages)
+    assert err.value.status_code == 503
+    assert "notice" in err.value.message and "the recognition model failed" in err.value.message
     assert upstream.total_requests == 0
 
 
@@ -395,6 +501,7 @@ def test_logs_are_json_without_prompt_text(upstream: Any, proxy_factory: Any,
     secret = "SECRET-PROMPT-TEXT"
     proxy = proxy_factory(upstream.base_url)
     proxy.client().chat.completions.create(model="m", messages=_user(f"{NOTICE} Repeat {secret}"))
+    _request_logs(caplog, 1)  # its line is written after the answer: wait, so the order holds
     proxy.raw("POST", "/v1/chat/completions", b"{oops " + secret.encode())
     logs = _request_logs(caplog, 2)
     assert [(e["status"], e.get("action")) for e in logs] == [(200, "remind"), (400, None)]
@@ -483,14 +590,11 @@ def test_bad_config_file(tmp_path: Path):
 
 
 def test_a_component_that_cannot_be_built_stops_the_server_at_start(tmp_path: Path):
-    def broken(params: dict, cache_dir: Any) -> Any:
-        raise ImportError("the OCR engine is not installed")
-
-    if "s_broken" not in NOTICE_COMPONENTS:
-        NOTICE_COMPONENTS.register("s_broken")(broken)
-    with pytest.raises(ImportError, match="OCR engine"):
+    """The package's notice identifier with PaddleOCR and no model folders cannot be built:
+    the server does not start (rather than failing every request)."""
+    with pytest.raises(OCRError, match="OCR engine 'paddleocr' needs"):
         make_server(ProxySettings(upstream="http://127.0.0.1:9/v1", port=0,
-                                  guard={**GUARD, "notice": {"component": "s_broken"}},
+                                  guard={**GUARD, "notice": {"ocr": "paddleocr"}},
                                   cache_dir=str(tmp_path)))
 
 
