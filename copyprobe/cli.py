@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from copyprobe.copyright.cli import add_commands as add_copyright_commands
+from copyprobe.extras import explain
 from copyprobe.guard.cli import add_commands as add_guard_commands
 from copyprobe.msr.cli import add_commands as add_msr_commands
 
@@ -191,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # every error becomes one line; --traceback keeps the traceback
         if args.traceback:
             raise
-        print(_one_line(exc), file=sys.stderr)
+        print(_one_line(explain(exc)), file=sys.stderr)  # a missing extra: which to install
         return 1
     if result is not None:  # None: the command printed its own output (JSON lines)
         json.dump(result, sys.stdout, indent=2, allow_nan=False)
