@@ -43,7 +43,9 @@ $(STAMP): pyproject.toml
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --no-cache-dir --no-deps \
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(WHEELHOUSE)
 	$(BIN)/pip install $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(BIN)/pip install -e '.[test,hf,ocr,copyright,slurm]'
+	# every extra (pyproject.toml's `all`: workflow, local, api, hf, ocr, copyright, crawl,
+	# guard, slurm) and the test tools; `pip install copyprobe` alone is the light core
+	$(BIN)/pip install -e '.[all,test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
