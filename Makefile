@@ -6,7 +6,8 @@
 #                REPORT_ARGS="--configfile config/copyright_demo.yaml --replace-workflow-config"
 #                reports the copyright demo)
 #   (make test-services installs the Debian packages of the MediaWiki the crawler tests start;
-#    without them those tests skip; CI runs it first, see .ci/run)
+#    without them those tests skip; CI runs it first, see .ci/run, and there fails on such a
+#    skip: tests/skip_allowlist.txt lists the reasons a test may skip for)
 # Set-up is idempotent: the venv is rebuilt only when pyproject.toml changes.
 
 PYTHON ?= python3

@@ -166,3 +166,18 @@ def test_every_written_skip_reason_is_allowed_or_known_to_fail():
     unused = [e.pattern.pattern for e in entries
               if not any(e.pattern.search(r) for r in reasons)]
     assert not unused
+
+
+def test_no_allowlist_line_lets_a_package_of_the_install_be_skipped():
+    """importorskip's reason for any package that the core or an extra installs (vllm's too:
+    its tests skip on the GPU reason, not on the import) matches no line, in CI or not."""
+    from copyprobe.extras import PROVIDERS
+
+    policy = _policy()
+    entries = policy.read_allowlist(policy.DEFAULT_LIST)
+    core = ["numpy", "pandas", "pyarrow", "scipy", "sklearn", "jsonschema", "yaml", "rapidfuzz",
+            "tqdm", "urllib3", "nltk"]
+    tools = ["pytest", "trustme", "snakefmt", "playwright", "rouge_score"]
+    for module in [*PROVIDERS, *core, *tools]:
+        reason = f"could not import {module!r}: No module named {module!r}"
+        assert not policy.allowed(reason, entries, in_ci=False), module
