@@ -4,7 +4,7 @@ part with its name, the facts its registry declares, the extra it needs and a de
 Nothing heavy is imported: the registries' declarations name each part's module, and that
 module's source is read (not run) for its description (the class's docstring, else the
 module's: the first sentence) and for the packages it imports, at any level and through the
-copyprobe modules it imports; :data:`copyprobe.extras.PROVIDERS` maps those packages to
+copyprobe modules (and their packages' ``__init__``) it imports; :data:`copyprobe.extras.PROVIDERS` maps those packages to
 extras. So the listing stays true when a part gains a dependency, in a core install too.
 """
 
@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
+from copyprobe.dependencies import module_file
 from copyprobe.extras import PROVIDERS
 
 #: the kinds ``copyprobe list`` knows
@@ -47,21 +47,8 @@ class Entry:
             f" ({facts})" if facts else "")
 
 
-def _module_file(module: str) -> Path | None:
-    """The source file of a copyprobe module, found without importing anything (find_spec
-    would import the parent of ``a.b.Name``)."""
-    parts = module.split(".")
-    if parts[0] != "copyprobe":
-        return None
-    base = Path(__file__).resolve().parent.joinpath(*parts[1:])
-    for path in (base / "__init__.py", base.with_suffix(".py")):
-        if path.is_file():
-            return path
-    return None
-
-
 def _parse(module: str) -> ast.Module | None:
-    path = _module_file(module)
+    path = module_file(module)
     return ast.parse(path.read_text(encoding="utf-8")) if path else None
 
 
@@ -111,11 +98,12 @@ def packages_needed(module: str) -> frozenset[str]:
         tree = _parse(name)
         if tree is None:
             continue
-        path = _module_file(name)
+        path = module_file(name)
         for imp in _imported(tree, name, path is not None and path.name == "__init__.py"):
             top = imp.split(".")[0]
-            if top == "copyprobe":
-                stack.append(imp)
+            if top == "copyprobe":  # the module and the packages it runs on the way
+                parts = imp.split(".")
+                stack += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
             elif top:
                 found.add(top)
     return frozenset(found)
