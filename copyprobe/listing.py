@@ -3,9 +3,10 @@ part with its name, the facts its registry declares, the extra it needs and a de
 
 Nothing heavy is imported: the registries' declarations name each part's module, and that
 module's source is read (not run) for its description (the class's docstring, else the
-module's: the first sentence) and for the packages it imports, at any level and through the
-copyprobe modules (and their packages' ``__init__``) it imports; :data:`copyprobe.extras.PROVIDERS` maps those packages to
-extras. So the listing stays true when a part gains a dependency, in a core install too.
+module's: the first sentence) and for the packages it imports, at any level (``if
+TYPE_CHECKING:`` aside) and through the copyprobe modules it imports (their packages'
+``__init__`` too); :data:`copyprobe.extras.PROVIDERS` maps those packages to extras. So the
+listing stays true when a part gains a dependency, in a core install too.
 """
 
 from __future__ import annotations
@@ -52,11 +53,23 @@ def _parse(module: str) -> ast.Module | None:
     return ast.parse(path.read_text(encoding="utf-8")) if path else None
 
 
+def _walk(node: ast.AST) -> list[ast.AST]:
+    """Every node below ``node`` but the bodies of ``if TYPE_CHECKING:``."""
+    out: list[ast.AST] = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            out += [n for x in child.orelse for n in [x, *_walk(x)]]
+            continue
+        out += [child, *_walk(child)]
+    return out
+
+
 def _imported(tree: ast.Module, module: str, is_package: bool) -> set[str]:
     """Every module ``tree`` imports, at any level (relative imports resolved)."""
     out: set[str] = set()
     base = module.split(".") if is_package else module.split(".")[:-1]
-    for node in ast.walk(tree):
+    nodes = _walk(tree)
+    for node in nodes:
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -72,7 +85,7 @@ def _imported(tree: ast.Module, module: str, is_package: bool) -> set[str]:
                  if isinstance(n, ast.Assign) and len(n.targets) == 1
                  and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
                  and isinstance(n.value.value, str)}
-    for node in ast.walk(tree):
+    for node in nodes:
         if (isinstance(node, ast.Call) and node.args
                 and getattr(node.func, "attr", getattr(node.func, "id", None)) == "find_spec"):
             arg = node.args[0]

@@ -86,3 +86,11 @@ def test_list_rejects_an_unknown_kind(capsys):
     except SystemExit as exc:
         assert exc.code == 2
     assert "invalid choice: 'engines'" in capsys.readouterr().err
+
+
+def test_type_checking_imports_need_no_extra():
+    tree = listing.ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                             "    import torch\nelse:\n    import json\n"
+                             "def f():\n    import lxml\n")
+    assert listing._imported(tree, "copyprobe.x", False) == {"typing", "typing.TYPE_CHECKING",
+                                                             "json", "lxml"}
