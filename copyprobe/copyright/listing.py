@@ -19,13 +19,12 @@ METRICS = (
 
 def metrics() -> list[Entry]:
     out = metric_entries(METRICS)
-    for name in EMBEDDERS.names():
-        decl = EMBEDDERS._declared[name]
+    for decl in EMBEDDERS.declarations():
         # the backend's own package (its class imports it): an extra's, or one of no extra
         package = str(decl.facts.get("package", ""))
         top = package.replace("-", "_")
         need = PROVIDERS[top][1][:1] if top in PROVIDERS else ()
         shown = ("translation", *(["offline"] if decl.facts.get("offline") else []))
-        out.append(Entry(f"embedding:{name}", f"embedding cosine: {describe(decl.target)}",
+        out.append(Entry(f"embedding:{decl.name}", f"embedding cosine: {describe(decl.target)}",
                          shown, need, (package,) if package and not need else ()))
     return out
