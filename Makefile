@@ -6,7 +6,8 @@
 #                REPORT_ARGS="--configfile config/copyright_demo.yaml --replace-workflow-config"
 #                reports the copyright demo)
 #   (make test-services installs the Debian packages of the MediaWiki the crawler tests start;
-#    without them those tests skip; CI runs it first, see .ci/run)
+#    without them those tests skip; CI runs it first, see .ci/run, and there fails on such a
+#    skip: tests/skip_allowlist.txt lists the reasons a test may skip for)
 # Set-up is idempotent: the venv is rebuilt only when pyproject.toml changes.
 
 PYTHON ?= python3
@@ -43,7 +44,9 @@ $(STAMP): pyproject.toml
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --no-cache-dir --no-deps \
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(WHEELHOUSE)
 	$(BIN)/pip install $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(BIN)/pip install -e '.[test,hf,ocr,copyright,slurm]'
+	# every extra (pyproject.toml's `all`: workflow, local, api, hf, ocr, copyright, crawl,
+	# guard, slurm) and the test tools; `pip install copyprobe` alone is the light core
+	$(BIN)/pip install -e '.[all,test]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -12,10 +12,13 @@ config, run one model of a config on one prompts table, re-score released genera
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
     copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
+    copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--metrics rouge-l]
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
+    copyprobe list backends|sources|metrics|studies
 
-Results are printed as JSON on stdout (classify-query: one JSON object per line); an error is
-one line on stderr (exit status 1).
+Results are printed as JSON on stdout (classify-query: one JSON object per line; list: one
+line of text per entry); an error is one line on stderr (exit status 1), and a command whose
+optional extra is not installed names the extra (pip install 'copyprobe[EXTRA]').
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from copyprobe.copyright.cli import add_commands as add_copyright_commands
+from copyprobe.copyright.listing import metrics as copyright_metrics
+from copyprobe.extras import explain
 from copyprobe.guard.cli import add_commands as add_guard_commands
+from copyprobe.listing import add_command as add_list_command
 from copyprobe.msr.cli import add_commands as add_msr_commands
 
 
@@ -154,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_msr_commands(sub)
     add_copyright_commands(sub)
     add_guard_commands(sub)
+    add_list_command(sub, {"metrics": [copyright_metrics]})
     for command in _commands(sub):
         command.formatter_class = HelpFormatter
     return p
@@ -191,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # every error becomes one line; --traceback keeps the traceback
         if args.traceback:
             raise
-        print(_one_line(exc), file=sys.stderr)
+        print(_one_line(explain(exc)), file=sys.stderr)  # a missing extra: which to install
         return 1
     if result is not None:  # None: the command printed its own output (JSON lines)
         json.dump(result, sys.stdout, indent=2, allow_nan=False)

@@ -65,6 +65,7 @@ def _requirement_names() -> list[str]:
                 *(r for group in project.get("optional-dependencies", {}).values()
                   for r in group)]
     names = {re.split(r"[\s<>=!~;\[(@]", r.strip(), maxsplit=1)[0] for r in reqs}
+    names.discard(PACKAGE)  # the `all` extra names copyprobe's other extras
     return sorted((n for n in names if n), key=str.lower)
 
 

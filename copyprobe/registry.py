@@ -38,6 +38,8 @@ class Registry(Generic[T]):
     >>> r.declare("b", "json:JSONDecoder", cheap=True)
     >>> r.facts("b")["cheap"], "b" in r, r.names()
     (True, True, ['a', 'b'])
+    >>> [(d.name, d.target) for d in r.declarations()]
+    [('b', 'json:JSONDecoder')]
     >>> r.get("b")
     Traceback (most recent call last):
     ...
@@ -101,6 +103,10 @@ class Registry(Generic[T]):
         if name in self._items:
             return {}
         raise self._unknown(name)
+
+    def declarations(self) -> list[Declaration]:
+        """The declared parts (module, attribute and facts, nothing imported), by name."""
+        return [self._declared[n] for n in sorted(self._declared)]
 
     def names(self) -> list[str]:
         return sorted({*self._items, *self._declared})

