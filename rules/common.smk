@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import copyprobe.config as cpc
-import copyprobe.experiments as cpx
 from copyprobe.dependencies import model_parts, script_dependencies
 from copyprobe.environment import (
     config_digest,
@@ -21,6 +20,7 @@ from copyprobe.generation.keys import check_api_keys
 from copyprobe.models import input_files as model_input_files
 from copyprobe.sources import source_input_files
 from copyprobe.sources.base import reads_installed
+from copyprobe.studies import studies
 
 # Snakemake has read the config files (keeping the last value of a key given twice): read them
 # again with copyprobe's loader, which stops at a duplicate key naming the file, line and key.
@@ -33,6 +33,14 @@ except cpc.ConfigError as _exc:
     raise SystemExit(f"copyprobe: {_exc}")
 config.clear()
 config.update(_validated)
+# The registered studies (copyprobe.studies): each brings its rule file, targets and pages.
+STUDIES = studies()
+
+
+def study_rule_files():
+    """The rule file of every registered study that has one (the Snakefile includes them)."""
+    base = Path(workflow.basedir)
+    return [str(base / s.rule_file) for s in STUDIES if s.rule_file is not None]
 
 # `--configfile mine.yaml` is merged into the workflow's own config file (Snakemake's rule),
 # which surprises a user who meant to run only their file: say what runs, and how not to.
@@ -45,7 +53,8 @@ if (
     print(
         f"copyprobe: --configfile is merged into config/config.yaml: models "
         f"{', '.join(sorted(config['models']))}; datasets "
-        f"{', '.join(sorted(config['datasets']))}; add --replace-workflow-config to run only "
+        f"{', '.join(sorted(config.get('datasets', {})))}; add --replace-workflow-config to "
+        "run only "
         "your file",
         file=sys.stderr,
     )
@@ -60,15 +69,14 @@ onstart:
 
 
 def models_to_run():
-    """The config of every model with a job to run in this invocation (the copyright judge's
-    entry too, as "copyright.judge", when a judge job is to run)."""
+    """The config of every model with a job to run in this invocation (and the entries a study
+    runs outside `models`, such as the copyright judge's, when a job of theirs is to run)."""
     jobs = list(workflow.dag.needrun_jobs())
     names = {getattr(job.wildcards, "model", None) for job in jobs}
     out = {m: spec for m, spec in config["models"].items() if m in names}
-    judge = config["copyright"]["judge"]
-    judge_rules = {"copyright_judge", "copyright_judge_on_head"}
-    if judge is not None and any(job.rule.name in judge_rules for job in jobs):
-        out["copyright.judge"] = judge
+    rules = {job.rule.name for job in jobs}
+    for study in STUDIES:
+        out.update(study.extra_models(config, rules))
     return out
 
 
@@ -102,22 +110,8 @@ def cut_at(wildcards):
 
 
 def model_params(wildcards):
-    """The model's slice with its variant's decoding and MSR overrides applied."""
-    return cpx.run_slice(config, wildcards.model, wildcards.variant)
-
-
-def msr_params(wildcards):
-    return cpx.run_slice(config, wildcards.model, wildcards.variant)["msr"]
-
-
-def matching_params(wildcards):
-    """The thresholds k of a (model, variant): k_max auto resolved."""
-    return cpx.run_matching(config, wildcards.model, wildcards.variant)
-
-
-def run_settings(wildcards):
-    """Decoding, MSR settings and thresholds of a (model, variant), kept in its stats JSON."""
-    return cpx.run_settings(config, wildcards.model, wildcards.variant)
+    """The model's slice with its variant's overrides applied (copyprobe.config.run_slice)."""
+    return cpc.run_slice(config, wildcards.model, wildcards.variant)
 
 
 def is_remote(wildcards):
@@ -142,14 +136,14 @@ def generation_shards(wildcards):
     from copyprobe.generation.shards import shard_count
 
     source = wildcards.source
-    if source.startswith(cpc.COPYRIGHT_PREFIX):
-        prompts = checkpoints.copyright_prompts.get(
-            model=wildcards.model,
-            variant=wildcards.variant,
-            benchmark=source.removeprefix(cpc.COPYRIGHT_PREFIX),
-        ).output[0]
+    for study in STUDIES:  # the study whose checkpoint makes this source's prompts
+        rule = study.claims_prompts(config, source)
+        if rule is not None:
+            checkpoint = getattr(checkpoints, rule)
+            prompts = checkpoint.get(**study.prompts_wildcards(source, wildcards)).output[0]
+            break
     else:
-        prompts = checkpoints.build_prompts.get(**wildcards).output[0]
+        raise ValueError(f"no study makes the prompts of source {source!r}")
     size = config["models"][wildcards.model].get("shard_size")
     n = shard_count(pd.read_parquet(prompts, columns=["status"]), size)
     return [
@@ -168,276 +162,6 @@ def model_file_inputs(wildcards):
     sha256 changes every cache key of that model (no answer of the old weights is reused).
     """
     return model_input_files(model_file_spec(wildcards))
-
-
-def curation_params(wildcards):
-    return {"cutoff": config["models"][wildcards.model]["cutoff"], **config["curation"]}
-
-
-def model_curated(wildcards):
-    """The curated table of every source the model runs on."""
-    return expand(
-        "results/curated/{model}/{source}.parquet",
-        model=wildcards.model,
-        source=cpc.model_sources(config, wildcards.model),
-    )
-
-
-def model_corpora(wildcards):
-    return expand(
-        "results/corpus/{source}.parquet",
-        source=cpc.model_sources(config, wildcards.model),
-    )
-
-
-def curation_report_params(wildcards):
-    """The model's cutoff, the curation and blind-baseline settings, and its datasets."""
-    return {
-        "cutoff": config["models"][wildcards.model]["cutoff"],
-        "curation": config["curation"],
-        "statistics": config["statistics"],
-        "datasets": {
-            d: config["datasets"][d]
-            for d in cpc.model_datasets(config, wildcards.model)
-        },
-    }
-
-
-def all_curation_reports():
-    return [
-        f"results/curation/{m}.{ext}"
-        for m in cpc.msr_models(config)
-        for ext in ("parquet", "md")
-    ]
-
-
-def dataset_members(wildcards):
-    return config["datasets"][wildcards.dataset]
-
-
-def dataset_matches(wildcards):
-    return expand(
-        "results/matches/{model}/{variant}/{source}.parquet",
-        model=wildcards.model,
-        variant=wildcards.variant,
-        source=dataset_members(wildcards),
-    )
-
-
-def dataset_corpora(wildcards):
-    return expand("results/corpus/{source}.parquet", source=dataset_members(wildcards))
-
-
-def all_stats():
-    """The stats JSON of every (model, variant, dataset) run."""
-    return [f"results/stats/{m}/{v}/{d}.json" for m, v, d in cpx.runs(config)]
-
-
-def dataset_models_stats(wildcards):
-    """Figures 1 and 2: every model's main run on one dataset."""
-    return [
-        f"results/stats/{m}/{cpx.MAIN}/{wildcards.dataset}.json"
-        for m in config["models"]
-        if wildcards.dataset in cpx.run_datasets(config, m, cpx.MAIN)
-    ]
-
-
-def experiment_stats(wildcards):
-    """The stats JSON of an experiment's variants of one model, in the experiment's order."""
-    e = config["experiments"][wildcards.experiment]
-    return [
-        f"results/stats/{wildcards.model}/{v}/{e['dataset']}.json"
-        for v in cpx.experiment_variants(e)
-    ]
-
-
-def experiment_params(wildcards):
-    """What the aggregate scripts of an experiment need: kind, labels, parameter, title."""
-    e = config["experiments"][wildcards.experiment]
-    return {
-        "name": wildcards.experiment,
-        "kind": e["kind"],
-        "dataset": e["dataset"],
-        "labels": cpx.experiment_labels(e),
-        "parameter": e.get("parameter", "setting"),
-        "split": e.get("split", "pre"),
-        "title": e.get("title", f"{wildcards.experiment} on {e['dataset']}"),
-    }
-
-
-def experiments_of(kind):
-    return [n for n, e in config["experiments"].items() if e["kind"] == kind]
-
-
-def experiment_figures():
-    return [
-        f"results/figures/experiments/{n}/{m}.png"
-        for n in config["experiments"]
-        for m in cpx.experiment_models(config, n)
-    ]
-
-
-def sweep_stats(wildcards):
-    """Every model's stats of one sweep, model by model in the experiment's order."""
-    e = config["experiments"][wildcards.experiment]
-    return [
-        f"results/stats/{m}/{v}/{e['dataset']}.json"
-        for m in cpx.experiment_models(config, wildcards.experiment)
-        for v in cpx.experiment_variants(e)
-    ]
-
-
-def all_comparisons():
-    return [
-        f"results/comparisons/{n}/{m}.json"
-        for n in experiments_of("comparison")
-        for m in cpx.experiment_models(config, n)
-    ]
-
-
-def all_targets():
-    figures = [
-        f"results/figures/{m}/{v}/{d}_{kind}.png"
-        for m, v, d in cpx.runs(config)
-        for kind in ("fk", "per_document", "helm")
-    ]
-    datasets = sorted({d for _, _, d in cpx.runs(config)})
-    models = [f"results/figures/{d}_fk_models.png" for d in datasets]
-    sweeps = [
-        f"results/tables/sweep_{n}.{ext}"
-        for n in experiments_of("sweep")
-        for ext in ("csv", "md")
-    ]
-    comparisons = ["results/tables/comparisons.csv", "results/tables/comparisons.md"]
-    msr_table = ["results/tables/msr_table.csv", "results/tables/msr_table.md"]
-    return [
-        *(msr_table if cpx.runs(config) else []),
-        *figures,
-        *models,
-        *experiment_figures(),
-        *sweeps,
-        *(comparisons if all_comparisons() else []),
-        *all_curation_reports(),
-        *copyright_targets(),
-        "results/reproducibility/environment.parquet",
-    ]
-
-
-def print_table():
-    """After a successful run that (re)made the results table, print it (Markdown)."""
-    made = workflow.dag.needrun_jobs(exclude_finished=False)
-    if any(job.rule.name == "make_table" for job in made):
-        table = Path("results/tables/msr_table.md")
-        if table.is_file():
-            print(f"\n{table}:\n\n{table.read_text()}", flush=True)
-
-
-# ---- the copyright study ------------------------------------------------------------------
-
-
-def copyright_benchmark_spec(wildcards):
-    return config["copyright"]["benchmarks"][wildcards.benchmark]
-
-
-def copyright_material_corpora(wildcards):
-    """The corpus tables of a benchmark's material sources."""
-    return expand(
-        "results/corpus/{source}.parquet",
-        source=copyright_benchmark_spec(wildcards)["materials"],
-    )
-
-
-def copyright_images_dir(wildcards):
-    """Rendered pages are content-addressed files kept with the caches: a benchmark rebuilt
-    after a change draws only the pages it has not drawn before."""
-    return str(Path(config["cache_dir"]) / "copyright" / "images")
-
-
-def copyright_judge_params(wildcards):
-    """The judge's model entry (None: rule detector only), where its calls are cached, and the
-    words of a response it sees."""
-    c = config["copyright"]
-    return {
-        "judge": c["judge"],
-        "cache_dir": config["cache_dir"],
-        "max_words": c["judge_max_words"],
-    }
-
-
-def copyright_judge_threads(wildcards):
-    judge = config["copyright"]["judge"]
-    return 1 if judge is None else job_threads(judge)
-
-
-def copyright_judge_api_slots(wildcards):
-    judge = config["copyright"]["judge"]
-    return 1 if judge is not None and backend_facts(judge["backend"])["remote"] else 0
-
-
-def copyright_judge_gpus(wildcards):
-    """A GPU for a judge on an hf or vllm backend (SLURM asks for it; locally it is a count)."""
-    judge = config["copyright"]["judge"]
-    return 1 if judge is not None and backend_facts(judge["backend"])["gpu"] else 0
-
-
-def copyright_metrics_params(wildcards):
-    return config["copyright"]["metrics"]
-
-
-def copyright_scored_tables(wildcards):
-    """Every study model's scored table of one benchmark."""
-    return expand(
-        "results/copyright/{benchmark}/scored/{model}.parquet",
-        benchmark=wildcards.benchmark,
-        model=cpc.copyright_models(config),
-    )
-
-
-def copyright_all_scored(wildcards):
-    """Every benchmark's pooled scored table (the guard's tables span benchmarks)."""
-    return expand(
-        "results/copyright/{benchmark}/scored.parquet",
-        benchmark=config["copyright"]["benchmarks"],
-    )
-
-
-def copyright_model_main(wildcards):
-    """A copyright model's slice (its variant main: the study runs no variants)."""
-    return cpx.run_slice(config, wildcards.model, cpx.MAIN)
-
-
-def copyright_all_guard_decisions(wildcards):
-    """The decision sidecar of every guarded model of the pairs, on every benchmark."""
-    return expand(
-        "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
-        benchmark=config["copyright"]["benchmarks"],
-        model=cpc.guard_pairs(config),
-    )
-
-
-def copyright_guard_params(wildcards):
-    """Guarded models and their bases, their guard blocks, each benchmark's rights status."""
-    pairs = cpc.guard_pairs(config)
-    return {
-        "pairs": pairs,
-        "guards": {m: config["models"][m]["guard"] for m in pairs},
-        "rights": {
-            b: spec["rights"] for b, spec in config["copyright"]["benchmarks"].items()
-        },
-    }
-
-
-def copyright_targets():
-    out = []
-    for b in config["copyright"]["benchmarks"]:
-        out += [
-            f"results/copyright/{b}/tables/table1.md",
-            f"results/copyright/{b}/figures/fig6.png",
-            f"results/copyright/{b}/refusal_agreement.json",
-        ]
-    if config["copyright"]["benchmarks"] and cpc.guard_pairs(config):
-        out.append("results/copyright/guard/table2.md")
-    return out
 
 
 # ---- cluster resources
@@ -478,13 +202,6 @@ def generate_env(wildcards):
     return backend_env(config["models"][wildcards.model]["backend"])
 
 
-def copyright_judge_env(wildcards):
-    """The judge's backend's generation environment; without a judge (rule detector only)
-    the library's."""
-    judge = config["copyright"]["judge"]
-    return "../envs/library.yaml" if judge is None else backend_env(judge["backend"])
-
-
 # ---- API jobs on the head node (config key api_jobs_on_head_node)
 # A rule is local or not as a whole, so the jobs that run on the head node have rules of their
 # own (generate_on_head, copyright_judge_on_head: the same scripts and outputs); these
@@ -500,12 +217,6 @@ def model_pattern(on_head):
         return f"(?:{names})" if names else NEVER
     # any name but those (a listed name followed by more name characters is another name)
     return f"(?!(?:{names})(?![A-Za-z0-9_.-])){NAME}" if names else NAME
-
-
-def judge_pattern(on_head):
-    """The {benchmark} values of copyright_judge (on_head False) or of copyright_judge_on_head
-    (True): all or none, as the judge runs on the head node or not."""
-    return NAME if cpc.judge_on_head_node(config) == on_head else NEVER
 
 
 # ---- library dependencies
@@ -540,11 +251,6 @@ def source_registry_parts(wildcards):
     return {"source": [cpc.source_spec(config, wildcards.source)["kind"]]}
 
 
-def judge_registry_parts(wildcards):
-    """The backends of the copyright judge (none without one)."""
-    return model_parts(config["copyright"]["judge"])
-
-
 # ---- the environment table
 def environment_library_files():
     """Every file of the copyprobe package that runs (modules and package data)."""
@@ -567,22 +273,17 @@ def environment_model_manifests():
 ENVIRONMENT_TABLE = "results/reproducibility/environment.parquet"
 
 
+# ---- targets
+def all_targets():
+    """What each study makes for the default target, and the environment table."""
+    return [*(path for study in STUDIES for path in study.targets(config)), ENVIRONMENT_TABLE]
+
+
 def report_targets():
     """The HTML page of every table among all_targets(), so that the report made for the
     default target shows each table that the run makes."""
     made = set(all_targets())
-    pages = {
-        "results/tables/msr_table.md": "results/report/msr/msr_table.html",
-        "results/tables/comparisons.md": "results/report/msr/comparisons.html",
-        "results/copyright/guard/table2.md": "results/report/copyright/guard/table2.html",
-        ENVIRONMENT_TABLE: "results/report/environment.html",
-    }
-    for n in experiments_of("sweep"):
-        pages[f"results/tables/sweep_{n}.md"] = f"results/report/msr/sweep_{n}.html"
-    for m in cpc.msr_models(config):
-        pages[f"results/curation/{m}.md"] = f"results/report/curation/{m}.html"
-    for b in config["copyright"]["benchmarks"]:
-        pages[f"results/copyright/{b}/tables/table1.md"] = (
-            f"results/report/copyright/{b}/table1.html"
-        )
+    pages = {ENVIRONMENT_TABLE: "results/report/environment.html"}
+    for study in STUDIES:
+        pages.update(study.report_pages(config))
     return [page for table, page in pages.items() if table in made]

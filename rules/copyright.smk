@@ -3,6 +3,99 @@
 # "copyright.<benchmark>", variant "main"), refusal verdicts, task-conditional scores, and the
 # paper's tables and figures under results/copyright/<benchmark>/.
 
+import copyprobe.copyright.study as copyright_study
+
+
+def copyright_benchmark_spec(wildcards):
+    return config["copyright"]["benchmarks"][wildcards.benchmark]
+
+
+def copyright_material_corpora(wildcards):
+    """The corpus tables of a benchmark's material sources."""
+    return expand(
+        "results/corpus/{source}.parquet",
+        source=copyright_benchmark_spec(wildcards)["materials"],
+    )
+
+
+def copyright_images_dir(wildcards):
+    """Rendered pages are content-addressed files kept with the caches: a benchmark rebuilt
+    after a change draws only the pages it has not drawn before."""
+    return str(Path(config["cache_dir"]) / "copyright" / "images")
+
+
+def copyright_judge_params(wildcards):
+    """The judge's model entry (None: rule detector only), where its calls are cached, and the
+    words of a response it sees."""
+    c = config["copyright"]
+    return {
+        "judge": c["judge"],
+        "cache_dir": config["cache_dir"],
+        "max_words": c["judge_max_words"],
+    }
+
+
+def copyright_judge_threads(wildcards):
+    judge = config["copyright"]["judge"]
+    return 1 if judge is None else job_threads(judge)
+
+
+def copyright_judge_api_slots(wildcards):
+    judge = config["copyright"]["judge"]
+    return 1 if judge is not None and backend_facts(judge["backend"])["remote"] else 0
+
+
+def copyright_judge_gpus(wildcards):
+    """A GPU for a judge on an hf or vllm backend (SLURM asks for it; locally it is a count)."""
+    judge = config["copyright"]["judge"]
+    return 1 if judge is not None and backend_facts(judge["backend"])["gpu"] else 0
+
+
+def copyright_metrics_params(wildcards):
+    return config["copyright"]["metrics"]
+
+
+def copyright_scored_tables(wildcards):
+    """Every study model's scored table of one benchmark."""
+    return expand(
+        "results/copyright/{benchmark}/scored/{model}.parquet",
+        benchmark=wildcards.benchmark,
+        model=copyright_study.copyright_models(config),
+    )
+
+
+def copyright_all_scored(wildcards):
+    """Every benchmark's pooled scored table (the guard's tables span benchmarks)."""
+    return expand(
+        "results/copyright/{benchmark}/scored.parquet",
+        benchmark=config["copyright"]["benchmarks"],
+    )
+
+
+def copyright_model_main(wildcards):
+    """A copyright model's slice (its variant main: the study runs no variants)."""
+    return cpc.run_slice(config, wildcards.model, cpc.MAIN)
+
+
+def judge_pattern(on_head):
+    """The {benchmark} values of copyright_judge (on_head False) or of copyright_judge_on_head
+    (True): all or none, as the judge runs on the head node or not."""
+    return NAME if copyright_study.judge_on_head_node(config) == on_head else NEVER
+
+
+
+def judge_registry_parts(wildcards):
+    """The backends of the copyright judge (none without one)."""
+    return model_parts(config["copyright"]["judge"])
+
+
+
+def copyright_judge_env(wildcards):
+    """The judge's backend's generation environment; without a judge (rule detector only)
+    the library's."""
+    judge = config["copyright"]["judge"]
+    return "../envs/library.yaml" if judge is None else backend_env(judge["backend"])
+
 
 rule copyright_manifest:
     input:
@@ -141,51 +234,3 @@ rule copyright_tables:
         statistics=config["statistics"],
     script:
         "../workflow_scripts/copyright_tables.py"
-
-
-rule copyright_guard_decisions:
-    input:
-        prompts="results/prompts/{model}/main/copyright.{benchmark}.parquet",
-        # after the generation, which stored every decision: read back, not checked again
-        generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
-        library=library("copyright_guard_decisions", model_registry_parts),
-    output:
-        "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
-    log:
-        "logs/copyright_guard_decisions/{benchmark}/{model}.log",
-    localrule: True
-    conda:
-        "../envs/library.yaml"
-    params:
-        model=copyright_model_main,
-    script:
-        "../workflow_scripts/copyright_guard_decisions.py"
-
-
-rule copyright_guard_tables:
-    input:
-        scored=copyright_all_scored,
-        decisions=copyright_all_guard_decisions,
-        library=library("copyright_guard_tables", NO_MODEL),
-    output:
-        multiext(
-            "results/copyright/guard/",
-            "table2.csv",
-            "table2.md",
-            "table6.csv",
-            "table6.md",
-            "ablation.csv",
-            "ablation.md",
-            "latency.csv",
-            "latency.md",
-        ),
-    log:
-        "logs/copyright_guard_tables/all.log",
-    localrule: True
-    conda:
-        "../envs/report.yaml"
-    params:
-        guard=copyright_guard_params,
-        statistics=config["statistics"],
-    script:
-        "../workflow_scripts/copyright_guard_tables.py"

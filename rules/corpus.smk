@@ -1,4 +1,4 @@
-# Shared: documents from sources, model files, D_pre / D_post curation per model.
+# Shared: documents from sources, and model files.
 
 
 rule collect_corpus:
@@ -37,37 +37,3 @@ rule prepare_model:
         cache_dir=config["cache_dir"],
     script:
         "../workflow_scripts/prepare_model.py"
-
-
-rule curate:
-    input:
-        "results/corpus/{source}.parquet",
-        library=library("curate"),
-    output:
-        "results/curated/{model}/{source}.parquet",
-    log:
-        "logs/curate/{model}/{source}.log",
-    conda:
-        "../envs/library.yaml"
-    params:
-        curation=curation_params,
-    script:
-        "../workflow_scripts/curate.py"
-
-
-rule curation_report:
-    input:
-        curated=model_curated,
-        corpora=model_corpora,
-        library=library("curation_report"),
-    output:
-        table="results/curation/{model}.parquet",
-        md="results/curation/{model}.md",
-    log:
-        "logs/curation_report/{model}.log",
-    conda:
-        "../envs/library.yaml"
-    params:
-        report=curation_report_params,
-    script:
-        "../workflow_scripts/curation_report.py"

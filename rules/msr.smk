@@ -1,7 +1,161 @@
-# The Many-Shot Regurgitation study: prompts, matches, statistics, figures and tables.
-# Every per-model step runs once per variant ({variant}: "main", or a named override of the
-# decoding, the MSR settings or the thresholds k); experiments draw variants into the paper's
-# ablation figures, Table 2 and settings comparisons.
+# The Many-Shot Regurgitation study: curation, prompts, matches, statistics, figures and
+# tables. Every per-model step runs once per variant ({variant}: "main", or a named override of
+# the decoding, the MSR settings or the thresholds k); experiments draw variants into the
+# paper's ablation figures, Table 2 and settings comparisons.
+
+import copyprobe.msr.config as msr_config
+import copyprobe.msr.experiments as cpx
+import copyprobe.msr.study as msr_study
+
+
+def msr_params(wildcards):
+    return cpc.run_slice(config, wildcards.model, wildcards.variant)["msr"]
+
+
+def matching_params(wildcards):
+    """The thresholds k of a (model, variant): k_max auto resolved."""
+    return cpx.run_matching(config, wildcards.model, wildcards.variant)
+
+
+def run_settings(wildcards):
+    """Decoding, MSR settings and thresholds of a (model, variant), kept in its stats JSON."""
+    return cpx.run_settings(config, wildcards.model, wildcards.variant)
+
+
+
+def curation_params(wildcards):
+    return {"cutoff": config["models"][wildcards.model]["cutoff"], **config["curation"]}
+
+
+def model_curated(wildcards):
+    """The curated table of every source the model runs on."""
+    return expand(
+        "results/curated/{model}/{source}.parquet",
+        model=wildcards.model,
+        source=msr_config.model_sources(config, wildcards.model),
+    )
+
+
+def model_corpora(wildcards):
+    return expand(
+        "results/corpus/{source}.parquet",
+        source=msr_config.model_sources(config, wildcards.model),
+    )
+
+
+def curation_report_params(wildcards):
+    """The model's cutoff, the curation and blind-baseline settings, and its datasets."""
+    return {
+        "cutoff": config["models"][wildcards.model]["cutoff"],
+        "curation": config["curation"],
+        "statistics": config["statistics"],
+        "datasets": {
+            d: config["datasets"][d]
+            for d in msr_config.model_datasets(config, wildcards.model)
+        },
+    }
+
+
+def dataset_members(wildcards):
+    return config["datasets"][wildcards.dataset]
+
+
+def dataset_matches(wildcards):
+    return expand(
+        "results/matches/{model}/{variant}/{source}.parquet",
+        model=wildcards.model,
+        variant=wildcards.variant,
+        source=dataset_members(wildcards),
+    )
+
+
+def dataset_corpora(wildcards):
+    return expand("results/corpus/{source}.parquet", source=dataset_members(wildcards))
+
+
+def dataset_models_stats(wildcards):
+    """Figures 1 and 2: every model's main run on one dataset."""
+    return [
+        f"results/stats/{m}/{cpc.MAIN}/{wildcards.dataset}.json"
+        for m in config["models"]
+        if wildcards.dataset in cpx.run_datasets(config, m, cpc.MAIN)
+    ]
+
+
+def experiment_stats(wildcards):
+    """The stats JSON of an experiment's variants of one model, in the experiment's order."""
+    e = config["experiments"][wildcards.experiment]
+    return [
+        f"results/stats/{wildcards.model}/{v}/{e['dataset']}.json"
+        for v in cpx.experiment_variants(e)
+    ]
+
+
+def experiment_params(wildcards):
+    """What the aggregate scripts of an experiment need: kind, labels, parameter, title."""
+    e = config["experiments"][wildcards.experiment]
+    return {
+        "name": wildcards.experiment,
+        "kind": e["kind"],
+        "dataset": e["dataset"],
+        "labels": cpx.experiment_labels(e),
+        "parameter": e.get("parameter", "setting"),
+        "split": e.get("split", "pre"),
+        "title": e.get("title", f"{wildcards.experiment} on {e['dataset']}"),
+    }
+
+
+def sweep_stats(wildcards):
+    """Every model's stats of one sweep, model by model in the experiment's order."""
+    e = config["experiments"][wildcards.experiment]
+    return [
+        f"results/stats/{m}/{v}/{e['dataset']}.json"
+        for m in cpx.experiment_models(config, wildcards.experiment)
+        for v in cpx.experiment_variants(e)
+    ]
+
+
+def print_table():
+    """After a successful run that (re)made the results table, print it (Markdown)."""
+    made = workflow.dag.needrun_jobs(exclude_finished=False)
+    if any(job.rule.name == "make_table" for job in made):
+        table = Path("results/tables/msr_table.md")
+        if table.is_file():
+            print(f"\n{table}:\n\n{table.read_text()}", flush=True)
+
+
+rule curate:
+    input:
+        "results/corpus/{source}.parquet",
+        library=library("curate"),
+    output:
+        "results/curated/{model}/{source}.parquet",
+    log:
+        "logs/curate/{model}/{source}.log",
+    conda:
+        "../envs/library.yaml"
+    params:
+        curation=curation_params,
+    script:
+        "../workflow_scripts/curate.py"
+
+
+rule curation_report:
+    input:
+        curated=model_curated,
+        corpora=model_corpora,
+        library=library("curation_report"),
+    output:
+        table="results/curation/{model}.parquet",
+        md="results/curation/{model}.md",
+    log:
+        "logs/curation_report/{model}.log",
+    conda:
+        "../envs/library.yaml"
+    params:
+        report=curation_report_params,
+    script:
+        "../workflow_scripts/curation_report.py"
 
 
 checkpoint build_prompts:
@@ -190,7 +344,7 @@ rule compare_settings:
 
 rule make_comparison_table:
     input:
-        comparisons=all_comparisons(),
+        comparisons=msr_study.all_comparisons(config),
         library=library("make_comparison_table"),
     output:
         csv="results/tables/comparisons.csv",
@@ -206,7 +360,7 @@ rule make_comparison_table:
 
 rule make_table:
     input:
-        stats=all_stats(),
+        stats=msr_study.all_stats(config),
         library=library("make_table"),
     output:
         csv="results/tables/msr_table.csv",

