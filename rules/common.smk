@@ -19,6 +19,12 @@ from copyprobe.generation.base import backend_facts, job_threads
 from copyprobe.generation.keys import check_api_keys
 from copyprobe.models import input_files as model_input_files
 from copyprobe.sources import source_input_files
+from copyprobe.snakemake_state import (
+    config_files,
+    configfile_merged,
+    jobs_run,
+    jobs_to_run,
+)
 from copyprobe.sources.base import reads_installed
 from copyprobe.studies import studies
 
@@ -26,7 +32,7 @@ from copyprobe.studies import studies
 # again with copyprobe's loader, which stops at a duplicate key naming the file, line and key.
 # Then validate, before any job is scheduled. A bad config ends the run with one line.
 try:
-    for _configfile in workflow.configfiles:
+    for _configfile in config_files(workflow):
         cpc.read_config_file(_configfile)
     _validated = cpc.validate_config(config)
 except cpc.ConfigError as _exc:
@@ -44,12 +50,7 @@ def study_rule_files():
 
 # `--configfile mine.yaml` is merged into the workflow's own config file (Snakemake's rule),
 # which surprises a user who meant to run only their file: say what runs, and how not to.
-if (
-    workflow.is_main_process
-    and workflow.config_settings.configfiles
-    and not workflow.config_settings.replace_workflow_config
-    and len(workflow.configfiles) > len(workflow.config_settings.configfiles)
-):
+if configfile_merged(workflow):
     print(
         f"copyprobe: --configfile is merged into config/config.yaml: models "
         f"{', '.join(sorted(config['models']))}; datasets "
@@ -71,10 +72,10 @@ onstart:
 def models_to_run():
     """The config of every model with a job to run in this invocation (and the entries a study
     runs outside `models`, such as the copyright judge's, when a job of theirs is to run)."""
-    jobs = list(workflow.dag.needrun_jobs())
-    names = {getattr(job.wildcards, "model", None) for job in jobs}
+    jobs = jobs_to_run(workflow)
+    names = {wildcards.get("model") for _, wildcards in jobs}
     out = {m: spec for m, spec in config["models"].items() if m in names}
-    rules = {job.rule.name for job in jobs}
+    rules = {name for name, _ in jobs}
     for study in STUDIES:
         out.update(study.extra_models(config, rules))
     return out
@@ -137,10 +138,9 @@ def generation_shards(wildcards):
 
     source = wildcards.source
     for study in STUDIES:  # the study whose checkpoint makes this source's prompts
-        rule = study.claims_prompts(config, source)
-        if rule is not None:
-            checkpoint = getattr(checkpoints, rule)
-            prompts = checkpoint.get(**study.prompts_wildcards(source, wildcards)).output[0]
+        made_by = study.claims_prompts(config, source)
+        if made_by is not None:
+            prompts = getattr(checkpoints, made_by).get(**study.prompts_wildcards(source, wildcards)).output[0]
             break
     else:
         raise ValueError(f"no study makes the prompts of source {source!r}")

@@ -117,8 +117,7 @@ def sweep_stats(wildcards):
 
 def print_table():
     """After a successful run that (re)made the results table, print it (Markdown)."""
-    made = workflow.dag.needrun_jobs(exclude_finished=False)
-    if any(job.rule.name == "make_table" for job in made):
+    if any(name == "make_table" for name, _ in jobs_run(workflow)):
         table = Path("results/tables/msr_table.md")
         if table.is_file():
             print(f"\n{table}:\n\n{table.read_text()}", flush=True)
