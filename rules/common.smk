@@ -48,6 +48,7 @@ def study_rule_files():
     base = Path(workflow.basedir)
     return [str(base / s.rule_file) for s in STUDIES if s.rule_file is not None]
 
+
 # `--configfile mine.yaml` is merged into the workflow's own config file (Snakemake's rule),
 # which surprises a user who meant to run only their file: say what runs, and how not to.
 if configfile_merged(workflow):
@@ -71,7 +72,8 @@ onstart:
 
 def models_to_run():
     """The config of every model with a job to run in this invocation (and the entries a study
-    runs outside `models`, such as the copyright judge's, when a job of theirs is to run)."""
+    runs outside `models`, such as the copyright judge's, when a job of theirs is to run).
+    """
     jobs = jobs_to_run(workflow)
     names = {wildcards.get("model") for _, wildcards in jobs}
     out = {m: spec for m, spec in config["models"].items() if m in names}
@@ -140,7 +142,11 @@ def generation_shards(wildcards):
     for study in STUDIES:  # the study whose checkpoint makes this source's prompts
         made_by = study.claims_prompts(config, source)
         if made_by is not None:
-            prompts = getattr(checkpoints, made_by).get(**study.prompts_wildcards(source, wildcards)).output[0]
+            prompts = (
+                getattr(checkpoints, made_by)
+                .get(**study.prompts_wildcards(source, wildcards))
+                .output[0]
+            )
             break
     else:
         raise ValueError(f"no study makes the prompts of source {source!r}")
@@ -219,6 +225,13 @@ def model_pattern(on_head):
     return f"(?!(?:{names})(?![A-Za-z0-9_.-])){NAME}" if names else NAME
 
 
+def placement_pattern(runs_on_head, on_head):
+    """For a pair of rules whose jobs all run on the head node or none do (the copyright
+    judge's): any name for the one whose placement is that (on_head True means the local one),
+    none for the other."""
+    return NAME if runs_on_head == on_head else NEVER
+
+
 # ---- library dependencies
 def library(script, parts=None):
     """The copyprobe files that workflow_scripts/<script>.py imports, directly or through
@@ -276,7 +289,10 @@ ENVIRONMENT_TABLE = "results/reproducibility/environment.parquet"
 # ---- targets
 def all_targets():
     """What each study makes for the default target, and the environment table."""
-    return [*(path for study in STUDIES for path in study.targets(config)), ENVIRONMENT_TABLE]
+    return [
+        *(path for study in STUDIES for path in study.targets(config)),
+        ENVIRONMENT_TABLE,
+    ]
 
 
 def report_targets():

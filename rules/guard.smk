@@ -2,28 +2,9 @@
 # generations, and the tables that set guarded models beside their bases (Table 2, Table 6, the
 # ablation, the latency of each check) under results/copyright/guard/.
 
-import copyprobe.guard.study as guard_study
+from copyprobe.guard.inputs import GuardInputs
 
-
-def copyright_all_guard_decisions(wildcards):
-    """The decision sidecar of every guarded model of the pairs, on every benchmark."""
-    return expand(
-        "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
-        benchmark=config["copyright"]["benchmarks"],
-        model=guard_study.guard_pairs(config),
-    )
-
-
-def copyright_guard_params(wildcards):
-    """Guarded models and their bases, their guard blocks, each benchmark's rights status."""
-    pairs = guard_study.guard_pairs(config)
-    return {
-        "pairs": pairs,
-        "guards": {m: config["models"][m]["guard"] for m in pairs},
-        "rights": {
-            b: spec["rights"] for b, spec in config["copyright"]["benchmarks"].items()
-        },
-    }
+guard_inputs = GuardInputs(config)
 
 
 rule copyright_guard_decisions:
@@ -40,15 +21,15 @@ rule copyright_guard_decisions:
     conda:
         "../envs/library.yaml"
     params:
-        model=copyright_model_main,
+        model=copyright_inputs.model_main,
     script:
         "../workflow_scripts/copyright_guard_decisions.py"
 
 
 rule copyright_guard_tables:
     input:
-        scored=copyright_all_scored,
-        decisions=copyright_all_guard_decisions,
+        scored=copyright_inputs.all_scored,
+        decisions=guard_inputs.all_decisions,
         library=library("copyright_guard_tables", NO_MODEL),
     output:
         multiext(
@@ -68,7 +49,7 @@ rule copyright_guard_tables:
     conda:
         "../envs/report.yaml"
     params:
-        guard=copyright_guard_params,
+        guard=guard_inputs.tables_params,
         statistics=config["statistics"],
     script:
         "../workflow_scripts/copyright_guard_tables.py"

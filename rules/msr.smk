@@ -3,124 +3,10 @@
 # the decoding, the MSR settings or the thresholds k); experiments draw variants into the
 # paper's ablation figures, Table 2 and settings comparisons.
 
-import copyprobe.msr.config as msr_config
-import copyprobe.msr.experiments as cpx
-import copyprobe.msr.study as msr_study
+from copyprobe.msr.inputs import MSRInputs, print_table
+from copyprobe.msr.study import all_comparisons, all_stats
 
-
-def msr_params(wildcards):
-    return cpc.run_slice(config, wildcards.model, wildcards.variant)["msr"]
-
-
-def matching_params(wildcards):
-    """The thresholds k of a (model, variant): k_max auto resolved."""
-    return cpx.run_matching(config, wildcards.model, wildcards.variant)
-
-
-def run_settings(wildcards):
-    """Decoding, MSR settings and thresholds of a (model, variant), kept in its stats JSON."""
-    return cpx.run_settings(config, wildcards.model, wildcards.variant)
-
-
-
-def curation_params(wildcards):
-    return {"cutoff": config["models"][wildcards.model]["cutoff"], **config["curation"]}
-
-
-def model_curated(wildcards):
-    """The curated table of every source the model runs on."""
-    return expand(
-        "results/curated/{model}/{source}.parquet",
-        model=wildcards.model,
-        source=msr_config.model_sources(config, wildcards.model),
-    )
-
-
-def model_corpora(wildcards):
-    return expand(
-        "results/corpus/{source}.parquet",
-        source=msr_config.model_sources(config, wildcards.model),
-    )
-
-
-def curation_report_params(wildcards):
-    """The model's cutoff, the curation and blind-baseline settings, and its datasets."""
-    return {
-        "cutoff": config["models"][wildcards.model]["cutoff"],
-        "curation": config["curation"],
-        "statistics": config["statistics"],
-        "datasets": {
-            d: config["datasets"][d]
-            for d in msr_config.model_datasets(config, wildcards.model)
-        },
-    }
-
-
-def dataset_members(wildcards):
-    return config["datasets"][wildcards.dataset]
-
-
-def dataset_matches(wildcards):
-    return expand(
-        "results/matches/{model}/{variant}/{source}.parquet",
-        model=wildcards.model,
-        variant=wildcards.variant,
-        source=dataset_members(wildcards),
-    )
-
-
-def dataset_corpora(wildcards):
-    return expand("results/corpus/{source}.parquet", source=dataset_members(wildcards))
-
-
-def dataset_models_stats(wildcards):
-    """Figures 1 and 2: every model's main run on one dataset."""
-    return [
-        f"results/stats/{m}/{cpc.MAIN}/{wildcards.dataset}.json"
-        for m in config["models"]
-        if wildcards.dataset in cpx.run_datasets(config, m, cpc.MAIN)
-    ]
-
-
-def experiment_stats(wildcards):
-    """The stats JSON of an experiment's variants of one model, in the experiment's order."""
-    e = config["experiments"][wildcards.experiment]
-    return [
-        f"results/stats/{wildcards.model}/{v}/{e['dataset']}.json"
-        for v in cpx.experiment_variants(e)
-    ]
-
-
-def experiment_params(wildcards):
-    """What the aggregate scripts of an experiment need: kind, labels, parameter, title."""
-    e = config["experiments"][wildcards.experiment]
-    return {
-        "name": wildcards.experiment,
-        "kind": e["kind"],
-        "dataset": e["dataset"],
-        "labels": cpx.experiment_labels(e),
-        "parameter": e.get("parameter", "setting"),
-        "split": e.get("split", "pre"),
-        "title": e.get("title", f"{wildcards.experiment} on {e['dataset']}"),
-    }
-
-
-def sweep_stats(wildcards):
-    """Every model's stats of one sweep, model by model in the experiment's order."""
-    e = config["experiments"][wildcards.experiment]
-    return [
-        f"results/stats/{m}/{v}/{e['dataset']}.json"
-        for m in cpx.experiment_models(config, wildcards.experiment)
-        for v in cpx.experiment_variants(e)
-    ]
-
-
-def print_table():
-    """After a successful run that (re)made the results table, print it (Markdown)."""
-    if any(name == "make_table" for name, _ in jobs_run(workflow)):
-        table = Path("results/tables/msr_table.md")
-        if table.is_file():
-            print(f"\n{table}:\n\n{table.read_text()}", flush=True)
+msr_inputs = MSRInputs(config)
 
 
 rule curate:
@@ -134,15 +20,15 @@ rule curate:
     conda:
         "../envs/library.yaml"
     params:
-        curation=curation_params,
+        curation=msr_inputs.curation_params,
     script:
         "../workflow_scripts/curate.py"
 
 
 rule curation_report:
     input:
-        curated=model_curated,
-        corpora=model_corpora,
+        curated=msr_inputs.model_curated,
+        corpora=msr_inputs.model_corpora,
         library=library("curation_report"),
     output:
         table="results/curation/{model}.parquet",
@@ -152,7 +38,7 @@ rule curation_report:
     conda:
         "../envs/library.yaml"
     params:
-        report=curation_report_params,
+        report=msr_inputs.curation_report_params,
     script:
         "../workflow_scripts/curation_report.py"
 
@@ -172,7 +58,7 @@ checkpoint build_prompts:
     conda:
         "../envs/library.yaml"
     params:
-        msr=msr_params,
+        msr=msr_inputs.msr_params,
         cut_at=cut_at,
     script:
         "../workflow_scripts/build_prompts.py"
@@ -190,15 +76,15 @@ rule count_matches:
     conda:
         "../envs/library.yaml"
     params:
-        matching=matching_params,
+        matching=msr_inputs.matching_params,
     script:
         "../workflow_scripts/count_matches.py"
 
 
 rule compute_stats:
     input:
-        matches=dataset_matches,
-        corpora=dataset_corpora,
+        matches=msr_inputs.dataset_matches,
+        corpora=msr_inputs.dataset_corpora,
         library=library("compute_stats"),
     output:
         "results/stats/{model}/{variant}/{dataset}.json",
@@ -208,8 +94,8 @@ rule compute_stats:
         "../envs/library.yaml"
     params:
         statistics=config["statistics"],
-        matching=matching_params,
-        settings=run_settings,
+        matching=msr_inputs.matching_params,
+        settings=msr_inputs.run_settings,
     script:
         "../workflow_scripts/compute_stats.py"
 
@@ -262,7 +148,7 @@ rule plot_figures:
 
 rule plot_models:
     input:
-        stats=dataset_models_stats,
+        stats=msr_inputs.dataset_models_stats,
         library=library("plot_models"),
     output:
         report(
@@ -285,7 +171,7 @@ rule plot_models:
 
 rule plot_experiment:
     input:
-        stats=experiment_stats,
+        stats=msr_inputs.experiment_stats,
         library=library("plot_experiment"),
     output:
         report(
@@ -301,14 +187,14 @@ rule plot_experiment:
     conda:
         "../envs/report.yaml"
     params:
-        experiment=experiment_params,
+        experiment=msr_inputs.experiment_params,
     script:
         "../workflow_scripts/plot_experiment.py"
 
 
 rule make_sweep_table:
     input:
-        stats=sweep_stats,
+        stats=msr_inputs.sweep_stats,
         library=library("make_sweep_table"),
     output:
         csv="results/tables/sweep_{experiment}.csv",
@@ -319,14 +205,14 @@ rule make_sweep_table:
     conda:
         "../envs/report.yaml"
     params:
-        experiment=experiment_params,
+        experiment=msr_inputs.experiment_params,
     script:
         "../workflow_scripts/make_sweep_table.py"
 
 
 rule compare_settings:
     input:
-        stats=experiment_stats,
+        stats=msr_inputs.experiment_stats,
         library=library("compare_settings"),
     output:
         "results/comparisons/{experiment}/{model}.json",
@@ -336,14 +222,14 @@ rule compare_settings:
     conda:
         "../envs/library.yaml"
     params:
-        experiment=experiment_params,
+        experiment=msr_inputs.experiment_params,
     script:
         "../workflow_scripts/compare_settings.py"
 
 
 rule make_comparison_table:
     input:
-        comparisons=msr_study.all_comparisons(config),
+        comparisons=all_comparisons(config),
         library=library("make_comparison_table"),
     output:
         csv="results/tables/comparisons.csv",
@@ -359,7 +245,7 @@ rule make_comparison_table:
 
 rule make_table:
     input:
-        stats=msr_study.all_stats(config),
+        stats=all_stats(config),
         library=library("make_table"),
     output:
         csv="results/tables/msr_table.csv",
@@ -374,4 +260,4 @@ rule make_table:
 
 
 onsuccess:
-    print_table()
+    print_table(jobs_run(workflow))
