@@ -208,28 +208,10 @@ def generate_env(wildcards):
     return backend_env(config["models"][wildcards.model]["backend"])
 
 
-# ---- API jobs on the head node (config key api_jobs_on_head_node)
-# A rule is local or not as a whole, so the jobs that run on the head node have rules of their
-# own (generate_on_head, copyright_judge_on_head: the same scripts and outputs); these
-# wildcard patterns send each job to exactly one of the pair.
-NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
-NEVER = r"(?!)"
-
-
-def model_pattern(on_head):
-    """The {model} values of generate (on_head False) or of generate_on_head (True)."""
-    names = "|".join(re.escape(m) for m in cpc.head_node_models(config))
-    if on_head:
-        return f"(?:{names})" if names else NEVER
-    # any name but those (a listed name followed by more name characters is another name)
-    return f"(?!(?:{names})(?![A-Za-z0-9_.-])){NAME}" if names else NAME
-
-
-def placement_pattern(runs_on_head, on_head):
-    """For a pair of rules whose jobs all run on the head node or none do (the copyright
-    judge's): any name for the one whose placement is that (on_head True means the local one),
-    none for the other."""
-    return NAME if runs_on_head == on_head else NEVER
+# ---- API jobs on the head node (config key api_jobs_on_head_node; docs/slurm.md)
+def one_of(names):
+    """A wildcard constraint matching exactly these names."""
+    return "|".join(re.escape(name) for name in names)
 
 
 # ---- library dependencies

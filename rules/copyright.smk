@@ -51,9 +51,6 @@ rule copyright_judge:
         "results/copyright/{benchmark}/verdicts/{model}.parquet",
     log:
         "logs/copyright_judge/{benchmark}/{model}.log",
-    wildcard_constraints:
-        # none when the judge runs on the head node (copyright_judge_on_head)
-        benchmark=placement_pattern(judge_on_head_node(config), on_head=False),
     conda:
         copyright_inputs.judge_env
     threads: copyright_inputs.judge_threads
@@ -68,11 +65,14 @@ rule copyright_judge:
         "../workflow_scripts/copyright_judge.py"
 
 
-# With api_jobs_on_head_node and a remote judge: the judge's jobs as a local rule.
-use rule copyright_judge as copyright_judge_on_head with:
-    wildcard_constraints:
-        benchmark=placement_pattern(judge_on_head_node(config), on_head=True),
-    localrule: True
+# With api_jobs_on_head_node and a remote judge: the judge's jobs as a local rule (ruleorder
+# gives them all to it).
+if judge_on_head_node(config):
+
+    use rule copyright_judge as copyright_judge_on_head with:
+        localrule: True
+
+    ruleorder: copyright_judge_on_head > copyright_judge
 
 
 rule copyright_score:

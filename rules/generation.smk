@@ -15,9 +15,6 @@ rule generate:
         failures="logs/generate/{model}/{variant}/{source}/{shard}.failures.parquet",
     benchmark:
         "logs/benchmarks/generate/{model}/{variant}/{source}/{shard}.tsv"
-    wildcard_constraints:
-        # not the models whose jobs run on the head node (generate_on_head)
-        model=model_pattern(on_head=False),
     conda:
         generate_env
     threads: generate_threads
@@ -33,11 +30,17 @@ rule generate:
 
 
 # With api_jobs_on_head_node, the shards of remote-backend models: the same jobs as a local
-# rule, which a cluster executor runs on the machine Snakemake runs on (still holding llm_api).
-use rule generate as generate_on_head with:
-    wildcard_constraints:
-        model=model_pattern(on_head=True),
-    localrule: True
+# rule (a rule is local or not as a whole), which a cluster executor runs on the machine
+# Snakemake runs on (still holding llm_api). Both rules make those shards; ruleorder gives
+# them to the local one.
+if cpc.head_node_models(config):
+
+    use rule generate as generate_on_head with:
+        wildcard_constraints:
+            model=one_of(cpc.head_node_models(config)),
+        localrule: True
+
+    ruleorder: generate_on_head > generate
 
 
 rule merge_generations:

@@ -69,17 +69,18 @@ def test_rules_of_the_head_node_are_local(workdir, workflow_rules):
     rules = workflow_rules(workdir, _config(api_jobs_on_head_node=True, **judge))
     assert rules["generate_on_head"]["local"] and rules["copyright_judge_on_head"]["local"]
     assert not rules["generate"]["local"] and not rules["copyright_judge"]["local"]
+    # the local copy takes the remote models' shards (ruleorder: it first where both match)
+    assert rules["generate_on_head"]["constraints"] == {"model": "api"}
+    assert rules["generate"]["constraints"] == {}
     # the judge's jobs all go to its local rule
-    assert rules["copyright_judge_on_head"]["constraints"] == {"benchmark": NAME}
-    assert rules["copyright_judge"]["constraints"] == {"benchmark": "(?!)"}
+    assert rules["copyright_judge_on_head"]["constraints"] == {}
     # the same script, the same environment
     for name in ("generate", "copyright_judge"):
         assert rules[f"{name}_on_head"]["script"] == rules[name]["script"]
         assert rules[f"{name}_on_head"]["conda"] == rules[name]["conda"]
-    # without the key the judge's jobs stay with copyright_judge
+    # without the key there are no head-node rules
     rules = workflow_rules(workdir, _config(**judge))
-    assert rules["copyright_judge"]["constraints"] == {"benchmark": NAME}
-    assert rules["copyright_judge_on_head"]["constraints"] == {"benchmark": "(?!)"}
+    assert "generate_on_head" not in rules and "copyright_judge_on_head" not in rules
 
 
 def _head_node_profile(wd: Path) -> Path:
