@@ -236,3 +236,10 @@ def test_registry_declarations_are_checked_when_imported() -> None:
         reg.register("other")(dict)
     with pytest.raises(KeyError, match="unknown part 'nope'; known: decoder, other"):
         reg.get("nope")
+    # a module imported before its declaration ran: the declaration accepts what it names
+    reg.register("early")(dict)
+    reg.declare("early", "builtins:dict")
+    assert reg.get("early") is dict
+    with pytest.raises(ValueError, match="'late' is declared as builtins:list, not builtins:dict"):
+        reg.register("late")(dict)
+        reg.declare("late", "builtins:list")
