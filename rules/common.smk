@@ -1,31 +1,23 @@
-# Shared helpers: config validation, wildcard constraints and input/params functions.
+# Config loading and validation, wildcard constraints, and the workflow's targets; the rules'
+# input and params functions live in the library (copyprobe/rule_inputs.py and each study's
+# inputs.py).
 # Scripts get their config slice through params and never read the global config, so adding a
 # model or changing one model's settings reruns only that model's jobs plus the aggregates.
 
-import os
-import re
 import sys
 from pathlib import Path
 
 import copyprobe.config as cpc
 from copyprobe.dependencies import model_parts, script_dependencies
-from copyprobe.environment import (
-    config_digest,
-    environment_facts,
-    package_files,
-    workflow_files,
-)
-from copyprobe.generation.base import backend_facts, job_threads
+from copyprobe.environment import config_digest, environment_facts, package_files
 from copyprobe.generation.keys import check_api_keys
-from copyprobe.models import input_files as model_input_files
-from copyprobe.sources import source_input_files
+from copyprobe.rule_inputs import SharedInputs, one_of
 from copyprobe.snakemake_state import (
     config_files,
     configfile_merged,
     jobs_run,
     jobs_to_run,
 )
-from copyprobe.sources.base import reads_installed
 from copyprobe.studies import studies
 
 # Snakemake has read the config files (keeping the last value of a key given twice): read them
@@ -41,6 +33,8 @@ config.clear()
 config.update(_validated)
 # The registered studies (copyprobe.studies): each brings its rule file, targets and pages.
 STUDIES = studies()
+# The input, params and resource functions of the shared rules (copyprobe.rule_inputs).
+shared = SharedInputs(config, STUDIES, checkpoints)
 
 
 def study_rule_files():
@@ -93,127 +87,6 @@ wildcard_constraints:
     benchmark=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
-def source_params(wildcards):
-    return cpc.source_spec(config, wildcards.source)
-
-
-def source_cutoffs(wildcards):
-    """The models' cutoffs, for source kinds whose documents depend on them (else empty, so
-    that adding a model does not collect other sources again)."""
-    return cpc.source_cutoffs(config, wildcards.source)
-
-
-def source_files(wildcards):
-    """The files the source reads (it says which), so that editing one reruns the source."""
-    return source_input_files(cpc.source_spec(config, wildcards.source))
-
-
-def cut_at(wildcards):
-    return cpc.prompt_cut_at(config, wildcards.source)
-
-
-def model_params(wildcards):
-    """The model's slice with its variant's overrides applied (copyprobe.config.run_slice)."""
-    return cpc.run_slice(config, wildcards.model, wildcards.variant)
-
-
-def is_remote(wildcards):
-    return backend_facts(config["models"][wildcards.model]["backend"])["remote"]
-
-
-def generate_threads(wildcards):
-    """Cores a generate job reserves: the model's n_threads (a default when unset; 1 for API
-    clients); the script hands the backend the number Snakemake grants (at most --cores).
-    """
-    return job_threads(config["models"][wildcards.model])
-
-
-def api_slots(wildcards):
-    """A custom resource: cap concurrent API jobs with --resources llm_api=N."""
-    return 1 if is_remote(wildcards) else 0
-
-
-def generation_shards(wildcards):
-    """Shard files of one (model, variant, source), known once its prompts exist (checkpoint)."""
-    import pandas as pd
-    from copyprobe.generation.shards import shard_count
-
-    source = wildcards.source
-    for study in STUDIES:  # the study whose checkpoint makes this source's prompts
-        made_by = study.claims_prompts(config, source)
-        if made_by is not None:
-            prompts = (
-                getattr(checkpoints, made_by)
-                .get(**study.prompts_wildcards(source, wildcards))
-                .output[0]
-            )
-            break
-    else:
-        raise ValueError(f"no study makes the prompts of source {source!r}")
-    size = config["models"][wildcards.model].get("shard_size")
-    n = shard_count(pd.read_parquet(prompts, columns=["status"]), size)
-    return [
-        f"results/generations/{wildcards.model}/{wildcards.variant}/{wildcards.source}/shards/"
-        f"{i:05d}-of-{n:05d}.parquet"
-        for i in range(n)
-    ]
-
-
-def model_file_spec(wildcards):
-    return config["models"][wildcards.model].get("model_file")
-
-
-def model_file_inputs(wildcards):
-    """The files a model's weights are made from: replacing one reruns prepare_model, whose new
-    sha256 changes every cache key of that model (no answer of the old weights is reused).
-    """
-    return model_input_files(model_file_spec(wildcards))
-
-
-# ---- cluster resources
-def generation_gpus(wildcards):
-    """GPUs a generate job asks for (the standard `gpu` resource, which the SLURM executor
-    plugin passes to sbatch as --gpus): 1 for a backend that runs its model on a GPU (hf,
-    vllm), 0 for the others."""
-    return (
-        1 if backend_facts(config["models"][wildcards.model]["backend"])["gpu"] else 0
-    )
-
-
-def generation_runtime(wildcards, attempt):
-    """Minutes a generate job asks for: 4 hours, twice that on its second attempt and so on,
-    so that a shard resubmitted after its time limit (it resumes from its cached answers) gets
-    more time."""
-    return 240 * attempt
-
-
-# ---- software environments (envs/; used with --sdm conda)
-def backend_env(backend):
-    """The conda environment of a job that runs a model of ``backend``: the GPU one for a
-    backend that runs its model on a GPU (hf, vllm), the CPU one for the others."""
-    return (
-        f"../envs/generation-{'gpu' if backend_facts(backend)['gpu'] else 'cpu'}.yaml"
-    )
-
-
-def corpus_env(wildcards):
-    """The library's environment; none for a source that reads the Python distributions
-    installed where it runs (installed_licences, package_docs), so that its documents are
-    those of the Python Snakemake runs in, with or without --sdm conda."""
-    spec = cpc.source_spec(config, wildcards.source)
-    return None if reads_installed(spec) else "../envs/library.yaml"
-
-
-def generate_env(wildcards):
-    return backend_env(config["models"][wildcards.model]["backend"])
-
-
-# ---- API jobs on the head node (config key api_jobs_on_head_node; docs/slurm.md)
-def one_of(names):
-    """A wildcard constraint matching exactly these names."""
-    return "|".join(re.escape(name) for name in names)
-
-
 # ---- library dependencies
 def library(script, parts=None):
     """The copyprobe files that workflow_scripts/<script>.py imports, directly or through
@@ -234,33 +107,6 @@ def library(script, parts=None):
 # The parts of rules that run no model: their scripts reach the generation registries only
 # through the modules they share with the rules that do.
 NO_MODEL = model_parts(None)
-
-
-def model_registry_parts(wildcards):
-    """The backends and backend wrappers of the job's model."""
-    return model_parts(config["models"][wildcards.model])
-
-
-def source_registry_parts(wildcards):
-    """The source kind the job collects."""
-    return {"source": [cpc.source_spec(config, wildcards.source)["kind"]]}
-
-
-# ---- the environment table
-def environment_library_files():
-    """Every file of the copyprobe package that runs (modules and package data)."""
-    return package_files(relative_to=".")
-
-
-def environment_workflow_files():
-    """Snakefile, rule files and workflow scripts (relative to the working directory, so
-    that the table names them the same wherever the workflow lies)."""
-    base = Path(workflow.basedir)
-    return [os.path.relpath(base / f) for f in workflow_files(base)]
-
-
-def environment_model_manifests():
-    return expand("results/models/{model}.json", model=config["models"])
 
 
 # ---- the report's HTML pages (rules/report.smk)

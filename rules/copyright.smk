@@ -6,7 +6,7 @@
 from copyprobe.copyright.inputs import CopyrightInputs
 from copyprobe.copyright.study import judge_on_head_node
 
-copyright_inputs = CopyrightInputs(config, backend_env)
+copyright_inputs = CopyrightInputs(config)
 
 
 rule copyright_manifest:

@@ -3,8 +3,8 @@
 
 rule collect_corpus:
     input:
-        source_files,
-        library=library("collect_corpus", source_registry_parts),
+        shared.source_files,
+        library=library("collect_corpus", shared.source_registry_parts),
     output:
         corpus="results/corpus/{source}.parquet",
         skipped="results/corpus/{source}.skipped.parquet",
@@ -13,17 +13,17 @@ rule collect_corpus:
         "logs/collect_corpus/{source}.log",
     localrule: True
     conda:
-        corpus_env
+        shared.corpus_env
     params:
-        spec=source_params,
-        cutoffs=source_cutoffs,
+        spec=shared.source_params,
+        cutoffs=shared.source_cutoffs,
     script:
         "../workflow_scripts/collect_corpus.py"
 
 
 rule prepare_model:
     input:
-        model_file_inputs,
+        shared.model_file_inputs,
         library=library("prepare_model"),
     output:
         "results/models/{model}.json",
@@ -33,7 +33,7 @@ rule prepare_model:
     conda:
         "../envs/generation-cpu.yaml"
     params:
-        model_file=model_file_spec,
+        model_file=shared.model_file_spec,
         cache_dir=config["cache_dir"],
     script:
         "../workflow_scripts/prepare_model.py"

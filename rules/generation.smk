@@ -6,7 +6,7 @@ rule generate:
     input:
         prompts="results/prompts/{model}/{variant}/{source}.parquet",
         model="results/models/{model}.json",
-        library=library("generate", model_registry_parts),
+        library=library("generate", shared.model_registry_parts),
     output:
         "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet",
     log:
@@ -16,15 +16,15 @@ rule generate:
     benchmark:
         "logs/benchmarks/generate/{model}/{variant}/{source}/{shard}.tsv"
     conda:
-        generate_env
-    threads: generate_threads
+        shared.generate_env
+    threads: shared.generate_threads
     resources:
         mem_mb=4000,
-        runtime=generation_runtime,
-        llm_api=api_slots,
-        gpu=generation_gpus,
+        runtime=shared.generation_runtime,
+        llm_api=shared.api_slots,
+        gpu=shared.generation_gpus,
     params:
-        model=model_params,
+        model=shared.model_params,
     script:
         "../workflow_scripts/generate.py"
 
@@ -45,8 +45,8 @@ if cpc.head_node_models(config):
 
 rule merge_generations:
     input:
-        shards=generation_shards,
-        library=library("merge_generations", model_registry_parts),
+        shards=shared.generation_shards,
+        library=library("merge_generations", shared.model_registry_parts),
     output:
         "results/generations/{model}/{variant}/{source}.parquet",
     log:

@@ -12,7 +12,7 @@ rule copyright_guard_decisions:
         prompts="results/prompts/{model}/main/copyright.{benchmark}.parquet",
         # after the generation, which stored every decision: read back, not checked again
         generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
-        library=library("copyright_guard_decisions", model_registry_parts),
+        library=library("copyright_guard_decisions", shared.model_registry_parts),
     output:
         "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
     log:

@@ -59,7 +59,7 @@ checkpoint build_prompts:
         "../envs/library.yaml"
     params:
         msr=msr_inputs.msr_params,
-        cut_at=cut_at,
+        cut_at=shared.cut_at,
     script:
         "../workflow_scripts/build_prompts.py"
 

@@ -3,7 +3,6 @@ config (Snakemake calls each with the job's wildcards)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,15 +10,14 @@ from copyprobe import config as cpc
 from copyprobe.copyright.study import STUDY, copyright_models
 from copyprobe.dependencies import model_parts
 from copyprobe.generation.base import backend_facts, job_threads
+from copyprobe.rule_inputs import backend_env
 
 
 class CopyrightInputs:
-    """``CopyrightInputs(config, backend_env).material_corpora`` is an input function of the
-    rule file; ``backend_env(backend)`` names the conda environment of a backend's jobs."""
+    """``CopyrightInputs(config).material_corpora`` is an input function of the rule file."""
 
-    def __init__(self, config: dict[str, Any], backend_env: Callable[[str], str]) -> None:
+    def __init__(self, config: dict[str, Any]) -> None:
         self.config = config  # the workflow's validated config (the same object)
-        self.backend_env = backend_env
 
     @property
     def block(self) -> dict[str, Any]:
@@ -67,7 +65,7 @@ class CopyrightInputs:
         """The judge's backend's generation environment; without a judge (rule detector only)
         the library's."""
         judge = self._judge()
-        return "../envs/library.yaml" if judge is None else self.backend_env(judge["backend"])
+        return "../envs/library.yaml" if judge is None else backend_env(judge["backend"])
 
     def metrics_params(self, wildcards: Any) -> dict[str, Any]:
         return self.block["metrics"]
