@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from copyprobe import config as cpc
+from copyprobe import paths
 from copyprobe.dependencies import model_parts
 from copyprobe.environment import workflow_files
 from copyprobe.generation.base import backend_facts, job_threads
@@ -133,8 +134,8 @@ class SharedInputs:
             raise ValueError(f"no study makes the prompts of source {source!r}")
         n = shard_count(pd.read_parquet(prompts, columns=["status"]),
                         self._model(wildcards).get("shard_size"))
-        return [f"results/generations/{wildcards.model}/{wildcards.variant}/{source}/shards/"
-                f"{i:05d}-of-{n:05d}.parquet" for i in range(n)]
+        return [paths.shard_path(wildcards.model, wildcards.variant, source, i, n)
+                for i in range(n)]
 
     # ---- the environment table
     def environment_workflow_files(self, basedir: str) -> list[str]:
@@ -143,4 +144,4 @@ class SharedInputs:
         return [os.path.relpath(Path(basedir) / f) for f in workflow_files(basedir)]
 
     def environment_model_manifests(self) -> list[str]:
-        return [f"results/models/{m}.json" for m in self.config["models"]]
+        return [paths.MODEL_MANIFEST.format(model=m) for m in self.config["models"]]

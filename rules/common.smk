@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import copyprobe.config as cpc
+import copyprobe.paths as paths
 from copyprobe.dependencies import model_parts, script_dependencies
 from copyprobe.environment import config_digest, environment_facts, package_files
 from copyprobe.generation.keys import check_api_keys
@@ -109,17 +110,12 @@ def library(script, parts=None):
 NO_MODEL = model_parts(None)
 
 
-# ---- the report's HTML pages (rules/report.smk)
-# the versions and hashes of what a run used (columns kind, name, version, sha256)
-ENVIRONMENT_TABLE = "results/reproducibility/environment.parquet"
-
-
 # ---- targets
 def all_targets():
     """What each study makes for the default target, and the environment table."""
     return [
         *(path for study in STUDIES for path in study.targets(config)),
-        ENVIRONMENT_TABLE,
+        paths.ENVIRONMENT,
     ]
 
 
@@ -127,7 +123,7 @@ def report_targets():
     """The HTML page of every table among all_targets(), so that the report made for the
     default target shows each table that the run makes."""
     made = set(all_targets())
-    pages = {ENVIRONMENT_TABLE: "results/report/environment.html"}
+    pages = {paths.ENVIRONMENT: paths.ENVIRONMENT_PAGE}
     for study in STUDIES:
         pages.update(study.report_pages(config))
     return [page for table, page in pages.items() if table in made]

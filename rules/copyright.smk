@@ -3,6 +3,8 @@
 # "copyright.<benchmark>", variant "main"), refusal verdicts, task-conditional scores, and the
 # paper's tables and figures under results/copyright/<benchmark>/.
 
+import copyprobe.copyright.paths as copyright_paths
+
 from copyprobe.copyright.inputs import CopyrightInputs
 from copyprobe.copyright.study import judge_on_head_node
 
@@ -14,8 +16,8 @@ rule copyright_manifest:
         corpora=copyright_inputs.material_corpora,
         library=library("copyright_manifest"),
     output:
-        manifest="results/copyright/{benchmark}/manifest.parquet",
-        report="results/copyright/{benchmark}/manifest.report.json",
+        manifest=copyright_paths.MANIFEST,
+        report=copyright_paths.MANIFEST_REPORT,
     log:
         "logs/copyright_manifest/{benchmark}.log",
     localrule: True
@@ -30,10 +32,10 @@ rule copyright_manifest:
 
 checkpoint copyright_prompts:
     input:
-        "results/copyright/{benchmark}/manifest.parquet",
+        copyright_paths.MANIFEST,
         library=library("copyright_prompts"),
     output:
-        "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet",
+        copyright_paths.PROMPTS,
     log:
         "logs/copyright_prompts/{model}/{variant}/{benchmark}.log",
     localrule: True
@@ -45,10 +47,10 @@ checkpoint copyright_prompts:
 
 rule copyright_judge:
     input:
-        "results/generations/{model}/main/copyright.{benchmark}.parquet",
+        copyright_paths.GENERATIONS,
         library=library("copyright_judge", copyright_inputs.judge_registry_parts),
     output:
-        "results/copyright/{benchmark}/verdicts/{model}.parquet",
+        copyright_paths.VERDICTS,
     log:
         "logs/copyright_judge/{benchmark}/{model}.log",
     conda:
@@ -77,12 +79,12 @@ if judge_on_head_node(config):
 
 rule copyright_score:
     input:
-        manifest="results/copyright/{benchmark}/manifest.parquet",
-        generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
-        verdicts="results/copyright/{benchmark}/verdicts/{model}.parquet",
+        manifest=copyright_paths.MANIFEST,
+        generations=copyright_paths.GENERATIONS,
+        verdicts=copyright_paths.VERDICTS,
         library=library("copyright_score", NO_MODEL),
     output:
-        "results/copyright/{benchmark}/scored/{model}.parquet",
+        copyright_paths.SCORED,
     log:
         "logs/copyright_score/{benchmark}/{model}.log",
     conda:
@@ -101,10 +103,10 @@ rule copyright_tables:
         runs=copyright_inputs.scored_tables,
         library=library("copyright_tables", NO_MODEL),
     output:
-        scored="results/copyright/{benchmark}/scored.parquet",
-        agreement="results/copyright/{benchmark}/refusal_agreement.json",
+        scored=copyright_paths.POOLED,
+        agreement=copyright_paths.AGREEMENT,
         tables=multiext(
-            "results/copyright/{benchmark}/tables/",
+            copyright_paths.TABLES,
             "table1.csv",
             "table1.md",
             "by_notice_form.csv",
@@ -117,21 +119,21 @@ rule copyright_tables:
             "over_refusal.md",
         ),
         fig6=report(
-            "results/copyright/{benchmark}/figures/fig6.png",
+            copyright_paths.FIG6,
             caption="../report/copyright_fig6.rst",
             category="Copyright figures",
             subcategory="{benchmark}",
             labels={"figure": "Figure 6"},
         ),
         fig7=report(
-            "results/copyright/{benchmark}/figures/fig7.png",
+            copyright_paths.FIG7,
             caption="../report/copyright_fig7.rst",
             category="Copyright figures",
             subcategory="{benchmark}",
             labels={"figure": "Figure 7"},
         ),
         fig8=report(
-            "results/copyright/{benchmark}/figures/fig8.png",
+            copyright_paths.FIG8,
             caption="../report/copyright_fig8.rst",
             category="Copyright figures",
             subcategory="{benchmark}",
@@ -146,3 +148,59 @@ rule copyright_tables:
         statistics=config["statistics"],
     script:
         "../workflow_scripts/copyright_tables.py"
+
+
+rule report_copyright_tables:
+    input:
+        tables=multiext(
+            copyright_paths.TABLES,
+            "table1.md",
+            "by_notice_form.md",
+            "by_category.md",
+            "table5.md",
+            "over_refusal.md",
+        ),
+        library=library("report_pages"),
+    output:
+        report(
+            copyright_paths.TABLE1_PAGE,
+            caption="../report/copyright_table1.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "Table 1: similarity and refusal per notice form"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/by_notice_form.html",
+            caption="../report/copyright_by_notice_form.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "per notice form and task"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/by_category.html",
+            caption="../report/copyright_by_category.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "per material category"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/table5.html",
+            caption="../report/copyright_table5.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "Table 5: similarity against refusal"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/over_refusal.html",
+            caption="../report/copyright_over_refusal.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "over-refusal of benign requests"},
+        ),
+    log:
+        "logs/report_copyright_tables/{benchmark}.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"

@@ -6,9 +6,9 @@ rule collect_corpus:
         shared.source_files,
         library=library("collect_corpus", shared.source_registry_parts),
     output:
-        corpus="results/corpus/{source}.parquet",
-        skipped="results/corpus/{source}.skipped.parquet",
-        manifest="results/corpus/{source}.manifest.parquet",
+        corpus=paths.CORPUS,
+        skipped=paths.CORPUS_SKIPPED,
+        manifest=paths.CORPUS_MANIFEST,
     log:
         "logs/collect_corpus/{source}.log",
     localrule: True
@@ -26,7 +26,7 @@ rule prepare_model:
         shared.model_file_inputs,
         library=library("prepare_model"),
     output:
-        "results/models/{model}.json",
+        paths.MODEL_MANIFEST,
     log:
         "logs/prepare_model/{model}.log",
     localrule: True

@@ -4,11 +4,11 @@
 
 rule generate:
     input:
-        prompts="results/prompts/{model}/{variant}/{source}.parquet",
-        model="results/models/{model}.json",
+        prompts=paths.PROMPTS,
+        model=paths.MODEL_MANIFEST,
         library=library("generate", shared.model_registry_parts),
     output:
-        "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet",
+        paths.GENERATION_SHARD,
     log:
         main="logs/generate/{model}/{variant}/{source}/{shard}.log",
         # the failed requests (Parquet): Snakemake keeps logs of failed jobs
@@ -48,7 +48,7 @@ rule merge_generations:
         shards=shared.generation_shards,
         library=library("merge_generations", shared.model_registry_parts),
     output:
-        "results/generations/{model}/{variant}/{source}.parquet",
+        paths.GENERATIONS,
     log:
         "logs/merge_generations/{model}/{variant}/{source}.log",
     conda:

@@ -2,6 +2,9 @@
 # generations, and the tables that set guarded models beside their bases (Table 2, Table 6, the
 # ablation, the latency of each check) under results/copyright/guard/.
 
+import copyprobe.guard.paths as guard_paths
+import copyprobe.copyright.paths as copyright_paths
+
 from copyprobe.guard.inputs import GuardInputs
 
 guard_inputs = GuardInputs(config)
@@ -9,12 +12,12 @@ guard_inputs = GuardInputs(config)
 
 rule copyright_guard_decisions:
     input:
-        prompts="results/prompts/{model}/main/copyright.{benchmark}.parquet",
+        prompts=guard_paths.PROMPTS,
         # after the generation, which stored every decision: read back, not checked again
-        generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
+        generations=copyright_paths.GENERATIONS,
         library=library("copyright_guard_decisions", shared.model_registry_parts),
     output:
-        "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
+        guard_paths.DECISIONS,
     log:
         "logs/copyright_guard_decisions/{benchmark}/{model}.log",
     localrule: True
@@ -33,7 +36,7 @@ rule copyright_guard_tables:
         library=library("copyright_guard_tables", NO_MODEL),
     output:
         multiext(
-            "results/copyright/guard/",
+            guard_paths.TABLES,
             "table2.csv",
             "table2.md",
             "table6.csv",
@@ -53,3 +56,51 @@ rule copyright_guard_tables:
         statistics=config["statistics"],
     script:
         "../workflow_scripts/copyright_guard_tables.py"
+
+
+rule report_guard_tables:
+    input:
+        tables=multiext(
+            guard_paths.TABLES,
+            "table2.md",
+            "table6.md",
+            "ablation.md",
+            "latency.md",
+        ),
+        library=library("report_pages"),
+    output:
+        report(
+            guard_paths.TABLE2_PAGE,
+            caption="../report/guard_table2.rst",
+            category="Copyright tables",
+            subcategory="guard",
+            labels={"table": "Table 2: guarded against unguarded"},
+        ),
+        report(
+            "results/report/copyright/guard/table6.html",
+            caption="../report/guard_table6.rst",
+            category="Copyright tables",
+            subcategory="guard",
+            labels={"table": "Table 6: guard decisions"},
+        ),
+        report(
+            "results/report/copyright/guard/ablation.html",
+            caption="../report/guard_ablation.rst",
+            category="Copyright tables",
+            subcategory="guard",
+            labels={"table": "ablation of the guard's parts"},
+        ),
+        report(
+            "results/report/copyright/guard/latency.html",
+            caption="../report/guard_latency.rst",
+            category="Copyright tables",
+            subcategory="guard",
+            labels={"table": "latency the guard adds"},
+        ),
+    log:
+        "logs/report_guard_tables/all.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"

@@ -3,6 +3,8 @@
 # the decoding, the MSR settings or the thresholds k); experiments draw variants into the
 # paper's ablation figures, Table 2 and settings comparisons.
 
+import copyprobe.msr.paths as msr_paths
+
 from copyprobe.msr.inputs import MSRInputs, print_table
 from copyprobe.msr.study import all_comparisons, all_stats
 
@@ -11,10 +13,10 @@ msr_inputs = MSRInputs(config)
 
 rule curate:
     input:
-        "results/corpus/{source}.parquet",
+        paths.CORPUS,
         library=library("curate"),
     output:
-        "results/curated/{model}/{source}.parquet",
+        msr_paths.CURATED,
     log:
         "logs/curate/{model}/{source}.log",
     conda:
@@ -31,8 +33,8 @@ rule curation_report:
         corpora=msr_inputs.model_corpora,
         library=library("curation_report"),
     output:
-        table="results/curation/{model}.parquet",
-        md="results/curation/{model}.md",
+        table=msr_paths.CURATION_TABLE,
+        md=msr_paths.CURATION_REPORT,
     log:
         "logs/curation_report/{model}.log",
     conda:
@@ -45,11 +47,11 @@ rule curation_report:
 
 checkpoint build_prompts:
     input:
-        corpus="results/corpus/{source}.parquet",
-        curated="results/curated/{model}/{source}.parquet",
+        corpus=paths.CORPUS,
+        curated=msr_paths.CURATED,
         library=library("build_prompts"),
     output:
-        "results/prompts/{model}/{variant}/{source}.parquet",
+        paths.PROMPTS,
     log:
         "logs/build_prompts/{model}/{variant}/{source}.log",
     wildcard_constraints:
@@ -66,11 +68,11 @@ checkpoint build_prompts:
 
 rule count_matches:
     input:
-        prompts="results/prompts/{model}/{variant}/{source}.parquet",
-        generations="results/generations/{model}/{variant}/{source}.parquet",
+        prompts=paths.PROMPTS,
+        generations=paths.GENERATIONS,
         library=library("count_matches"),
     output:
-        "results/matches/{model}/{variant}/{source}.parquet",
+        msr_paths.MATCHES,
     log:
         "logs/count_matches/{model}/{variant}/{source}.log",
     conda:
@@ -87,7 +89,7 @@ rule compute_stats:
         corpora=msr_inputs.dataset_corpora,
         library=library("compute_stats"),
     output:
-        "results/stats/{model}/{variant}/{dataset}.json",
+        msr_paths.STATS,
     log:
         "logs/compute_stats/{model}/{variant}/{dataset}.log",
     conda:
@@ -102,11 +104,11 @@ rule compute_stats:
 
 rule plot_figures:
     input:
-        stats="results/stats/{model}/{variant}/{dataset}.json",
+        stats=msr_paths.STATS,
         library=library("plot_figures"),
     output:
         fk=report(
-            "results/figures/{model}/{variant}/{dataset}_fk.png",
+            msr_paths.FIGURE_FK,
             caption="../report/fk.rst",
             category="MSR figures",
             subcategory="f_k per model",
@@ -117,7 +119,7 @@ rule plot_figures:
             },
         ),
         per_document=report(
-            "results/figures/{model}/{variant}/{dataset}_per_document.png",
+            msr_paths.FIGURE_PER_DOCUMENT,
             caption="../report/per_document.rst",
             category="MSR figures",
             subcategory="per-document longest match",
@@ -128,7 +130,7 @@ rule plot_figures:
             },
         ),
         helm=report(
-            "results/figures/{model}/{variant}/{dataset}_helm.png",
+            msr_paths.FIGURE_HELM,
             caption="../report/helm.rst",
             category="MSR figures",
             subcategory="HELM prefix and edit similarity",
@@ -152,7 +154,7 @@ rule plot_models:
         library=library("plot_models"),
     output:
         report(
-            "results/figures/{dataset}_fk_models.png",
+            msr_paths.MODELS_FIGURE,
             caption="../report/fk_models.rst",
             category="MSR figures",
             subcategory="f_k of every model",
@@ -175,7 +177,7 @@ rule plot_experiment:
         library=library("plot_experiment"),
     output:
         report(
-            "results/figures/experiments/{experiment}/{model}.png",
+            msr_paths.EXPERIMENT_FIGURE,
             caption="../report/experiment.rst",
             category="MSR figures",
             subcategory="experiments",
@@ -197,8 +199,8 @@ rule make_sweep_table:
         stats=msr_inputs.sweep_stats,
         library=library("make_sweep_table"),
     output:
-        csv="results/tables/sweep_{experiment}.csv",
-        md="results/tables/sweep_{experiment}.md",
+        csv=msr_paths.SWEEP_CSV,
+        md=msr_paths.SWEEP_MD,
     log:
         "logs/make_sweep_table/{experiment}.log",
     localrule: True
@@ -215,7 +217,7 @@ rule compare_settings:
         stats=msr_inputs.experiment_stats,
         library=library("compare_settings"),
     output:
-        "results/comparisons/{experiment}/{model}.json",
+        msr_paths.COMPARISON,
     log:
         "logs/compare_settings/{experiment}/{model}.log",
     localrule: True
@@ -232,8 +234,8 @@ rule make_comparison_table:
         comparisons=all_comparisons(config),
         library=library("make_comparison_table"),
     output:
-        csv="results/tables/comparisons.csv",
-        md="results/tables/comparisons.md",
+        csv=msr_paths.COMPARISONS_CSV,
+        md=msr_paths.COMPARISONS_MD,
     log:
         "logs/make_comparison_table/all.log",
     localrule: True
@@ -248,8 +250,8 @@ rule make_table:
         stats=all_stats(config),
         library=library("make_table"),
     output:
-        csv="results/tables/msr_table.csv",
-        md="results/tables/msr_table.md",
+        csv=msr_paths.TABLE_CSV,
+        md=msr_paths.TABLE_MD,
     log:
         "logs/make_table/all.log",
     localrule: True
@@ -257,6 +259,86 @@ rule make_table:
         "../envs/report.yaml"
     script:
         "../workflow_scripts/make_table.py"
+
+
+rule report_msr_table:
+    input:
+        tables=msr_paths.TABLE_MD,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.TABLE_PAGE,
+            caption="../report/msr_table.rst",
+            category="MSR tables",
+            labels={"table": "results of every model (Table 1)"},
+        ),
+    log:
+        "logs/report_msr_table/all.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
+
+
+rule report_sweep_table:
+    input:
+        tables=msr_paths.SWEEP_MD,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.SWEEP_PAGE,
+            caption="../report/sweep_table.rst",
+            category="MSR tables",
+            labels={"table": "sweep {experiment} (Table 2)"},
+        ),
+    log:
+        "logs/report_sweep_table/{experiment}.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
+
+
+rule report_comparison_table:
+    input:
+        tables=msr_paths.COMPARISONS_MD,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.COMPARISONS_PAGE,
+            caption="../report/comparisons.rst",
+            category="MSR tables",
+            labels={"table": "settings comparisons"},
+        ),
+    log:
+        "logs/report_comparison_table/all.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
+
+
+rule report_curation:
+    input:
+        tables=msr_paths.CURATION_REPORT,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.CURATION_PAGE,
+            caption="../report/curation.rst",
+            category="Curation",
+            labels={"model": "{model}"},
+        ),
+    log:
+        "logs/report_curation/{model}.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
 
 
 onsuccess:

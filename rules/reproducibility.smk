@@ -9,7 +9,7 @@ rule environment:
         workflow=shared.environment_workflow_files(workflow.basedir),
         models=shared.environment_model_manifests(),
     output:
-        "results/reproducibility/environment.parquet",
+        paths.ENVIRONMENT,
     log:
         "logs/environment/all.log",
     localrule: True

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from copyprobe import config as cpc
+from copyprobe.copyright import paths as P
 from copyprobe.copyright.study import STUDY, copyright_models
 from copyprobe.dependencies import model_parts
 from copyprobe.generation.base import backend_facts, job_threads
+from copyprobe.paths import CORPUS
 from copyprobe.rule_inputs import backend_env
 
 
@@ -31,7 +33,7 @@ class CopyrightInputs:
 
     def material_corpora(self, wildcards: Any) -> list[str]:
         """The corpus tables of a benchmark's material sources."""
-        return [f"results/corpus/{s}.parquet" for s in self.benchmark_spec(wildcards)["materials"]]
+        return [CORPUS.format(source=s) for s in self.benchmark_spec(wildcards)["materials"]]
 
     def images_dir(self, wildcards: Any) -> str:
         """Rendered pages are content-addressed files kept with the caches: a benchmark rebuilt
@@ -72,12 +74,12 @@ class CopyrightInputs:
 
     def scored_tables(self, wildcards: Any) -> list[str]:
         """Every study model's scored table of one benchmark."""
-        return [f"results/copyright/{wildcards.benchmark}/scored/{m}.parquet"
+        return [P.SCORED.format(benchmark=wildcards.benchmark, model=m)
                 for m in copyright_models(self.config)]
 
     def all_scored(self, wildcards: Any) -> list[str]:
         """Every benchmark's pooled scored table (the guard's tables span benchmarks)."""
-        return [f"results/copyright/{b}/scored.parquet" for b in self.block["benchmarks"]]
+        return [P.POOLED.format(benchmark=b) for b in self.block["benchmarks"]]
 
     def model_main(self, wildcards: Any) -> dict[str, Any]:
         """A copyright model's slice (its variant main: the study runs no variants)."""

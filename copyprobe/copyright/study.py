@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from copyprobe.config import NAME_RE, ConfigError, check_backend
+from copyprobe.copyright import paths as P
 from copyprobe.studies import STUDIES, Study, study_models
 
 STUDY = "copyright"
@@ -79,8 +80,8 @@ def check_config(cfg: Mapping[str, Any]) -> None:
 
 def targets(cfg: Mapping[str, Any]) -> list[str]:
     """Each benchmark's Table 1, Figure 6 and refusal agreement."""
-    return [f"results/copyright/{b}/{name}" for b in cfg[STUDY]["benchmarks"]
-            for name in ("tables/table1.md", "figures/fig6.png", "refusal_agreement.json")]
+    return [p.format(benchmark=b) for b in cfg[STUDY]["benchmarks"]
+            for p in (P.TABLE1, P.FIG6, P.AGREEMENT)]
 
 
 @STUDIES.register("copyright")
@@ -113,5 +114,5 @@ class CopyrightStudy(Study):
         return targets(cfg)
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
-        return {f"results/copyright/{b}/tables/table1.md":
-                f"results/report/copyright/{b}/table1.html" for b in cfg[STUDY]["benchmarks"]}
+        return {P.TABLE1.format(benchmark=b): P.TABLE1_PAGE.format(benchmark=b)
+                for b in cfg[STUDY]["benchmarks"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from copyprobe.guard import paths as P
 from copyprobe.guard.study import guard_pairs
 
 
@@ -15,7 +16,7 @@ class GuardInputs:
 
     def all_decisions(self, wildcards: Any) -> list[str]:
         """The decision sidecar of every guarded model of the pairs, on every benchmark."""
-        return [f"results/copyright/{b}/guard_decisions/{m}.parquet"
+        return [P.DECISIONS.format(benchmark=b, model=m)
                 for b in self.config["copyright"]["benchmarks"] for m in guard_pairs(self.config)]
 
     def tables_params(self, wildcards: Any) -> dict[str, Any]:

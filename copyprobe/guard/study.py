@@ -15,6 +15,7 @@ from typing import Any
 
 from copyprobe.config import ConfigError
 from copyprobe.generation.base import BACKEND_WRAPPERS
+from copyprobe.guard import paths as P
 from copyprobe.studies import STUDIES, Study, study_models
 
 #: The checks a guard runs, each switched off in turn by an ablation variant.
@@ -97,9 +98,6 @@ def guard_pairs(cfg: Mapping[str, Any]) -> dict[str, str]:
             if guarded(models[m]) and "base" in models[m]}
 
 
-TABLE2 = "results/copyright/guard/table2.md"
-
-
 @STUDIES.register("guard")
 class GuardStudy(Study):
     """The copyright guard: guarded models beside their bases in the copyright study."""
@@ -121,7 +119,7 @@ class GuardStudy(Study):
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         """The guard's tables (Table 2 and its siblings), when a benchmark has pairs."""
-        return [TABLE2] if cfg["copyright"]["benchmarks"] and guard_pairs(cfg) else []
+        return [P.TABLE2] if cfg["copyright"]["benchmarks"] and guard_pairs(cfg) else []
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
-        return {TABLE2: "results/report/copyright/guard/table2.html"}
+        return {P.TABLE2: P.TABLE2_PAGE}

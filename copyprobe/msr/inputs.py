@@ -9,7 +9,9 @@ from typing import Any
 
 from copyprobe import config as cpc
 from copyprobe.msr import experiments as cpx
+from copyprobe.msr import paths as P
 from copyprobe.msr.config import model_datasets, model_sources
+from copyprobe.paths import CORPUS
 
 
 class MSRInputs:
@@ -35,11 +37,11 @@ class MSRInputs:
 
     def model_curated(self, wildcards: Any) -> list[str]:
         """The curated table of every source the model runs on."""
-        return [f"results/curated/{wildcards.model}/{s}.parquet"
+        return [P.CURATED.format(model=wildcards.model, source=s)
                 for s in model_sources(self.config, wildcards.model)]
 
     def model_corpora(self, wildcards: Any) -> list[str]:
-        return [f"results/corpus/{s}.parquet" for s in model_sources(self.config, wildcards.model)]
+        return [CORPUS.format(source=s) for s in model_sources(self.config, wildcards.model)]
 
     def curation_report_params(self, wildcards: Any) -> dict[str, Any]:
         """The model's cutoff, the curation and blind-baseline settings, and its datasets."""
@@ -50,22 +52,22 @@ class MSRInputs:
                              for d in model_datasets(cfg, wildcards.model)}}
 
     def dataset_matches(self, wildcards: Any) -> list[str]:
-        return [f"results/matches/{wildcards.model}/{wildcards.variant}/{s}.parquet"
+        return [P.MATCHES.format(model=wildcards.model, variant=wildcards.variant, source=s)
                 for s in self.config["datasets"][wildcards.dataset]]
 
     def dataset_corpora(self, wildcards: Any) -> list[str]:
-        return [f"results/corpus/{s}.parquet" for s in self.config["datasets"][wildcards.dataset]]
+        return [CORPUS.format(source=s) for s in self.config["datasets"][wildcards.dataset]]
 
     def dataset_models_stats(self, wildcards: Any) -> list[str]:
         """Figures 1 and 2: every model's main run on one dataset."""
-        return [f"results/stats/{m}/{cpc.MAIN}/{wildcards.dataset}.json"
+        return [P.STATS.format(model=m, variant=cpc.MAIN, dataset=wildcards.dataset)
                 for m in self.config["models"]
                 if wildcards.dataset in cpx.run_datasets(self.config, m, cpc.MAIN)]
 
     def experiment_stats(self, wildcards: Any) -> list[str]:
         """The stats JSON of an experiment's variants of one model, in the experiment's order."""
         e = self.config["experiments"][wildcards.experiment]
-        return [f"results/stats/{wildcards.model}/{v}/{e['dataset']}.json"
+        return [P.STATS.format(model=wildcards.model, variant=v, dataset=e["dataset"])
                 for v in cpx.experiment_variants(e)]
 
     def experiment_params(self, wildcards: Any) -> dict[str, Any]:
@@ -79,7 +81,7 @@ class MSRInputs:
     def sweep_stats(self, wildcards: Any) -> list[str]:
         """Every model's stats of one sweep, model by model in the experiment's order."""
         e = self.config["experiments"][wildcards.experiment]
-        return [f"results/stats/{m}/{v}/{e['dataset']}.json"
+        return [P.STATS.format(model=m, variant=v, dataset=e["dataset"])
                 for m in cpx.experiment_models(self.config, wildcards.experiment)
                 for v in cpx.experiment_variants(e)]
 
@@ -87,6 +89,6 @@ class MSRInputs:
 def print_table(jobs_run: Iterable[tuple[str, Any]]) -> None:
     """After a successful run that (re)made the results table, print it (Markdown)."""
     if any(name == "make_table" for name, _ in jobs_run):
-        table = Path("results/tables/msr_table.md")
+        table = Path(P.TABLE_MD)
         if table.is_file():
             print(f"\n{table}:\n\n{table.read_text()}", flush=True)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from copyprobe.msr import experiments as cpx
+from copyprobe.msr import paths as P
 from copyprobe.msr.config import check_config, msr_models, take_msr_settings
 from copyprobe.studies import STUDIES, Study
 
@@ -18,46 +19,46 @@ def experiments_of(cfg: Mapping[str, Any], kind: str) -> list[str]:
 
 def all_stats(cfg: Mapping[str, Any]) -> list[str]:
     """The stats JSON of every (model, variant, dataset) run."""
-    return [f"results/stats/{m}/{v}/{d}.json" for m, v, d in cpx.runs(cfg)]
+    return [P.STATS.format(model=m, variant=v, dataset=d) for m, v, d in cpx.runs(cfg)]
 
 
 def all_comparisons(cfg: Mapping[str, Any]) -> list[str]:
     """The comparison of each model of each comparison experiment."""
-    return [f"results/comparisons/{n}/{m}.json" for n in experiments_of(cfg, "comparison")
+    return [P.COMPARISON.format(experiment=n, model=m) for n in experiments_of(cfg, "comparison")
             for m in cpx.experiment_models(cfg, n)]
 
 
 def experiment_figures(cfg: Mapping[str, Any]) -> list[str]:
-    return [f"results/figures/experiments/{n}/{m}.png" for n in cfg["experiments"]
+    return [P.EXPERIMENT_FIGURE.format(experiment=n, model=m) for n in cfg["experiments"]
             for m in cpx.experiment_models(cfg, n)]
 
 
 def curation_reports(cfg: Mapping[str, Any]) -> list[str]:
-    return [f"results/curation/{m}.{ext}" for m in msr_models(cfg) for ext in ("parquet", "md")]
+    return [p.format(model=m) for m in msr_models(cfg)
+            for p in (P.CURATION_TABLE, P.CURATION_REPORT)]
 
 
 def targets(cfg: Mapping[str, Any]) -> list[str]:
     """Table 1, each run's figures, the per-dataset model figures, the experiments' figures
     and tables, and each model's curation report."""
     runs = cpx.runs(cfg)
-    figures = [f"results/figures/{m}/{v}/{d}_{kind}.png" for m, v, d in runs
-               for kind in ("fk", "per_document", "helm")]
-    models = [f"results/figures/{d}_fk_models.png" for d in sorted({d for _, _, d in runs})]
-    sweeps = [f"results/tables/sweep_{n}.{ext}" for n in experiments_of(cfg, "sweep")
-              for ext in ("csv", "md")]
-    comparisons = ["results/tables/comparisons.csv", "results/tables/comparisons.md"]
-    msr_table = ["results/tables/msr_table.csv", "results/tables/msr_table.md"]
+    figures = [P.FIGURE.format(model=m, variant=v, dataset=d, kind=kind) for m, v, d in runs
+               for kind in P.FIGURE_KINDS]
+    models = [P.MODELS_FIGURE.format(dataset=d) for d in sorted({d for _, _, d in runs})]
+    sweeps = [p.format(experiment=n) for n in experiments_of(cfg, "sweep")
+              for p in (P.SWEEP_CSV, P.SWEEP_MD)]
+    comparisons = [P.COMPARISONS_CSV, P.COMPARISONS_MD]
+    msr_table = [P.TABLE_CSV, P.TABLE_MD]
     return [*(msr_table if runs else []), *figures, *models, *experiment_figures(cfg),
             *sweeps, *(comparisons if all_comparisons(cfg) else []), *curation_reports(cfg)]
 
 
 def report_pages(cfg: Mapping[str, Any]) -> dict[str, str]:
-    pages = {"results/tables/msr_table.md": "results/report/msr/msr_table.html",
-             "results/tables/comparisons.md": "results/report/msr/comparisons.html"}
+    pages = {P.TABLE_MD: P.TABLE_PAGE, P.COMPARISONS_MD: P.COMPARISONS_PAGE}
     for n in experiments_of(cfg, "sweep"):
-        pages[f"results/tables/sweep_{n}.md"] = f"results/report/msr/sweep_{n}.html"
+        pages[P.SWEEP_MD.format(experiment=n)] = P.SWEEP_PAGE.format(experiment=n)
     for m in msr_models(cfg):
-        pages[f"results/curation/{m}.md"] = f"results/report/curation/{m}.html"
+        pages[P.CURATION_REPORT.format(model=m)] = P.CURATION_PAGE.format(model=m)
     return pages
 
 
