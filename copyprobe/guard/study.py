@@ -64,8 +64,9 @@ def check_bases(cfg: Mapping[str, Any]) -> None:
         key = f"models.{name}"
         if "base" not in spec:
             if guarded(spec) and name in in_study:
+                bare = _without_guard(spec)
                 same = [m for m, s in models.items()
-                        if m != name and not guarded(s) and _without_guard(s) == _without_guard(spec)]
+                        if m != name and not guarded(s) and _without_guard(s) == bare]
                 hint = f" (the same entry without a guard: {same[0]!r})" if len(same) == 1 else ""
                 raise ConfigError(f"config key '{key}.base': required: guarded model {name!r} "
                                   f"names its base, the same model without the guard{hint}")
