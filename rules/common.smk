@@ -82,10 +82,7 @@ wildcard_constraints:
     shard=r"\d{5}-of-\d{5}",
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     variant=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    benchmark=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
 # ---- library dependencies

@@ -11,6 +11,10 @@ from copyprobe.copyright.study import judge_on_head_node
 copyright_inputs = CopyrightInputs(config)
 
 
+wildcard_constraints:
+    benchmark=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+
 rule copyright_manifest:
     input:
         corpora=copyright_inputs.material_corpora,

@@ -11,6 +11,11 @@ from copyprobe.msr.study import all_comparisons, all_stats
 msr_inputs = MSRInputs(config)
 
 
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+
 rule curate:
     input:
         paths.CORPUS,
