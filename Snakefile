@@ -1,4 +1,4 @@
-# copyprobe workflow: shared rules (corpus, generation) and one rule file per study.
+# copyprobe workflow: shared rules (corpus, generation) and one rule file per registered study.
 # Setup, includes and the target rule only; helpers live in rules/common.smk.
 
 from snakemake.utils import min_version
@@ -18,8 +18,14 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/generation.smk"
-include: "rules/msr.smk"
-include: "rules/copyright.smk"
+
+
+# Each registered study's rule file (copyprobe.studies: msr, copyright, guard, ...).
+for _rule_file in study_rule_files():
+
+    include: _rule_file
+
+
 include: "rules/reproducibility.smk"
 include: "rules/report.smk"
 

@@ -29,12 +29,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from copyprobe.copyright.cli import add_commands as add_copyright_commands
-from copyprobe.copyright.listing import metrics as copyright_metrics
+from copyprobe.cli_help import HelpFormatter
 from copyprobe.extras import explain
-from copyprobe.guard.cli import add_commands as add_guard_commands
+from copyprobe.listing import KINDS
 from copyprobe.listing import add_command as add_list_command
-from copyprobe.msr.cli import add_commands as add_msr_commands
+from copyprobe.studies import studies
 
 
 def cmd_validate_config(args: argparse.Namespace) -> dict:
@@ -44,8 +43,10 @@ def cmd_validate_config(args: argparse.Namespace) -> dict:
         cfg = load_config(args.config)
     except ConfigError as exc:
         raise SystemExit(f"copyprobe: {exc}")
-    return {"valid": True, "models": list(cfg["models"]), "sources": list(cfg["sources"]),
-            "datasets": list(cfg["datasets"])}
+    out = {"valid": True, "models": list(cfg["models"]), "sources": list(cfg["sources"])}
+    for study in studies():
+        out.update(study.summary(cfg))
+    return out
 
 
 def cmd_collect(args: argparse.Namespace) -> dict:
@@ -72,8 +73,7 @@ def cmd_collect(args: argparse.Namespace) -> dict:
 
 def cmd_generate(args: argparse.Namespace) -> dict:
     from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
-    from copyprobe.config import ConfigError, load_config
-    from copyprobe.experiments import run_slice, variant_names
+    from copyprobe.config import ConfigError, load_config, run_slice, variant_names
     from copyprobe.generation import generate_shard
     from copyprobe.generation.base import backend_facts, job_threads
     from copyprobe.models import prepare
@@ -106,15 +106,6 @@ def cmd_generate(args: argparse.Namespace) -> dict:
     return {"out": args.out, **summary.as_dict()}
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Every option's help ends with its default (when it has one)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.required or action.default in (None, False, []):
-            return action.help
-        return super()._get_help_string(action)
-
-
 class _MainHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
     """The top-level description (the module docstring) as written."""
 
@@ -128,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                            title="commands")
     v = sub.add_parser("validate-config", help="validate a workflow config file",
                        description="Validate a workflow config file (schema, names, model "
-                                   "files) and list its models, sources and datasets.")
+                                   "files) and list its models, sources and what each "
+                                   "study lists (its datasets, ...).")
     v.add_argument("config", help="the YAML config file")
     v.set_defaults(func=cmd_validate_config)
     c = sub.add_parser("collect", help="run one configured source (what the workflow's "
@@ -157,10 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which part of the prompts to run, INDEX-of-COUNT")
     g.add_argument("--out", required=True, help="the generations Parquet file to write")
     g.set_defaults(func=cmd_generate)
-    add_msr_commands(sub)
-    add_copyright_commands(sub)
-    add_guard_commands(sub)
-    add_list_command(sub, {"metrics": [copyright_metrics]})
+    listers: dict[str, list] = {}
+    for study in studies():  # each study adds its own commands and its parts of the listings
+        study.add_commands(sub)
+        for kind in KINDS:
+            if (lister := study.lister(kind)) is not None:
+                listers.setdefault(kind, []).append(lister)
+    add_list_command(sub, listers)
     for command in _commands(sub):
         command.formatter_class = HelpFormatter
     return p

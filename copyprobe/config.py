@@ -1,8 +1,11 @@
 """Typed configuration: JSON-Schema validation with defaults, semantic checks, per-model slices.
 
-:func:`validate_config` is called by the Snakefile before any job is scheduled, so a bad config
-(unknown key, also among a source kind's params, wrong type, odd ``n``, a model file that is
-not there) stops the run with a message that names the key; :func:`read_config_file` stops at
+The schema is the core's (``data/config_schema.yaml``) with each registered study's fragment
+composed in, and the checks are the shared ones and each study's (:mod:`copyprobe.studies`):
+this module names no study. :func:`validate_config` is called by the Snakefile before any job
+is scheduled, so a bad config (unknown key, also among a source kind's params, wrong type, a
+model file that is not there, what a study's checks reject) stops the run with a message that
+names the key; :func:`read_config_file` stops at
 a key given twice in one file, naming the file and line. Workflow scripts never see the global
 config: rules hand them the slice they need (:func:`model_slice`, :func:`source_spec`) through
 ``params``.
@@ -13,19 +16,21 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-#: The config schema ships inside the package, so ``pip install .`` validates configs too.
+from copyprobe.studies import Study, studies
+
+#: The core's config schema ships inside the package, so ``pip install .`` validates configs
+#: too; each study adds its own blocks (:meth:`copyprobe.studies.Study.schema`).
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config_schema.yaml"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-#: The generation layer's ``{source}`` of a copyright benchmark is this prefix + its name.
-COPYRIGHT_PREFIX = "copyright."
-MSR_KEYS = ("n", "num_words", "min_segment_words", "system_message", "prompt_format")
+#: The run of a model without overrides (every model runs it; a study may add others).
+MAIN = "main"
 
 
 class ConfigError(ValueError):
@@ -53,8 +58,37 @@ def _key(path: Any) -> str:
 
 
 def load_schema(path: Path | None = None) -> dict[str, Any]:
-    with open(path or SCHEMA_PATH, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+    """The full config schema: the core's with every registered study's fragment composed in
+    (:func:`compose_schema`); with ``path``, that one file as it is."""
+    if path is not None:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    return compose_schema(studies())
+
+
+def compose_schema(registered: Sequence[Study]) -> dict[str, Any]:
+    """The core schema with each study's ``properties`` (top-level blocks) and
+    ``model_properties`` (keys of a model entry) added, and the names a model's ``studies``
+    takes (and its default) drawn from the studies that run models."""
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        schema = yaml.safe_load(f)
+    top = schema["properties"]
+    model = top["models"]["additionalProperties"]["properties"]
+    for study in registered:
+        fragment = study.schema()
+        for where, block in (("properties", top), ("model_properties", model)):
+            for key, sub in fragment.get(where, {}).items():
+                if key in block:
+                    raise ValueError(f"study {study.name!r}: its schema key {key!r} "
+                                     f"({where}) is already in the config schema")
+                block[key] = sub
+    members = [s.name for s in registered if s.runs_models]
+    if members:
+        model["studies"]["items"]["enum"] = members
+    default = [s.name for s in registered if s.default_for_models]
+    if default:
+        model["studies"]["default"] = default
+    return schema
 
 
 def _message(e: jsonschema.ValidationError, prefix: tuple[Any, ...] = ()) -> str:
@@ -82,39 +116,39 @@ def source_kind_params(schema: Mapping[str, Any] | None = None) -> dict[str, set
 
 
 def validate_config(config: Mapping[str, Any], schema_path: Path | None = None) -> dict[str, Any]:
-    """Return a validated deep copy of ``config`` with defaults filled in, or raise ConfigError."""
+    """Return a validated deep copy of ``config`` with defaults filled in, or raise ConfigError.
+
+    The schema (the core's and every study's), then each study's :meth:`~Study.expand`, the
+    shared checks, each study's :meth:`~Study.check`, and each source's kind params."""
     cfg: dict[str, Any] = _iso_dates(copy.deepcopy(dict(config)))
-    schema = load_schema(schema_path)
+    registered = studies()
+    schema = load_schema(schema_path) if schema_path is not None else compose_schema(registered)
     _first_error(_Validator(schema, format_checker=jsonschema.FormatChecker()), cfg)
-    _expand_guard_ablations(cfg)
-    _semantic_checks(cfg)
+    for study in registered:
+        study.expand(cfg)
+    _shared_checks(cfg)
+    for study in registered:
+        study.check(cfg)
     _check_source_params(cfg, schema)
     return cfg
 
 
-GUARD_CHECKS = ("notice", "status", "risk")
+def check_names(cfg: Mapping[str, Any], sections: Sequence[str]) -> None:
+    """The names under each of ``sections`` are usable in paths and wildcards."""
+    for section in sections:
+        for name in cfg.get(section, {}):
+            if not NAME_RE.match(name):
+                raise ConfigError(f"config key '{section}.{name}': names may use letters, digits, "
+                                  "'_', '.', '-' only")
 
 
-def _expand_guard_ablations(cfg: dict[str, Any]) -> None:
-    """A guarded model with ``guard.ablation: true`` brings its ablation: one variant per check,
-    ``<name>-no-<check>``, the same entry with that check switched off (an entry of that name
-    already in the config is an error). The ``ablation`` key itself is then dropped from every
-    guard block: it says which models to run, not how a request is guarded."""
-    models = cfg["models"]
-    for name in list(models):
-        guard = models[name].get("guard")
-        if not isinstance(guard, dict):
-            continue
-        if guard.pop("ablation", False):
-            for check in GUARD_CHECKS:
-                if guard.get(check, True) is False:
-                    continue  # already off in the model itself
-                variant = f"{name}-no-{check}"
-                if variant in models:
-                    raise ConfigError(f"config key 'models.{name}.guard.ablation': the variant "
-                                      f"'{variant}' it adds is already a model")
-                models[variant] = {**copy.deepcopy(models[name]),
-                                   "guard": {**copy.deepcopy(guard), check: False}}
+def check_backend(spec: Mapping[str, Any], key: str) -> None:
+    """A model entry's (or a judge's) backend is registered."""
+    from copyprobe.generation.base import BACKENDS
+
+    if spec["backend"] not in BACKENDS:
+        raise ConfigError(f"config key '{key}.backend': unknown backend {spec['backend']!r}; "
+                          f"known: {', '.join(BACKENDS.names())}")
 
 
 def _iso_dates(value: Any) -> Any:
@@ -141,53 +175,29 @@ def _check_source_params(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> N
         _first_error(validator, params, ("sources", name), f" (source kind {spec['kind']!r})")
 
 
-def _semantic_checks(cfg: dict[str, Any]) -> None:
+def _shared_checks(cfg: dict[str, Any]) -> None:
+    """What every study relies on: names, source kinds, and each model's backend, cutoff and
+    model file."""
     # Only the registries' declarations are read: no backend or source module is imported.
-    from copyprobe.generation.base import BACKENDS, backend_facts
+    from copyprobe.generation.base import backend_facts
     from copyprobe.models import ModelFileError, locate
     from copyprobe.sources.base import SOURCES
 
-    for section in ("sources", "datasets", "models", "variants", "experiments"):
-        for name in cfg.get(section, {}):
-            if not NAME_RE.match(name):
-                raise ConfigError(f"config key '{section}.{name}': names may use letters, digits, "
-                                  "'_', '.', '-' only")
+    check_names(cfg, ("sources", "models"))
     for name, spec in cfg["sources"].items():
         if spec["kind"] not in SOURCES:
             raise ConfigError(f"config key 'sources.{name}.kind': unknown source kind "
                               f"{spec['kind']!r}; known: {', '.join(SOURCES.names())}")
-    for name, members in cfg["datasets"].items():
-        for i, s in enumerate(members):
-            if s not in cfg["sources"]:
-                raise ConfigError(f"config key 'datasets.{name}.{i}': unknown source {s!r}")
-    msr = msr_models(cfg)
-    if msr and not cfg["datasets"]:
-        raise ConfigError(f"config key 'datasets': required by the MSR study (models "
-                          f"{', '.join(msr)}); a model only in the copyright study sets "
-                          "studies: [copyright]")
-    m = cfg["matching"]
-    if m["k_min"] > m["k_max"]:
-        raise ConfigError("config key 'matching.k_min': must not exceed matching.k_max")
-    check_msr(cfg["msr"], "msr")
     for name, spec in cfg["models"].items():
         key = f"models.{name}"
-        check_msr({**cfg["msr"], **{k: spec[k] for k in MSR_KEYS if k in spec}}, key)
-        if spec["backend"] not in BACKENDS:
-            raise ConfigError(f"config key '{key}.backend': unknown backend {spec['backend']!r}; "
-                              f"known: {', '.join(BACKENDS.names())}")
-        if "cutoff" not in spec:
-            if "msr" in spec["studies"]:
-                raise ConfigError(f"config key '{key}.cutoff': required for the MSR study (a "
-                                  "model only in the copyright study sets studies: [copyright])")
-        else:
+        check_backend(spec, key)
+        # (per-backend config keys: one check of the entry's keys against its backend's)
+        if "cutoff" in spec:
             try:
                 dt.date.fromisoformat(spec["cutoff"])
             except ValueError:
                 raise ConfigError(f"config key '{key}.cutoff': not a date (YYYY-MM-DD): "
                                   f"{spec['cutoff']!r}") from None
-        for i, s in enumerate(spec.get("sources", [])):
-            if s not in cfg["sources"]:
-                raise ConfigError(f"config key '{key}.sources.{i}': unknown source {s!r}")
         if backend_facts(spec["backend"])["needs_model_file"]:
             if "model_file" not in spec:
                 raise ConfigError(f"config key '{key}.model_file': required by backend "
@@ -196,62 +206,6 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
                 locate(spec["model_file"], key=f"{key}.model_file")
             except ModelFileError as exc:
                 raise ConfigError(f"config key {exc}") from None
-    from copyprobe.experiments import check as check_experiments
-
-    check_experiments(cfg)
-    _check_copyright(cfg)
-
-
-def _check_copyright(cfg: Mapping[str, Any]) -> None:
-    """The copyright block: benchmark names, material sources, seed files, the judge's backend,
-    and at least one model in the study when a benchmark is configured."""
-    from copyprobe.generation.base import BACKENDS
-
-    block = cfg["copyright"]
-    for name in cfg["sources"]:
-        if name.startswith(COPYRIGHT_PREFIX):
-            raise ConfigError(f"config key 'sources.{name}': names starting with "
-                              f"{COPYRIGHT_PREFIX!r} are kept for the copyright benchmarks")
-    for name, bench in block["benchmarks"].items():
-        key = f"copyright.benchmarks.{name}"
-        if not NAME_RE.match(name):
-            raise ConfigError(f"config key '{key}': names may use letters, digits, '_', '.', "
-                              "'-' only")
-        for i, s in enumerate(bench["materials"]):
-            if s not in cfg["sources"]:
-                raise ConfigError(f"config key '{key}.materials.{i}': unknown source {s!r}")
-        if bench["queries"] is not None and not Path(bench["queries"]).exists():
-            raise ConfigError(f"config key '{key}.queries': no such file or folder "
-                              f"{bench['queries']!r}")
-        extra = [f for f in bench["benign_forms"] or [] if f not in bench["forms"]]
-        if extra:
-            raise ConfigError(f"config key '{key}.benign_forms': {extra} not in its forms "
-                              f"{bench['forms']}")
-        image_forms = [f for f in bench["forms"] if f.startswith("image_")]
-        if image_forms and not bench["images"]:
-            raise ConfigError(f"config key '{key}.forms': {image_forms} draw the notice into "
-                              "the image: they need images: true")
-    if block["benchmarks"] and not copyright_models(cfg):
-        raise ConfigError("config key 'copyright.benchmarks': no model runs the copyright "
-                          "study (give a model studies: [copyright])")
-    judge = block["judge"]
-    if judge is not None:
-        if "backend" not in judge:
-            raise ConfigError("config key 'copyright.judge.backend': required (e.g. llamacpp, "
-                              "openai)")
-        if judge["backend"] not in BACKENDS:
-            raise ConfigError(f"config key 'copyright.judge.backend': unknown backend "
-                              f"{judge['backend']!r}; known: {', '.join(BACKENDS.names())}")
-
-
-def check_msr(msr: Mapping[str, Any], key: str) -> None:
-    """MSR settings that the schema cannot check: ``n`` even, ``num_words`` at least ``n``
-    (``key`` is the config key the settings come from, for the message)."""
-    if msr["n"] % 2:
-        raise ConfigError(f"config key '{key}.n': must be even (got {msr['n']}): the held-out "
-                          "last segment must fall on an assistant turn")
-    if msr["num_words"] < msr["n"]:
-        raise ConfigError(f"config key '{key}.num_words': must be at least n ({msr['n']})")
 
 
 def _duplicate_keys(node: yaml.Node, path: list[Any], where: str, seen: set[int]) -> None:
@@ -311,31 +265,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
 # ---- slices handed to the workflow scripts ---------------------------------------------------
 
-def msr_models(cfg: Mapping[str, Any]) -> list[str]:
-    """The models in the MSR study (``studies`` includes msr, the default)."""
-    return [m for m, spec in cfg["models"].items() if "msr" in spec.get("studies", ["msr"])]
-
-
-def copyright_models(cfg: Mapping[str, Any]) -> list[str]:
-    """The models in the copyright study."""
-    return [m for m, spec in cfg["models"].items() if "copyright" in spec.get("studies", [])]
-
-
-def guard_pairs(cfg: Mapping[str, Any]) -> dict[str, str]:
-    """Each guarded copyright model (an entry with a ``guard`` block) and its base: the one
-    entry that is the same without the block (a guarded model without one is left out)."""
-    models = {m: cfg["models"][m] for m in copyright_models(cfg)}
-    pairs = {}
-    for name, spec in models.items():
-        if not spec.get("guard"):
-            continue
-        rest = {k: v for k, v in spec.items() if k != "guard"}
-        bases = [m for m, s in models.items() if not s.get("guard") and s == rest]
-        if len(bases) == 1:
-            pairs[name] = bases[0]
-    return pairs
-
-
 def head_node_models(cfg: Mapping[str, Any]) -> list[str]:
     """The models whose generation jobs run on the head node: with ``api_jobs_on_head_node``,
     every model of a remote backend; none without it."""
@@ -346,47 +275,33 @@ def head_node_models(cfg: Mapping[str, Any]) -> list[str]:
     return [m for m, spec in cfg["models"].items() if backend_facts(spec["backend"])["remote"]]
 
 
-def judge_on_head_node(cfg: Mapping[str, Any]) -> bool:
-    """Whether the copyright judge's jobs run on the head node: with ``api_jobs_on_head_node``
-    and a judge of a remote backend."""
-    from copyprobe.generation.base import backend_facts
-
-    judge = cfg.get("copyright", {}).get("judge")
-    return bool(cfg.get("api_jobs_on_head_node", False) and judge is not None
-                and backend_facts(judge["backend"])["remote"])
-
-
-def copyright_source(benchmark: str) -> str:
-    """The name under which a benchmark's prompts and generations are kept (the generation
-    layer's ``{source}``)."""
-    return f"{COPYRIGHT_PREFIX}{benchmark}"
-
-
-def model_sources(cfg: Mapping[str, Any], model: str) -> list[str]:
-    """The MSR sources a model is run on: its own list, else every source used by a dataset
-    (none for a model outside the MSR study)."""
-    spec = cfg["models"][model]
-    if "msr" not in spec.get("studies", ["msr"]):
-        return []
-    if "sources" in spec:
-        return list(spec["sources"])
-    used = {s for members in cfg["datasets"].values() for s in members}
-    return sorted(used)
-
-
-def model_datasets(cfg: Mapping[str, Any], model: str) -> list[str]:
-    """Datasets whose every source the model runs on."""
-    mine = set(model_sources(cfg, model))
-    return [d for d, members in cfg["datasets"].items() if set(members) <= mine]
-
-
 def model_slice(cfg: Mapping[str, Any], model: str) -> dict[str, Any]:
-    """Everything the per-model steps need: model spec with MSR settings merged in."""
+    """Everything the per-model steps need: the model's entry, its price from the price table
+    (when it sets none), and what each study adds (:meth:`~Study.slice_model`: MSR moves its
+    settings under ``msr``)."""
     spec = copy.deepcopy(dict(cfg["models"][model]))
-    msr = {k: spec.pop(k, cfg["msr"][k]) for k in MSR_KEYS}
+    added: dict[str, Any] = {}
+    for study in studies():
+        added.update(study.slice_model(cfg, spec))
     if "price" not in spec and spec.get("model_id") in cfg.get("prices", {}):
         spec["price"] = dict(cfg["prices"][spec["model_id"]])
-    return {"name": model, "msr": msr, "cache_dir": cfg["cache_dir"], **spec}
+    return {"name": model, **added, "cache_dir": cfg["cache_dir"], **spec}
+
+
+def variant_names(cfg: Mapping[str, Any]) -> list[str]:
+    """Every run name of the config, :data:`MAIN` first, then each study's
+    (:meth:`~Study.variants`)."""
+    return [MAIN, *(v for study in studies() for v in study.variants(cfg))]
+
+
+def run_slice(cfg: Mapping[str, Any], model: str, variant: str) -> dict[str, Any]:
+    """A run's slice, what its generation jobs get: :func:`model_slice` with each study's
+    overrides for ``variant`` (:meth:`~Study.slice_run`) and the ``variant`` name."""
+    spec = model_slice(cfg, model)
+    for study in studies():
+        study.slice_run(cfg, model, variant, spec)
+    spec["variant"] = variant
+    return spec
 
 
 def source_cutoffs(cfg: Mapping[str, Any], source: str) -> list[str]:

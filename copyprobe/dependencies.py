@@ -215,9 +215,10 @@ def script_dependencies(script: str | os.PathLike[str],
 def model_parts(spec: Mapping[str, Any] | None) -> dict[str, list[str]]:
     """The generation registries' parts a model's config slice uses: every backend it names
     (its own, and nested ones such as an OCR cascade's text backend or a guard's judge) and
-    the backend wrappers it switches on. A job of this model depends on only these parts'
-    modules (None: no model, no parts)."""
+    the backend wrappers it switches on, and the studies that declare those wrappers. A job
+    of this model depends on only these parts' modules (None: no model, no parts)."""
     from copyprobe.generation.base import backend_wrappers
+    from copyprobe.studies import wrapper_studies
 
     backends: set[str] = set()
 
@@ -232,5 +233,6 @@ def model_parts(spec: Mapping[str, Any] | None) -> dict[str, list[str]]:
                 visit(v)
 
     visit(spec or {})
-    return {"backend": sorted(backends),
-            "backend wrapper": backend_wrappers(spec) if spec else []}
+    wrappers = backend_wrappers(spec) if spec else []
+    return {"backend": sorted(backends), "backend wrapper": wrappers,
+            "study": wrapper_studies(wrappers) if wrappers else []}

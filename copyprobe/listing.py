@@ -212,22 +212,20 @@ def metrics() -> list[Entry]:
     return metric_entries(METRICS)
 
 
-#: the study packages and their commands; the studies registry, when there is one, replaces
-#: this table (studies() then lists what it registers)
-STUDY_PACKAGES = {
-    "msr": ("Many-Shot Regurgitation: verbatim matches of held-out document segments in "
-            "generations, D_pre against D_post", ("msr-score", "msr-stats")),
-    "copyright": ("copyright compliance of (vision-)language models: notice forms, tasks, "
-                  "similarity and refusal",
-                  ("copyright-manifest", "copyright-queries", "copyright-score")),
-    "guard": ("CopyGuard-style guard in front of a model: notice, status and risk checks, "
-              "reminder or block", ("guard classify-query", "guard serve")),
-}
-
-
 def studies() -> list[Entry]:
-    """The studies, one entry each, with their commands as facts."""
-    return [Entry(name, text, commands) for name, (text, commands) in STUDY_PACKAGES.items()]
+    """The registered studies (:data:`copyprobe.studies.STUDIES`), one entry each: its class's
+    docstring and the ``copyprobe`` commands it adds, as facts."""
+    import argparse
+
+    from copyprobe.studies import studies as registered
+
+    out = []
+    for study in registered():
+        sub = argparse.ArgumentParser(add_help=False).add_subparsers()
+        study.add_commands(sub)
+        out.append(Entry(study.name, _first_sentence(type(study).__doc__),
+                         tuple(sorted(sub.choices))))
+    return out
 
 
 LISTERS: dict[str, Callable[[], list[Entry]]] = {

@@ -27,6 +27,11 @@ class Declaration:
     facts: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _where(obj: Any) -> str:
+    """``module:qualname`` of a registered part."""
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
+
+
 class Registry(Generic[T]):
     """Maps a name used in config to an implementation.
 
@@ -52,12 +57,17 @@ class Registry(Generic[T]):
         self._declared: dict[str, Declaration] = {}
 
     def declare(self, name: str, target: str, **facts: Any) -> None:
-        """Name a part that lives in ``target`` (``"module:attribute"``), importing nothing."""
-        if name in self._declared or name in self._items:
-            raise ValueError(f"{self.kind} {name!r} is registered twice")
+        """Name a part that lives in ``target`` (``"module:attribute"``), importing nothing.
+        A part its module registered before the declaration ran (the module was imported
+        first) is accepted when it is the one the declaration names."""
         if ":" not in target:
             raise ValueError(f"{self.kind} {name!r}: target must be 'module:attribute', "
                              f"got {target!r}")
+        if name in self._items and _where(self._items[name]) != target:
+            raise ValueError(f"{self.kind} {name!r} is declared as {target}, not "
+                             f"{_where(self._items[name])}")
+        if name in self._declared:
+            raise ValueError(f"{self.kind} {name!r} is registered twice")
         self._declared[name] = Declaration(name, target, dict(facts))
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -67,11 +77,9 @@ class Registry(Generic[T]):
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
             decl = self._declared.get(name)
-            if decl is not None:
-                where = f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
-                if where != decl.target:
-                    raise ValueError(f"{self.kind} {name!r} is declared as {decl.target}, "
-                                     f"not {where}")
+            if decl is not None and _where(obj) != decl.target:
+                raise ValueError(f"{self.kind} {name!r} is declared as {decl.target}, "
+                                 f"not {_where(obj)}")
             self._items[name] = obj
             return obj
 

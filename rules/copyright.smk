@@ -3,32 +3,43 @@
 # "copyright.<benchmark>", variant "main"), refusal verdicts, task-conditional scores, and the
 # paper's tables and figures under results/copyright/<benchmark>/.
 
+import copyprobe.copyright.paths as copyright_paths
+
+from copyprobe.copyright.inputs import CopyrightInputs
+from copyprobe.copyright.study import judge_on_head_node
+
+copyright_inputs = CopyrightInputs(config)
+
+
+wildcard_constraints:
+    benchmark=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
 
 rule copyright_manifest:
     input:
-        corpora=copyright_material_corpora,
+        corpora=copyright_inputs.material_corpora,
         library=library("copyright_manifest"),
     output:
-        manifest="results/copyright/{benchmark}/manifest.parquet",
-        report="results/copyright/{benchmark}/manifest.report.json",
+        manifest=copyright_paths.MANIFEST,
+        report=copyright_paths.MANIFEST_REPORT,
     log:
         "logs/copyright_manifest/{benchmark}.log",
     localrule: True
     conda:
         "../envs/library.yaml"
     params:
-        spec=copyright_benchmark_spec,
-        images_dir=copyright_images_dir,
+        spec=copyright_inputs.benchmark_spec,
+        images_dir=copyright_inputs.images_dir,
     script:
         "../workflow_scripts/copyright_manifest.py"
 
 
 checkpoint copyright_prompts:
     input:
-        "results/copyright/{benchmark}/manifest.parquet",
+        copyright_paths.MANIFEST,
         library=library("copyright_prompts"),
     output:
-        "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet",
+        copyright_paths.PROMPTS,
     log:
         "logs/copyright_prompts/{model}/{variant}/{benchmark}.log",
     localrule: True
@@ -40,44 +51,44 @@ checkpoint copyright_prompts:
 
 rule copyright_judge:
     input:
-        "results/generations/{model}/main/copyright.{benchmark}.parquet",
-        library=library("copyright_judge", judge_registry_parts),
+        copyright_paths.GENERATIONS,
+        library=library("copyright_judge", copyright_inputs.judge_registry_parts),
     output:
-        "results/copyright/{benchmark}/verdicts/{model}.parquet",
+        copyright_paths.VERDICTS,
     log:
         "logs/copyright_judge/{benchmark}/{model}.log",
-    wildcard_constraints:
-        # none when the judge runs on the head node (copyright_judge_on_head)
-        benchmark=judge_pattern(on_head=False),
     conda:
-        copyright_judge_env
-    threads: copyright_judge_threads
+        copyright_inputs.judge_env
+    threads: copyright_inputs.judge_threads
     resources:
         mem_mb=4000,
         runtime=240,
-        llm_api=copyright_judge_api_slots,
-        gpu=copyright_judge_gpus,
+        llm_api=copyright_inputs.judge_api_slots,
+        gpu=copyright_inputs.judge_gpus,
     params:
-        judge=copyright_judge_params,
+        judge=copyright_inputs.judge_params,
     script:
         "../workflow_scripts/copyright_judge.py"
 
 
-# With api_jobs_on_head_node and a remote judge: the judge's jobs as a local rule.
-use rule copyright_judge as copyright_judge_on_head with:
-    wildcard_constraints:
-        benchmark=judge_pattern(on_head=True),
-    localrule: True
+# With api_jobs_on_head_node and a remote judge: the judge's jobs as a local rule (ruleorder
+# gives them all to it).
+if judge_on_head_node(config):
+
+    use rule copyright_judge as copyright_judge_on_head with:
+        localrule: True
+
+    ruleorder: copyright_judge_on_head > copyright_judge
 
 
 rule copyright_score:
     input:
-        manifest="results/copyright/{benchmark}/manifest.parquet",
-        generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
-        verdicts="results/copyright/{benchmark}/verdicts/{model}.parquet",
+        manifest=copyright_paths.MANIFEST,
+        generations=copyright_paths.GENERATIONS,
+        verdicts=copyright_paths.VERDICTS,
         library=library("copyright_score", NO_MODEL),
     output:
-        "results/copyright/{benchmark}/scored/{model}.parquet",
+        copyright_paths.SCORED,
     log:
         "logs/copyright_score/{benchmark}/{model}.log",
     conda:
@@ -86,20 +97,20 @@ rule copyright_score:
     resources:
         mem_mb=4000,
     params:
-        metrics=copyright_metrics_params,
+        metrics=copyright_inputs.metrics_params,
     script:
         "../workflow_scripts/copyright_score.py"
 
 
 rule copyright_tables:
     input:
-        runs=copyright_scored_tables,
+        runs=copyright_inputs.scored_tables,
         library=library("copyright_tables", NO_MODEL),
     output:
-        scored="results/copyright/{benchmark}/scored.parquet",
-        agreement="results/copyright/{benchmark}/refusal_agreement.json",
+        scored=copyright_paths.POOLED,
+        agreement=copyright_paths.AGREEMENT,
         tables=multiext(
-            "results/copyright/{benchmark}/tables/",
+            copyright_paths.TABLES,
             "table1.csv",
             "table1.md",
             "by_notice_form.csv",
@@ -112,21 +123,21 @@ rule copyright_tables:
             "over_refusal.md",
         ),
         fig6=report(
-            "results/copyright/{benchmark}/figures/fig6.png",
+            copyright_paths.FIG6,
             caption="../report/copyright_fig6.rst",
             category="Copyright figures",
             subcategory="{benchmark}",
             labels={"figure": "Figure 6"},
         ),
         fig7=report(
-            "results/copyright/{benchmark}/figures/fig7.png",
+            copyright_paths.FIG7,
             caption="../report/copyright_fig7.rst",
             category="Copyright figures",
             subcategory="{benchmark}",
             labels={"figure": "Figure 7"},
         ),
         fig8=report(
-            "results/copyright/{benchmark}/figures/fig8.png",
+            copyright_paths.FIG8,
             caption="../report/copyright_fig8.rst",
             category="Copyright figures",
             subcategory="{benchmark}",
@@ -143,49 +154,57 @@ rule copyright_tables:
         "../workflow_scripts/copyright_tables.py"
 
 
-rule copyright_guard_decisions:
+rule report_copyright_tables:
     input:
-        prompts="results/prompts/{model}/main/copyright.{benchmark}.parquet",
-        # after the generation, which stored every decision: read back, not checked again
-        generations="results/generations/{model}/main/copyright.{benchmark}.parquet",
-        library=library("copyright_guard_decisions", model_registry_parts),
+        tables=multiext(
+            copyright_paths.TABLES,
+            "table1.md",
+            "by_notice_form.md",
+            "by_category.md",
+            "table5.md",
+            "over_refusal.md",
+        ),
+        library=library("report_pages"),
     output:
-        "results/copyright/{benchmark}/guard_decisions/{model}.parquet",
-    log:
-        "logs/copyright_guard_decisions/{benchmark}/{model}.log",
-    localrule: True
-    conda:
-        "../envs/library.yaml"
-    params:
-        model=copyright_model_main,
-    script:
-        "../workflow_scripts/copyright_guard_decisions.py"
-
-
-rule copyright_guard_tables:
-    input:
-        scored=copyright_all_scored,
-        decisions=copyright_all_guard_decisions,
-        library=library("copyright_guard_tables", NO_MODEL),
-    output:
-        multiext(
-            "results/copyright/guard/",
-            "table2.csv",
-            "table2.md",
-            "table6.csv",
-            "table6.md",
-            "ablation.csv",
-            "ablation.md",
-            "latency.csv",
-            "latency.md",
+        report(
+            copyright_paths.TABLE1_PAGE,
+            caption="../report/copyright_table1.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "Table 1: similarity and refusal per notice form"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/by_notice_form.html",
+            caption="../report/copyright_by_notice_form.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "per notice form and task"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/by_category.html",
+            caption="../report/copyright_by_category.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "per material category"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/table5.html",
+            caption="../report/copyright_table5.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "Table 5: similarity against refusal"},
+        ),
+        report(
+            "results/report/copyright/{benchmark}/over_refusal.html",
+            caption="../report/copyright_over_refusal.rst",
+            category="Copyright tables",
+            subcategory="{benchmark}",
+            labels={"table": "over-refusal of benign requests"},
         ),
     log:
-        "logs/copyright_guard_tables/all.log",
+        "logs/report_copyright_tables/{benchmark}.log",
     localrule: True
     conda:
         "../envs/report.yaml"
-    params:
-        guard=copyright_guard_params,
-        statistics=config["statistics"],
     script:
-        "../workflow_scripts/copyright_guard_tables.py"
+        "../workflow_scripts/report_pages.py"

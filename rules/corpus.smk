@@ -1,73 +1,39 @@
-# Shared: documents from sources, model files, D_pre / D_post curation per model.
+# Shared: documents from sources, and model files.
 
 
 rule collect_corpus:
     input:
-        source_files,
-        library=library("collect_corpus", source_registry_parts),
+        shared.source_files,
+        library=library("collect_corpus", shared.source_registry_parts),
     output:
-        corpus="results/corpus/{source}.parquet",
-        skipped="results/corpus/{source}.skipped.parquet",
-        manifest="results/corpus/{source}.manifest.parquet",
+        corpus=paths.CORPUS,
+        skipped=paths.CORPUS_SKIPPED,
+        manifest=paths.CORPUS_MANIFEST,
     log:
         "logs/collect_corpus/{source}.log",
     localrule: True
     conda:
-        corpus_env
+        shared.corpus_env
     params:
-        spec=source_params,
-        cutoffs=source_cutoffs,
+        spec=shared.source_params,
+        cutoffs=shared.source_cutoffs,
     script:
         "../workflow_scripts/collect_corpus.py"
 
 
 rule prepare_model:
     input:
-        model_file_inputs,
+        shared.model_file_inputs,
         library=library("prepare_model"),
     output:
-        "results/models/{model}.json",
+        paths.MODEL_MANIFEST,
     log:
         "logs/prepare_model/{model}.log",
     localrule: True
     conda:
         "../envs/generation-cpu.yaml"
     params:
-        model_file=model_file_spec,
+        model_file=shared.model_file_spec,
         cache_dir=config["cache_dir"],
     script:
         "../workflow_scripts/prepare_model.py"
-
-
-rule curate:
-    input:
-        "results/corpus/{source}.parquet",
-        library=library("curate"),
-    output:
-        "results/curated/{model}/{source}.parquet",
-    log:
-        "logs/curate/{model}/{source}.log",
-    conda:
-        "../envs/library.yaml"
-    params:
-        curation=curation_params,
-    script:
-        "../workflow_scripts/curate.py"
-
-
-rule curation_report:
-    input:
-        curated=model_curated,
-        corpora=model_corpora,
-        library=library("curation_report"),
-    output:
-        table="results/curation/{model}.parquet",
-        md="results/curation/{model}.md",
-    log:
-        "logs/curation_report/{model}.log",
-    conda:
-        "../envs/library.yaml"
-    params:
-        report=curation_report_params,
-    script:
-        "../workflow_scripts/curation_report.py"

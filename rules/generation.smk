@@ -4,48 +4,51 @@
 
 rule generate:
     input:
-        prompts="results/prompts/{model}/{variant}/{source}.parquet",
-        model="results/models/{model}.json",
-        library=library("generate", model_registry_parts),
+        prompts=paths.PROMPTS,
+        model=paths.MODEL_MANIFEST,
+        library=library("generate", shared.model_registry_parts),
     output:
-        "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet",
+        paths.GENERATION_SHARD,
     log:
         main="logs/generate/{model}/{variant}/{source}/{shard}.log",
         # the failed requests (Parquet): Snakemake keeps logs of failed jobs
         failures="logs/generate/{model}/{variant}/{source}/{shard}.failures.parquet",
     benchmark:
         "logs/benchmarks/generate/{model}/{variant}/{source}/{shard}.tsv"
-    wildcard_constraints:
-        # not the models whose jobs run on the head node (generate_on_head)
-        model=model_pattern(on_head=False),
     conda:
-        generate_env
-    threads: generate_threads
+        shared.generate_env
+    threads: shared.generate_threads
     resources:
         mem_mb=4000,
-        runtime=generation_runtime,
-        llm_api=api_slots,
-        gpu=generation_gpus,
+        runtime=shared.generation_runtime,
+        llm_api=shared.api_slots,
+        gpu=shared.generation_gpus,
     params:
-        model=model_params,
+        model=shared.model_params,
     script:
         "../workflow_scripts/generate.py"
 
 
 # With api_jobs_on_head_node, the shards of remote-backend models: the same jobs as a local
-# rule, which a cluster executor runs on the machine Snakemake runs on (still holding llm_api).
-use rule generate as generate_on_head with:
-    wildcard_constraints:
-        model=model_pattern(on_head=True),
-    localrule: True
+# rule (a rule is local or not as a whole), which a cluster executor runs on the machine
+# Snakemake runs on (still holding llm_api). Both rules make those shards; ruleorder gives
+# them to the local one.
+if cpc.head_node_models(config):
+
+    use rule generate as generate_on_head with:
+        wildcard_constraints:
+            model=one_of(cpc.head_node_models(config)),
+        localrule: True
+
+    ruleorder: generate_on_head > generate
 
 
 rule merge_generations:
     input:
-        shards=generation_shards,
-        library=library("merge_generations", model_registry_parts),
+        shards=shared.generation_shards,
+        library=library("merge_generations", shared.model_registry_parts),
     output:
-        "results/generations/{model}/{variant}/{source}.parquet",
+        paths.GENERATIONS,
     log:
         "logs/merge_generations/{model}/{variant}/{source}.log",
     conda:

@@ -1,16 +1,62 @@
-# The Many-Shot Regurgitation study: prompts, matches, statistics, figures and tables.
-# Every per-model step runs once per variant ({variant}: "main", or a named override of the
-# decoding, the MSR settings or the thresholds k); experiments draw variants into the paper's
-# ablation figures, Table 2 and settings comparisons.
+# The Many-Shot Regurgitation study: curation, prompts, matches, statistics, figures and
+# tables. Every per-model step runs once per variant ({variant}: "main", or a named override of
+# the decoding, the MSR settings or the thresholds k); experiments draw variants into the
+# paper's ablation figures, Table 2 and settings comparisons.
+
+import copyprobe.msr.paths as msr_paths
+
+from copyprobe.msr.inputs import MSRInputs, print_table
+from copyprobe.msr.study import all_comparisons, all_stats
+
+msr_inputs = MSRInputs(config)
+
+
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+
+rule curate:
+    input:
+        paths.CORPUS,
+        library=library("curate"),
+    output:
+        msr_paths.CURATED,
+    log:
+        "logs/curate/{model}/{source}.log",
+    conda:
+        "../envs/library.yaml"
+    params:
+        curation=msr_inputs.curation_params,
+    script:
+        "../workflow_scripts/curate.py"
+
+
+rule curation_report:
+    input:
+        curated=msr_inputs.model_curated,
+        corpora=msr_inputs.model_corpora,
+        library=library("curation_report"),
+    output:
+        table=msr_paths.CURATION_TABLE,
+        md=msr_paths.CURATION_REPORT,
+    log:
+        "logs/curation_report/{model}.log",
+    conda:
+        "../envs/library.yaml"
+    params:
+        report=msr_inputs.curation_report_params,
+    script:
+        "../workflow_scripts/curation_report.py"
 
 
 checkpoint build_prompts:
     input:
-        corpus="results/corpus/{source}.parquet",
-        curated="results/curated/{model}/{source}.parquet",
+        corpus=paths.CORPUS,
+        curated=msr_paths.CURATED,
         library=library("build_prompts"),
     output:
-        "results/prompts/{model}/{variant}/{source}.parquet",
+        paths.PROMPTS,
     log:
         "logs/build_prompts/{model}/{variant}/{source}.log",
     wildcard_constraints:
@@ -19,55 +65,55 @@ checkpoint build_prompts:
     conda:
         "../envs/library.yaml"
     params:
-        msr=msr_params,
-        cut_at=cut_at,
+        msr=msr_inputs.msr_params,
+        cut_at=shared.cut_at,
     script:
         "../workflow_scripts/build_prompts.py"
 
 
 rule count_matches:
     input:
-        prompts="results/prompts/{model}/{variant}/{source}.parquet",
-        generations="results/generations/{model}/{variant}/{source}.parquet",
+        prompts=paths.PROMPTS,
+        generations=paths.GENERATIONS,
         library=library("count_matches"),
     output:
-        "results/matches/{model}/{variant}/{source}.parquet",
+        msr_paths.MATCHES,
     log:
         "logs/count_matches/{model}/{variant}/{source}.log",
     conda:
         "../envs/library.yaml"
     params:
-        matching=matching_params,
+        matching=msr_inputs.matching_params,
     script:
         "../workflow_scripts/count_matches.py"
 
 
 rule compute_stats:
     input:
-        matches=dataset_matches,
-        corpora=dataset_corpora,
+        matches=msr_inputs.dataset_matches,
+        corpora=msr_inputs.dataset_corpora,
         library=library("compute_stats"),
     output:
-        "results/stats/{model}/{variant}/{dataset}.json",
+        msr_paths.STATS,
     log:
         "logs/compute_stats/{model}/{variant}/{dataset}.log",
     conda:
         "../envs/library.yaml"
     params:
         statistics=config["statistics"],
-        matching=matching_params,
-        settings=run_settings,
+        matching=msr_inputs.matching_params,
+        settings=msr_inputs.run_settings,
     script:
         "../workflow_scripts/compute_stats.py"
 
 
 rule plot_figures:
     input:
-        stats="results/stats/{model}/{variant}/{dataset}.json",
+        stats=msr_paths.STATS,
         library=library("plot_figures"),
     output:
         fk=report(
-            "results/figures/{model}/{variant}/{dataset}_fk.png",
+            msr_paths.FIGURE_FK,
             caption="../report/fk.rst",
             category="MSR figures",
             subcategory="f_k per model",
@@ -78,7 +124,7 @@ rule plot_figures:
             },
         ),
         per_document=report(
-            "results/figures/{model}/{variant}/{dataset}_per_document.png",
+            msr_paths.FIGURE_PER_DOCUMENT,
             caption="../report/per_document.rst",
             category="MSR figures",
             subcategory="per-document longest match",
@@ -89,7 +135,7 @@ rule plot_figures:
             },
         ),
         helm=report(
-            "results/figures/{model}/{variant}/{dataset}_helm.png",
+            msr_paths.FIGURE_HELM,
             caption="../report/helm.rst",
             category="MSR figures",
             subcategory="HELM prefix and edit similarity",
@@ -109,11 +155,11 @@ rule plot_figures:
 
 rule plot_models:
     input:
-        stats=dataset_models_stats,
+        stats=msr_inputs.dataset_models_stats,
         library=library("plot_models"),
     output:
         report(
-            "results/figures/{dataset}_fk_models.png",
+            msr_paths.MODELS_FIGURE,
             caption="../report/fk_models.rst",
             category="MSR figures",
             subcategory="f_k of every model",
@@ -132,11 +178,11 @@ rule plot_models:
 
 rule plot_experiment:
     input:
-        stats=experiment_stats,
+        stats=msr_inputs.experiment_stats,
         library=library("plot_experiment"),
     output:
         report(
-            "results/figures/experiments/{experiment}/{model}.png",
+            msr_paths.EXPERIMENT_FIGURE,
             caption="../report/experiment.rst",
             category="MSR figures",
             subcategory="experiments",
@@ -148,53 +194,53 @@ rule plot_experiment:
     conda:
         "../envs/report.yaml"
     params:
-        experiment=experiment_params,
+        experiment=msr_inputs.experiment_params,
     script:
         "../workflow_scripts/plot_experiment.py"
 
 
 rule make_sweep_table:
     input:
-        stats=sweep_stats,
+        stats=msr_inputs.sweep_stats,
         library=library("make_sweep_table"),
     output:
-        csv="results/tables/sweep_{experiment}.csv",
-        md="results/tables/sweep_{experiment}.md",
+        csv=msr_paths.SWEEP_CSV,
+        md=msr_paths.SWEEP_MD,
     log:
         "logs/make_sweep_table/{experiment}.log",
     localrule: True
     conda:
         "../envs/report.yaml"
     params:
-        experiment=experiment_params,
+        experiment=msr_inputs.experiment_params,
     script:
         "../workflow_scripts/make_sweep_table.py"
 
 
 rule compare_settings:
     input:
-        stats=experiment_stats,
+        stats=msr_inputs.experiment_stats,
         library=library("compare_settings"),
     output:
-        "results/comparisons/{experiment}/{model}.json",
+        msr_paths.COMPARISON,
     log:
         "logs/compare_settings/{experiment}/{model}.log",
     localrule: True
     conda:
         "../envs/library.yaml"
     params:
-        experiment=experiment_params,
+        experiment=msr_inputs.experiment_params,
     script:
         "../workflow_scripts/compare_settings.py"
 
 
 rule make_comparison_table:
     input:
-        comparisons=all_comparisons(),
+        comparisons=all_comparisons(config),
         library=library("make_comparison_table"),
     output:
-        csv="results/tables/comparisons.csv",
-        md="results/tables/comparisons.md",
+        csv=msr_paths.COMPARISONS_CSV,
+        md=msr_paths.COMPARISONS_MD,
     log:
         "logs/make_comparison_table/all.log",
     localrule: True
@@ -206,11 +252,11 @@ rule make_comparison_table:
 
 rule make_table:
     input:
-        stats=all_stats(),
+        stats=all_stats(config),
         library=library("make_table"),
     output:
-        csv="results/tables/msr_table.csv",
-        md="results/tables/msr_table.md",
+        csv=msr_paths.TABLE_CSV,
+        md=msr_paths.TABLE_MD,
     log:
         "logs/make_table/all.log",
     localrule: True
@@ -220,5 +266,85 @@ rule make_table:
         "../workflow_scripts/make_table.py"
 
 
+rule report_msr_table:
+    input:
+        tables=msr_paths.TABLE_MD,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.TABLE_PAGE,
+            caption="../report/msr_table.rst",
+            category="MSR tables",
+            labels={"table": "results of every model (Table 1)"},
+        ),
+    log:
+        "logs/report_msr_table/all.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
+
+
+rule report_sweep_table:
+    input:
+        tables=msr_paths.SWEEP_MD,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.SWEEP_PAGE,
+            caption="../report/sweep_table.rst",
+            category="MSR tables",
+            labels={"table": "sweep {experiment} (Table 2)"},
+        ),
+    log:
+        "logs/report_sweep_table/{experiment}.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
+
+
+rule report_comparison_table:
+    input:
+        tables=msr_paths.COMPARISONS_MD,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.COMPARISONS_PAGE,
+            caption="../report/comparisons.rst",
+            category="MSR tables",
+            labels={"table": "settings comparisons"},
+        ),
+    log:
+        "logs/report_comparison_table/all.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
+
+
+rule report_curation:
+    input:
+        tables=msr_paths.CURATION_REPORT,
+        library=library("report_pages"),
+    output:
+        report(
+            msr_paths.CURATION_PAGE,
+            caption="../report/curation.rst",
+            category="Curation",
+            labels={"model": "{model}"},
+        ),
+    log:
+        "logs/report_curation/{model}.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/report_pages.py"
+
+
 onsuccess:
-    print_table()
+    print_table(jobs_run(workflow))

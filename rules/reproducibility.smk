@@ -5,11 +5,11 @@
 
 rule environment:
     input:
-        library=environment_library_files(),
-        workflow=environment_workflow_files(),
-        models=environment_model_manifests(),
+        library=package_files(relative_to="."),
+        workflow=shared.environment_workflow_files(workflow.basedir),
+        models=shared.environment_model_manifests(),
     output:
-        "results/reproducibility/environment.parquet",
+        paths.ENVIRONMENT,
     log:
         "logs/environment/all.log",
     localrule: True

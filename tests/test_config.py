@@ -4,14 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from copyprobe.config import (
-    ConfigError,
-    load_config,
-    model_datasets,
-    model_slice,
-    model_sources,
-    validate_config,
-)
+from copyprobe.config import ConfigError, load_config, model_slice, validate_config
+from copyprobe.msr.config import model_datasets, model_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 

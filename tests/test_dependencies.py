@@ -10,7 +10,7 @@ from copyprobe.dependencies import PACKAGE_DIR, model_parts, module_file, script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow_scripts"
-LLAMACPP_ONLY = {"backend": ["llamacpp"], "backend wrapper": []}
+LLAMACPP_ONLY = {"backend": ["llamacpp"], "backend wrapper": [], "study": []}
 
 
 def deps(script: str, select=None) -> set[str]:
@@ -29,10 +29,13 @@ def test_a_script_depends_on_what_it_imports_and_their_imports():
 
 
 def test_msr_and_copyright_scripts_share_no_study_module():
+    # with the parts their rules name (the rules that run no model: model_parts(None), which
+    # also leaves out the studies that only bring backend wrappers)
     msr = set().union(*(deps(s) for s in ("build_prompts", "count_matches", "compute_stats",
                                           "make_table", "plot_figures")))
-    copyright_ = set().union(*(deps(s) for s in ("copyright_manifest", "copyright_prompts",
-                                                 "copyright_score", "copyright_tables")))
+    copyright_ = set().union(*(deps(s) for s in ("copyright_manifest", "copyright_prompts")),
+                             *(deps(s, model_parts(None)) for s in ("copyright_score",
+                                                                    "copyright_tables")))
     assert not any(p.startswith("copyprobe/copyright/") for p in msr)
     assert not any(p.startswith("copyprobe/msr/") for p in copyright_)
 
@@ -44,7 +47,7 @@ def test_a_reached_registry_brings_its_declared_parts_or_the_selected_ones():
     llama = deps("generate", LLAMACPP_ONLY)
     assert "copyprobe/generation/llamacpp.py" in llama
     assert not {"copyprobe/generation/openai_api.py", "copyprobe/guard/backend.py"} & llama
-    guarded = deps("generate", {**LLAMACPP_ONLY, "backend wrapper": ["guard"]})
+    guarded = deps("generate", {**LLAMACPP_ONLY, "backend wrapper": ["guard"], "study": ["guard"]})
     assert {"copyprobe/guard/backend.py", "copyprobe/guard/pipeline.py"} <= guarded
     local = deps("collect_corpus", {"source": ["local"]})
     assert "copyprobe/sources/local.py" in local
@@ -53,7 +56,7 @@ def test_a_reached_registry_brings_its_declared_parts_or_the_selected_ones():
 
 
 def test_package_data_a_module_names_is_a_dependency():
-    guarded = deps("generate", {**LLAMACPP_ONLY, "backend wrapper": ["guard"]})
+    guarded = deps("generate", {**LLAMACPP_ONLY, "backend wrapper": ["guard"], "study": ["guard"]})
     assert {"copyprobe/guard/data/catalogue.csv", "copyprobe/guard/data/risk_exemplars.json",
             "copyprobe/copyright/data/queries.json"} <= guarded
     assert "copyprobe/guard/data/catalogue.csv" not in deps("generate", LLAMACPP_ONLY)
@@ -95,8 +98,9 @@ def test_module_file():
 def test_model_parts_names_every_backend_and_wrapper_of_a_model():
     cascade = {"backend": "ocr_cascade", "text_backend": {"backend": "llamacpp"},
                "guard": {"policy": "block"}}
+    # the guard study declares the guard wrapper: a guarded model's jobs depend on it
     assert model_parts(cascade) == {"backend": ["llamacpp", "ocr_cascade"],
-                                    "backend wrapper": ["guard"]}
+                                    "backend wrapper": ["guard"], "study": ["guard"]}
     assert model_parts({"backend": "openai", "guard": None}) == {
-        "backend": ["openai"], "backend wrapper": []}
-    assert model_parts(None) == {"backend": [], "backend wrapper": []}
+        "backend": ["openai"], "backend wrapper": [], "study": []}
+    assert model_parts(None) == {"backend": [], "backend wrapper": [], "study": []}

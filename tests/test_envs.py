@@ -255,14 +255,14 @@ def test_rule_groups(rules):
 
 def test_generation_environment_follows_the_backend(rules):
     """An hf or vllm model's shards (the backends that run on a GPU) get the GPU environment,
-    the others the CPU one; so does the copyright judge, by its own backend."""
-    for rule in ("generate", "generate_on_head"):
-        stems = {m: Path(p).stem for m, p in rules[rule]["conda"].items()}
-        assert stems == {"cpu": "generation-cpu", "gpu": "generation-gpu",
-                         "fast": "generation-gpu", "api": "generation-cpu",
-                         "api-local": "generation-cpu"}
-    for rule in ("copyright_judge", "copyright_judge_on_head"):
-        assert {Path(p).stem for p in rules[rule]["conda"].values()} == {"generation-gpu"}
+    the others the CPU one; so does the copyright judge, by its own backend. (Their head-node
+    copies, defined with api_jobs_on_head_node, have the same: tests/slurm/test_head_node.py.)"""
+    stems = {m: Path(p).stem for m, p in rules["generate"]["conda"].items()}
+    assert stems == {"cpu": "generation-cpu", "gpu": "generation-gpu",
+                     "fast": "generation-gpu", "api": "generation-cpu",
+                     "api-local": "generation-cpu"}
+    assert {Path(p).stem for p in rules["copyright_judge"]["conda"].values()} == {
+        "generation-gpu"}
 
 
 def test_rule_only_judge_runs_in_the_library_environment(workflow_dir, workflow_rules):

@@ -187,18 +187,22 @@ BACKENDS.declare("ocr_cascade", "copyprobe.generation.ocr_cascade:OCRCascadeBack
 
 
 #: Wrappers around a model's backend, each switched on by a block of the same name in the
-#: model's entry (``guard:`` runs every request through the copyright guard). A wrapper class
+#: model's entry, each declared by the study that brings it (the guard study's ``guard:`` runs
+#: every request through the copyright guard). A wrapper class
 #: has two class methods: ``wrap_identity(block, spec, identity) -> identity`` (what the
 #: wrapper adds to the cache identity, so a wrapped and a bare model never share answers) and
 #: ``wrap(block, spec, backend) -> Backend``. Declared, so a wrapper's module is imported only
 #: when a model uses it.
 BACKEND_WRAPPERS: Registry[Any] = Registry("backend wrapper")
-BACKEND_WRAPPERS.declare("guard", "copyprobe.guard.backend:GuardWrapper")
 
 
 def backend_wrappers(spec: Mapping[str, Any]) -> list[str]:
     """The wrappers a model's config slice switches on, in registry order (an empty block
-    switches one on with its defaults)."""
+    switches one on with its defaults). The studies that bring wrappers are loaded first:
+    they declare them."""
+    from copyprobe.studies import load_wrapper_studies
+
+    load_wrapper_studies()
     return [name for name in BACKEND_WRAPPERS.names()
             if spec.get(name) is not None and spec.get(name) is not False]
 

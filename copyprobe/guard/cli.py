@@ -173,7 +173,7 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
     """``guard serve``: the OpenAI-compatible proxy (copyprobe.guard.serve)."""
-    from copyprobe.cli import HelpFormatter  # every option's help shows its default
+    from copyprobe.cli_help import HelpFormatter  # every option's help shows its default
     from copyprobe.guard.serve import DEFAULT_MAX_BODY
 
     s = sub.add_parser(

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copyprobe.config import guard_pairs
+from copyprobe.guard.study import guard_pairs
 from copyprobe.guard.evaluation import ablation, table2, table6, write_guard_tables
 
 
@@ -101,14 +101,14 @@ def test_written_tables_and_missing_columns(scored, tmp_path):
         table2(scored.drop(columns=["benchmark", "rights"]), PAIRS)
 
 
-def test_guard_pairs_match_the_entry_without_its_guard_block():
+def test_guard_pairs_pair_each_guarded_copyright_model_with_the_base_it_names():
     base = {"backend": "hf", "studies": ["copyright"], "model_id": "llava", "vision": True}
     cfg = {"models": {
         "llava": base,
-        "llava-guard": {**base, "guard": {"policy": "remind"}},
-        "llava-guard-no-risk": {**base, "guard": {"policy": "remind", "risk": False}},
-        "other-guard": {**base, "model_id": "other", "guard": {}},  # no base: left out
-        "msr-only": {"backend": "llamacpp", "studies": ["msr"], "guard": {}},
+        "llava-guard": {**base, "base": "llava", "guard": {"policy": "remind"}},
+        "llava-guard-no-risk": {**base, "base": "llava",
+                                "guard": {"policy": "remind", "risk": False}},
+        "msr-only": {"backend": "llamacpp", "studies": ["msr"], "base": "x", "guard": {}},
     }}
     assert guard_pairs(cfg) == {"llava-guard": "llava", "llava-guard-no-risk": "llava"}
 
@@ -135,13 +135,15 @@ def test_guard_ablation_adds_one_variant_per_check_paired_with_the_base():
     cfg = {"sources": {"docs": {"kind": "local", "path": "docs"}},
            "copyright": {"benchmarks": {"b": {"materials": ["docs"]}}},
            "models": {"m": base,
-                      "m-guard": {**base, "guard": {"policy": "block", "ablation": True}}}}
+                      "m-guard": {**base, "base": "m",
+                                  "guard": {"policy": "block", "ablation": True}}}}
     out = validate_config(cfg)
     assert sorted(out["models"]) == ["m", "m-guard", "m-guard-no-notice", "m-guard-no-risk",
                                      "m-guard-no-status"]
     assert out["models"]["m-guard-no-status"]["guard"]["status"] is False
     assert out["models"]["m-guard-no-status"]["guard"]["policy"] == "block"
     assert all("ablation" not in m.get("guard", {}) for m in out["models"].values())
+    assert {out["models"][v]["base"] for v in out["models"] if v != "m"} == {"m"}
     assert guard_pairs(out) == {v: "m" for v in ("m-guard", "m-guard-no-notice",
                                                  "m-guard-no-risk", "m-guard-no-status")}
     cfg["models"]["m-guard-no-risk"] = base

@@ -1,4 +1,4 @@
-"""Variants and experiments (copyprobe.experiments): overrides, thresholds, runs and the
+"""Variants and experiments (copyprobe.msr.experiments): overrides, thresholds, runs and the
 checks that stop a bad config at start-up, naming the key."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from copyprobe import experiments as cpx
+from copyprobe.msr import experiments as cpx
 from copyprobe.config import ConfigError, validate_config
 
 BASE = {

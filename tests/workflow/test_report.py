@@ -52,7 +52,7 @@ def _config(wd: Path) -> dict:
             "smol": {"backend": "llamacpp", "model_file": SMOLLM2, "cutoff": "2024-06-30",
                      "n_ctx": 2048, "decoding": {"max_tokens": 16}},
             "smolc": copyright_model,
-            "smolc-guard": {**copyright_model, "guard": {"policy": "block"}},
+            "smolc-guard": {**copyright_model, "base": "smolc", "guard": {"policy": "block"}},
         },
         "copyright": {
             "benchmarks": {"tiny": {"materials": ["materials"], "per_task": 1,

@@ -16,7 +16,8 @@ An *experiment* groups runs into a figure and a table: ``sweep`` (one parameter 
 variants of each model: the shot-count and input-length ablations) or ``comparison`` (two
 variants of each model compared with the paper-mode statistics: the temperature ablation).
 
-Only the config is read here: nothing imports a study package or a backend.
+Only the config is read here: nothing imports a backend. A run's slice (with the variant's
+overrides, :meth:`copyprobe.msr.study.MSRStudy.slice_run`) is :func:`copyprobe.config.run_slice`.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.config import ConfigError, check_msr, model_datasets, model_slice
-
-MAIN = "main"
+from copyprobe.config import MAIN, ConfigError, run_slice
+from copyprobe.msr.config import check_msr, model_datasets
 EXPERIMENT_KINDS = ("sweep", "comparison")
 
 
@@ -37,7 +37,8 @@ def variant_names(cfg: Mapping[str, Any]) -> list[str]:
     return [MAIN, *cfg.get("variants", {})]
 
 
-def _variant(cfg: Mapping[str, Any], variant: str) -> Mapping[str, Any]:
+def variant_spec(cfg: Mapping[str, Any], variant: str) -> Mapping[str, Any]:
+    """A variant's overrides (none for :data:`MAIN`); ConfigError for an unknown name."""
     if variant == MAIN:
         return {}
     try:
@@ -49,7 +50,7 @@ def _variant(cfg: Mapping[str, Any], variant: str) -> Mapping[str, Any]:
 
 def applies(cfg: Mapping[str, Any], model: str, variant: str) -> bool:
     """Whether ``model`` runs ``variant`` (a variant without ``models`` applies to all)."""
-    models = _variant(cfg, variant).get("models")
+    models = variant_spec(cfg, variant).get("models")
     return models is None or model in models
 
 
@@ -58,7 +59,7 @@ def run_datasets(cfg: Mapping[str, Any], model: str, variant: str) -> list[str]:
     the variant's ``datasets`` when it names some."""
     if not applies(cfg, model, variant):
         return []
-    wanted = _variant(cfg, variant).get("datasets")
+    wanted = variant_spec(cfg, variant).get("datasets")
     return [d for d in model_datasets(cfg, model) if wanted is None or d in wanted]
 
 
@@ -73,22 +74,11 @@ def runs(cfg: Mapping[str, Any]) -> list[tuple[str, str, str]]:
             for d in run_datasets(cfg, m, v)]
 
 
-def run_slice(cfg: Mapping[str, Any], model: str, variant: str) -> dict[str, Any]:
-    """The model's slice (:func:`copyprobe.config.model_slice`) with the variant's decoding and
-    MSR overrides applied, and its ``variant`` name."""
-    spec = model_slice(cfg, model)
-    v = _variant(cfg, variant)
-    spec["decoding"] = {**spec.get("decoding", {}), **v.get("decoding", {})}
-    spec["msr"] = {**spec["msr"], **v.get("msr", {})}
-    spec["variant"] = variant
-    return spec
-
-
 def run_matching(cfg: Mapping[str, Any], model: str, variant: str) -> dict[str, Any]:
     """The matching thresholds of a run: the config's, the variant's overrides, and
     ``k_max: auto`` resolved to ``min(k_max, num_words // n)``."""
     base = dict(cfg["matching"])
-    over = dict(_variant(cfg, variant).get("matching", {}))
+    over = dict(variant_spec(cfg, variant).get("matching", {}))
     auto = over.get("k_max") == "auto"
     if auto:
         del over["k_max"]
@@ -207,4 +197,4 @@ def _check_experiment(cfg: Mapping[str, Any], name: str, e: Mapping[str, Any]) -
 
 __all__ = ["EXPERIMENT_KINDS", "MAIN", "applies", "check", "experiment_labels",
            "experiment_models", "experiment_variants", "run_datasets", "run_matching",
-           "run_settings", "run_slice", "run_sources", "runs", "variant_names"]
+           "run_settings", "run_slice", "run_sources", "runs", "variant_names", "variant_spec"]

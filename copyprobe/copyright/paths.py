@@ -1,0 +1,21 @@
+"""The copyright study's result paths, as patterns: rules/copyright.smk's outputs and inputs
+name them, and copyprobe.copyright.study and copyprobe.copyright.inputs fill them in. Its
+prompts and generations are the shared ones (copyprobe.paths) of the source
+``copyright.<benchmark>``, variant ``main``."""
+
+BENCHMARK = "results/copyright/{benchmark}/"
+MANIFEST = "results/copyright/{benchmark}/manifest.parquet"
+MANIFEST_REPORT = "results/copyright/{benchmark}/manifest.report.json"
+PROMPTS = "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet"
+GENERATIONS = "results/generations/{model}/main/copyright.{benchmark}.parquet"
+VERDICTS = "results/copyright/{benchmark}/verdicts/{model}.parquet"
+SCORED = "results/copyright/{benchmark}/scored/{model}.parquet"
+POOLED = "results/copyright/{benchmark}/scored.parquet"
+AGREEMENT = "results/copyright/{benchmark}/refusal_agreement.json"
+TABLES = "results/copyright/{benchmark}/tables/"
+TABLE1 = "results/copyright/{benchmark}/tables/table1.md"
+FIG6 = "results/copyright/{benchmark}/figures/fig6.png"
+FIG7 = "results/copyright/{benchmark}/figures/fig7.png"
+FIG8 = "results/copyright/{benchmark}/figures/fig8.png"
+PAGES = "results/report/copyright/{benchmark}/"
+TABLE1_PAGE = "results/report/copyright/{benchmark}/table1.html"

@@ -1,0 +1,119 @@
+"""The copyright-compliance study as the core sees it (:class:`copyprobe.studies.Study`): its
+config block and checks, its targets, report pages, rule file and commands. Its prompts and
+generations are kept under the generation layer's ``{source}`` ``copyright.<benchmark>``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from copyprobe.config import NAME_RE, ConfigError, check_backend
+from copyprobe.copyright import paths as P
+from copyprobe.studies import STUDIES, Study, study_models
+
+STUDY = "copyright"
+#: The generation layer's ``{source}`` of a copyright benchmark is this prefix + its name.
+COPYRIGHT_PREFIX = "copyright."
+#: The rules whose jobs call the judge (the second: on the head node).
+JUDGE_RULES = ("copyright_judge", "copyright_judge_on_head")
+
+
+def copyright_models(cfg: Mapping[str, Any]) -> list[str]:
+    """The models in the copyright study."""
+    return study_models(cfg, STUDY)
+
+
+def copyright_source(benchmark: str) -> str:
+    """The name under which a benchmark's prompts and generations are kept (the generation
+    layer's ``{source}``)."""
+    return f"{COPYRIGHT_PREFIX}{benchmark}"
+
+
+def judge_on_head_node(cfg: Mapping[str, Any]) -> bool:
+    """Whether the copyright judge's jobs run on the head node: with ``api_jobs_on_head_node``
+    and a judge of a remote backend."""
+    from copyprobe.generation.base import backend_facts
+
+    judge = cfg.get(STUDY, {}).get("judge")
+    return bool(cfg.get("api_jobs_on_head_node", False) and judge is not None
+                and backend_facts(judge["backend"])["remote"])
+
+
+def check_config(cfg: Mapping[str, Any]) -> None:
+    """The copyright block: benchmark names, material sources, seed files, the judge's backend,
+    and at least one model in the study when a benchmark is configured."""
+    block = cfg[STUDY]
+    for name in cfg["sources"]:
+        if name.startswith(COPYRIGHT_PREFIX):
+            raise ConfigError(f"config key 'sources.{name}': names starting with "
+                              f"{COPYRIGHT_PREFIX!r} are kept for the copyright benchmarks")
+    for name, bench in block["benchmarks"].items():
+        key = f"copyright.benchmarks.{name}"
+        if not NAME_RE.match(name):
+            raise ConfigError(f"config key '{key}': names may use letters, digits, '_', '.', "
+                              "'-' only")
+        for i, s in enumerate(bench["materials"]):
+            if s not in cfg["sources"]:
+                raise ConfigError(f"config key '{key}.materials.{i}': unknown source {s!r}")
+        if bench["queries"] is not None and not Path(bench["queries"]).exists():
+            raise ConfigError(f"config key '{key}.queries': no such file or folder "
+                              f"{bench['queries']!r}")
+        extra = [f for f in bench["benign_forms"] or [] if f not in bench["forms"]]
+        if extra:
+            raise ConfigError(f"config key '{key}.benign_forms': {extra} not in its forms "
+                              f"{bench['forms']}")
+        image_forms = [f for f in bench["forms"] if f.startswith("image_")]
+        if image_forms and not bench["images"]:
+            raise ConfigError(f"config key '{key}.forms': {image_forms} draw the notice into "
+                              "the image: they need images: true")
+    if block["benchmarks"] and not copyright_models(cfg):
+        raise ConfigError("config key 'copyright.benchmarks': no model runs the copyright "
+                          "study (give a model studies: [copyright])")
+    judge = block["judge"]
+    if judge is not None:
+        if "backend" not in judge:
+            raise ConfigError("config key 'copyright.judge.backend': required (e.g. llamacpp, "
+                              "openai)")
+        check_backend(judge, "copyright.judge")
+
+
+def targets(cfg: Mapping[str, Any]) -> list[str]:
+    """Each benchmark's Table 1, Figure 6 and refusal agreement."""
+    return [p.format(benchmark=b) for b in cfg[STUDY]["benchmarks"]
+            for p in (P.TABLE1, P.FIG6, P.AGREEMENT)]
+
+
+@STUDIES.register("copyright")
+class CopyrightStudy(Study):
+    """The LVLM copyright-compliance benchmark: materials x notice forms x queries."""
+
+    name = STUDY
+    schema_file = "data/schema.yaml"
+    commands = "copyprobe.copyright.cli:add_commands"
+    listers = {"metrics": "copyprobe.copyright.listing:metrics"}
+    rule_file = "rules/copyright.smk"
+    runs_models = True
+
+    def check(self, cfg: Mapping[str, Any]) -> None:
+        check_config(cfg)
+
+    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
+        return "copyright_prompts" if source.startswith(COPYRIGHT_PREFIX) else None
+
+    def prompts_wildcards(self, source: str, wildcards: Mapping[str, str]) -> dict[str, str]:
+        return {"model": wildcards["model"], "variant": wildcards["variant"],
+                "benchmark": source.removeprefix(COPYRIGHT_PREFIX)}
+
+    def extra_models(self, cfg: Mapping[str, Any], rules: set[str]) -> dict[str, Any]:
+        judge = cfg[STUDY]["judge"]
+        if judge is not None and rules & set(JUDGE_RULES):
+            return {"copyright.judge": judge}
+        return {}
+
+    def targets(self, cfg: Mapping[str, Any]) -> list[str]:
+        return targets(cfg)
+
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        return {P.TABLE1.format(benchmark=b): P.TABLE1_PAGE.format(benchmark=b)
+                for b in cfg[STUDY]["benchmarks"]}

@@ -1,0 +1,126 @@
+"""The guard (CopyGuard) as the core sees it (:class:`copyprobe.studies.Study`): the ``guard``
+and ``base`` keys of a model entry, the ablation variants a guard block asks for, the pairs of
+guarded models and their bases, the guard's tables, its commands, and its entry among the
+generation layer's backend wrappers.
+
+A guarded model names its base, the same model without the guard (``base: <model>``): the
+base must exist, have no guard block, and equal the guarded entry but for ``guard`` and
+``base``; a guarded model of the copyright study without one is an error."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from copyprobe.config import ConfigError
+from copyprobe.generation.base import BACKEND_WRAPPERS
+from copyprobe.guard import paths as P
+from copyprobe.studies import STUDIES, Study, study_models
+
+#: The checks a guard runs, each switched off in turn by an ablation variant.
+GUARD_CHECKS = ("notice", "status", "risk")
+#: A guarded model's ``guard`` block switches the wrapper on (a block of the same name).
+BACKEND_WRAPPERS.declare("guard", "copyprobe.guard.backend:GuardWrapper")
+
+
+def guarded(spec: Mapping[str, Any]) -> bool:
+    return bool(spec.get("guard"))
+
+
+def expand_ablations(cfg: dict[str, Any]) -> None:
+    """A guarded model with ``guard.ablation: true`` brings its ablation: one variant per check,
+    ``<name>-no-<check>``, the same entry (its ``base`` too) with that check switched off (an
+    entry of that name already in the config is an error). The ``ablation`` key itself is then
+    dropped from every guard block: it says which models to run, not how a request is
+    guarded."""
+    models = cfg["models"]
+    for name in list(models):
+        guard = models[name].get("guard")
+        if not isinstance(guard, dict):
+            continue
+        if guard.pop("ablation", False):
+            for check in GUARD_CHECKS:
+                if guard.get(check, True) is False:
+                    continue  # already off in the model itself
+                variant = f"{name}-no-{check}"
+                if variant in models:
+                    raise ConfigError(f"config key 'models.{name}.guard.ablation': the variant "
+                                      f"'{variant}' it adds is already a model")
+                models[variant] = {**copy.deepcopy(models[name]),
+                                   "guard": {**copy.deepcopy(guard), check: False}}
+
+
+def _without_guard(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k not in ("guard", "base")}
+
+
+def check_bases(cfg: Mapping[str, Any]) -> None:
+    """Each ``base`` names a model without a guard that equals its guarded entry but for the
+    guard; a guarded model of the copyright study names one."""
+    models = cfg["models"]
+    in_study = set(study_models(cfg, "copyright"))
+    for name, spec in models.items():
+        key = f"models.{name}"
+        if "base" not in spec:
+            if guarded(spec) and name in in_study:
+                bare = _without_guard(spec)
+                same = [m for m, s in models.items()
+                        if m != name and not guarded(s) and _without_guard(s) == bare]
+                hint = f" (the same entry without a guard: {same[0]!r})" if len(same) == 1 else ""
+                raise ConfigError(f"config key '{key}.base': required: guarded model {name!r} "
+                                  f"names its base, the same model without the guard{hint}")
+            continue
+        base = spec["base"]
+        if not guarded(spec):
+            raise ConfigError(f"config key '{key}.base': only a guarded model (with a guard "
+                              "block) names a base")
+        if base not in models:
+            raise ConfigError(f"config key '{key}.base': guarded model {name!r} names base "
+                              f"{base!r}, which is not a model")
+        if guarded(models[base]):
+            raise ConfigError(f"config key '{key}.base': base {base!r} of guarded model "
+                              f"{name!r} has a guard block itself")
+        mine, theirs = _without_guard(spec), _without_guard(models[base])
+        differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+        if differ:
+            same = ("backend", "model_id", "model_file")
+            what = ("a different backend or model" if any(k in differ for k in same)
+                    else "other settings")
+            raise ConfigError(f"config key '{key}.base': guarded model {name!r} and its base "
+                              f"{base!r} must differ only by the guard; they have {what}: "
+                              f"{', '.join(differ)}")
+
+
+def guard_pairs(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """Each guarded model of the copyright study and the base it names (its ``base``)."""
+    models = cfg["models"]
+    return {m: models[m]["base"] for m in study_models(cfg, "copyright")
+            if guarded(models[m]) and "base" in models[m]}
+
+
+@STUDIES.register("guard")
+class GuardStudy(Study):
+    """The copyright guard: guarded models beside their bases in the copyright study."""
+
+    name = "guard"
+    schema_file = "data/schema.yaml"
+    rule_file = "rules/guard.smk"
+    commands = "copyprobe.guard.cli:add_commands"
+
+    def expand(self, cfg: dict[str, Any]) -> None:
+        expand_ablations(cfg)
+
+    def check(self, cfg: Mapping[str, Any]) -> None:
+        check_bases(cfg)
+
+    def slice_model(self, cfg: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        spec.pop("base", None)  # which entry a guarded model is compared with, not how it runs
+        return {}
+
+    def targets(self, cfg: Mapping[str, Any]) -> list[str]:
+        """The guard's tables (Table 2 and its siblings), when a benchmark has pairs."""
+        return [P.TABLE2] if cfg["copyright"]["benchmarks"] and guard_pairs(cfg) else []
+
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        return {P.TABLE2: P.TABLE2_PAGE}

@@ -1,0 +1,1 @@
+"""The Many-Shot Regurgitation study: prompts, scoring, statistics, figures and tables."""

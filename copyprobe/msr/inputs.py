@@ -1,0 +1,94 @@
+"""The input, params and target functions of rules/msr.smk, bound to the workflow's config
+(Snakemake calls each with the job's wildcards). Paths are those of the MSR study's rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from copyprobe import config as cpc
+from copyprobe.msr import experiments as cpx
+from copyprobe.msr import paths as P
+from copyprobe.msr.config import model_datasets, model_sources
+from copyprobe.paths import CORPUS
+
+
+class MSRInputs:
+    """``MSRInputs(config).dataset_matches`` is an input function of the rule file."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config  # the workflow's validated config (the same object)
+
+    def msr_params(self, wildcards: Any) -> dict[str, Any]:
+        return cpc.run_slice(self.config, wildcards.model, wildcards.variant)["msr"]
+
+    def matching_params(self, wildcards: Any) -> dict[str, Any]:
+        """The thresholds k of a (model, variant): k_max auto resolved."""
+        return cpx.run_matching(self.config, wildcards.model, wildcards.variant)
+
+    def run_settings(self, wildcards: Any) -> dict[str, Any]:
+        """Decoding, MSR settings and thresholds of a (model, variant), kept in its stats JSON."""
+        return cpx.run_settings(self.config, wildcards.model, wildcards.variant)
+
+    def curation_params(self, wildcards: Any) -> dict[str, Any]:
+        return {"cutoff": self.config["models"][wildcards.model]["cutoff"],
+                **self.config["curation"]}
+
+    def model_curated(self, wildcards: Any) -> list[str]:
+        """The curated table of every source the model runs on."""
+        return [P.CURATED.format(model=wildcards.model, source=s)
+                for s in model_sources(self.config, wildcards.model)]
+
+    def model_corpora(self, wildcards: Any) -> list[str]:
+        return [CORPUS.format(source=s) for s in model_sources(self.config, wildcards.model)]
+
+    def curation_report_params(self, wildcards: Any) -> dict[str, Any]:
+        """The model's cutoff, the curation and blind-baseline settings, and its datasets."""
+        cfg = self.config
+        return {"cutoff": cfg["models"][wildcards.model]["cutoff"],
+                "curation": cfg["curation"], "statistics": cfg["statistics"],
+                "datasets": {d: cfg["datasets"][d]
+                             for d in model_datasets(cfg, wildcards.model)}}
+
+    def dataset_matches(self, wildcards: Any) -> list[str]:
+        return [P.MATCHES.format(model=wildcards.model, variant=wildcards.variant, source=s)
+                for s in self.config["datasets"][wildcards.dataset]]
+
+    def dataset_corpora(self, wildcards: Any) -> list[str]:
+        return [CORPUS.format(source=s) for s in self.config["datasets"][wildcards.dataset]]
+
+    def dataset_models_stats(self, wildcards: Any) -> list[str]:
+        """Figures 1 and 2: every model's main run on one dataset."""
+        return [P.STATS.format(model=m, variant=cpc.MAIN, dataset=wildcards.dataset)
+                for m in self.config["models"]
+                if wildcards.dataset in cpx.run_datasets(self.config, m, cpc.MAIN)]
+
+    def experiment_stats(self, wildcards: Any) -> list[str]:
+        """The stats JSON of an experiment's variants of one model, in the experiment's order."""
+        e = self.config["experiments"][wildcards.experiment]
+        return [P.STATS.format(model=wildcards.model, variant=v, dataset=e["dataset"])
+                for v in cpx.experiment_variants(e)]
+
+    def experiment_params(self, wildcards: Any) -> dict[str, Any]:
+        """What the aggregate scripts of an experiment need: kind, labels, parameter, title."""
+        e = self.config["experiments"][wildcards.experiment]
+        return {"name": wildcards.experiment, "kind": e["kind"], "dataset": e["dataset"],
+                "labels": cpx.experiment_labels(e), "parameter": e.get("parameter", "setting"),
+                "split": e.get("split", "pre"),
+                "title": e.get("title", f"{wildcards.experiment} on {e['dataset']}")}
+
+    def sweep_stats(self, wildcards: Any) -> list[str]:
+        """Every model's stats of one sweep, model by model in the experiment's order."""
+        e = self.config["experiments"][wildcards.experiment]
+        return [P.STATS.format(model=m, variant=v, dataset=e["dataset"])
+                for m in cpx.experiment_models(self.config, wildcards.experiment)
+                for v in cpx.experiment_variants(e)]
+
+
+def print_table(jobs_run: Iterable[tuple[str, Any]]) -> None:
+    """After a successful run that (re)made the results table, print it (Markdown)."""
+    if any(name == "make_table" for name, _ in jobs_run):
+        table = Path(P.TABLE_MD)
+        if table.is_file():
+            print(f"\n{table}:\n\n{table.read_text()}", flush=True)

@@ -1,0 +1,102 @@
+"""The MSR study as the core sees it (:class:`copyprobe.studies.Study`): its config block and
+checks, its slice of a model, its targets, report pages, rule file and commands."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from copyprobe.msr import experiments as cpx
+from copyprobe.msr import paths as P
+from copyprobe.msr.config import check_config, msr_models, take_msr_settings
+from copyprobe.studies import STUDIES, Study
+
+
+def experiments_of(cfg: Mapping[str, Any], kind: str) -> list[str]:
+    """The experiments of one kind (sweep, comparison)."""
+    return [n for n, e in cfg["experiments"].items() if e["kind"] == kind]
+
+
+def all_stats(cfg: Mapping[str, Any]) -> list[str]:
+    """The stats JSON of every (model, variant, dataset) run."""
+    return [P.STATS.format(model=m, variant=v, dataset=d) for m, v, d in cpx.runs(cfg)]
+
+
+def all_comparisons(cfg: Mapping[str, Any]) -> list[str]:
+    """The comparison of each model of each comparison experiment."""
+    return [P.COMPARISON.format(experiment=n, model=m) for n in experiments_of(cfg, "comparison")
+            for m in cpx.experiment_models(cfg, n)]
+
+
+def experiment_figures(cfg: Mapping[str, Any]) -> list[str]:
+    return [P.EXPERIMENT_FIGURE.format(experiment=n, model=m) for n in cfg["experiments"]
+            for m in cpx.experiment_models(cfg, n)]
+
+
+def curation_reports(cfg: Mapping[str, Any]) -> list[str]:
+    return [p.format(model=m) for m in msr_models(cfg)
+            for p in (P.CURATION_TABLE, P.CURATION_REPORT)]
+
+
+def targets(cfg: Mapping[str, Any]) -> list[str]:
+    """Table 1, each run's figures, the per-dataset model figures, the experiments' figures
+    and tables, and each model's curation report."""
+    runs = cpx.runs(cfg)
+    figures = [P.FIGURE.format(model=m, variant=v, dataset=d, kind=kind) for m, v, d in runs
+               for kind in P.FIGURE_KINDS]
+    models = [P.MODELS_FIGURE.format(dataset=d) for d in sorted({d for _, _, d in runs})]
+    sweeps = [p.format(experiment=n) for n in experiments_of(cfg, "sweep")
+              for p in (P.SWEEP_CSV, P.SWEEP_MD)]
+    comparisons = [P.COMPARISONS_CSV, P.COMPARISONS_MD]
+    msr_table = [P.TABLE_CSV, P.TABLE_MD]
+    return [*(msr_table if runs else []), *figures, *models, *experiment_figures(cfg),
+            *sweeps, *(comparisons if all_comparisons(cfg) else []), *curation_reports(cfg)]
+
+
+def report_pages(cfg: Mapping[str, Any]) -> dict[str, str]:
+    pages = {P.TABLE_MD: P.TABLE_PAGE, P.COMPARISONS_MD: P.COMPARISONS_PAGE}
+    for n in experiments_of(cfg, "sweep"):
+        pages[P.SWEEP_MD.format(experiment=n)] = P.SWEEP_PAGE.format(experiment=n)
+    for m in msr_models(cfg):
+        pages[P.CURATION_REPORT.format(model=m)] = P.CURATION_PAGE.format(model=m)
+    return pages
+
+
+@STUDIES.register("msr")
+class MSRStudy(Study):
+    """Many-Shot Regurgitation: D_pre vs D_post per model, variants and experiments."""
+
+    name = "msr"
+    schema_file = "data/schema.yaml"
+    commands = "copyprobe.msr.cli:add_commands"
+    rule_file = "rules/msr.smk"
+    runs_models = True
+    default_for_models = True
+
+    def check(self, cfg: Mapping[str, Any]) -> None:
+        check_config(cfg)
+        cpx.check(cfg)
+
+    def slice_model(self, cfg: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        return {"msr": take_msr_settings(cfg, spec)}
+
+    def variants(self, cfg: Mapping[str, Any]) -> list[str]:
+        return list(cfg.get("variants", {}))
+
+    def slice_run(self, cfg: Mapping[str, Any], model: str, variant: str,
+                  spec: dict[str, Any]) -> None:
+        v = cpx.variant_spec(cfg, variant)
+        spec["decoding"] = {**spec.get("decoding", {}), **v.get("decoding", {})}
+        spec["msr"] = {**spec["msr"], **v.get("msr", {})}
+
+    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
+        return "build_prompts" if source in cfg["sources"] else None
+
+    def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
+        return {"datasets": list(cfg["datasets"])}
+
+    def targets(self, cfg: Mapping[str, Any]) -> list[str]:
+        return targets(cfg)
+
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        return report_pages(cfg)

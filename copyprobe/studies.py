@@ -1,0 +1,146 @@
+"""Studies: the packages that bring a config block, its checks, workflow targets, a rule file
+and CLI commands (``msr``, ``copyright``, the ``guard`` defense, and those that come next).
+
+The core (:mod:`copyprobe.config`, the CLI, ``rules/common.smk``) never names a study: it asks
+each registered study, in :data:`STUDIES` order, for the part it owns. Adding a study is one
+package with a :class:`Study` subclass, one ``STUDIES.declare`` line here and one rule file.
+A study is declared, so only the studies' light ``study`` modules are imported to validate a
+config; a study class imports its heavy modules inside its methods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from copyprobe.registry import Registry
+
+
+class Study:
+    """What a study declares. Every hook has a do-nothing default; ``cfg`` is the validated
+    config (defaults filled in)."""
+
+    #: the name a model lists in its ``studies`` (when :attr:`runs_models`) and the registry's
+    name: ClassVar[str]
+    #: the study's schema fragment, package data of the study's own package (``data/...``):
+    #: ``properties`` (top-level config blocks) and ``model_properties`` (keys of a model entry)
+    schema_file: ClassVar[str | None] = None
+    #: its Snakemake rule file, relative to the workflow's folder (or absolute)
+    rule_file: ClassVar[str | None] = None
+    #: models join the study by listing its name in ``studies``
+    runs_models: ClassVar[bool] = False
+    #: a model that sets no ``studies`` is in this study
+    default_for_models: ClassVar[bool] = False
+    #: ``"module:function"`` that adds the study's ``copyprobe`` sub-commands to a
+    #: sub-parsers action (named, not imported: a job that loads the studies does not depend
+    #: on their command-line code)
+    commands: ClassVar[str | None] = None
+    #: ``copyprobe list`` kind -> ``"module:function"`` returning the study's entries of that
+    #: kind (:class:`copyprobe.listing.Entry`), listed after the core's
+    listers: ClassVar[Mapping[str, str]] = {}
+
+    def schema(self) -> dict[str, Any]:
+        """The study's schema fragment (empty without :attr:`schema_file`)."""
+        if self.schema_file is None:
+            return {}
+        folder = Path(sys.modules[type(self).__module__].__file__ or ".").parent
+        return yaml.safe_load((folder / self.schema_file).read_text(encoding="utf-8")) or {}
+
+    def expand(self, cfg: dict[str, Any]) -> None:
+        """Rewrite the config before any check (e.g. add the models a setting implies)."""
+
+    def check(self, cfg: Mapping[str, Any]) -> None:
+        """Raise :class:`copyprobe.config.ConfigError`, naming the key, for what the schema
+        cannot check."""
+
+    def slice_model(self, cfg: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        """Take the study's keys out of a model's slice ``spec`` (a copy) and return the
+        entries the study adds to it."""
+        return {}
+
+    def variants(self, cfg: Mapping[str, Any]) -> list[str]:
+        """The named runs a model may make beside :data:`copyprobe.config.MAIN`."""
+        return []
+
+    def slice_run(self, cfg: Mapping[str, Any], model: str, variant: str,
+                  spec: dict[str, Any]) -> None:
+        """Apply a run's overrides (its ``{variant}``) to a model's slice, in place."""
+
+    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
+        """The checkpoint (rule name) that makes prompts for the generation layer's
+        ``{source}``, when this study makes them; else None."""
+        return None
+
+    def prompts_wildcards(self, source: str, wildcards: Mapping[str, str]) -> dict[str, str]:
+        """The wildcards of :meth:`claims_prompts`' checkpoint for a generation job's."""
+        return {key: wildcards[key] for key in wildcards.keys()}
+
+    def extra_models(self, cfg: Mapping[str, Any], rules: set[str]) -> dict[str, Any]:
+        """Model entries the study runs outside ``models`` (e.g. a judge), by a name for
+        messages, when one of ``rules`` (the rules of the jobs to run) uses them."""
+        return {}
+
+    def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
+        """What ``copyprobe validate-config`` lists of the study's block."""
+        return {}
+
+    def targets(self, cfg: Mapping[str, Any]) -> list[str]:
+        """The files the workflow's default target makes for this study."""
+        return []
+
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        """Markdown table -> the HTML page of it that the report shows."""
+        return {}
+
+    def add_commands(self, sub: argparse._SubParsersAction) -> None:
+        """Add the study's ``copyprobe`` sub-commands (those :attr:`commands` names)."""
+        if self.commands is not None:
+            module, function = self.commands.split(":")
+            getattr(importlib.import_module(module), function)(sub)
+
+    def lister(self, kind: str) -> Callable[[], list[Any]] | None:
+        """The study's contribution to ``copyprobe list KIND`` (see :attr:`listers`)."""
+        target = self.listers.get(kind)
+        if target is None:
+            return None
+        module, function = target.split(":")
+        return getattr(importlib.import_module(module), function)
+
+
+STUDIES: Registry[type[Study]] = Registry("study")
+STUDIES.declare("msr", "copyprobe.msr.study:MSRStudy")
+STUDIES.declare("copyright", "copyprobe.copyright.study:CopyrightStudy")
+# A study that declares a generation backend wrapper says so (``backend_wrappers``): the
+# generation layer loads only those studies, and a job depends only on its wrappers' studies.
+STUDIES.declare("guard", "copyprobe.guard.study:GuardStudy", backend_wrappers=("guard",))
+
+
+def studies() -> list[Study]:
+    """Every registered study, by name (importing each one's ``study`` module)."""
+    return [STUDIES.get(name)() for name in STUDIES.names()]
+
+
+def wrapper_studies(wrappers: Iterable[str] | None = None) -> list[str]:
+    """The studies that declare a backend wrapper (of ``wrappers``, when given)."""
+    wanted = None if wrappers is None else set(wrappers)
+    return [name for name in STUDIES.names()
+            if (declared := set(STUDIES.facts(name).get("backend_wrappers", ())))
+            and (wanted is None or declared & wanted)]
+
+
+def load_wrapper_studies() -> None:
+    """Import the ``study`` module of every study that declares a backend wrapper, so that
+    :data:`copyprobe.generation.base.BACKEND_WRAPPERS` holds its declaration."""
+    for name in wrapper_studies():
+        STUDIES.get(name)
+
+
+def study_models(cfg: Mapping[str, Any], study: str) -> list[str]:
+    """The models in ``study`` (their ``studies`` list it; filled in by the schema)."""
+    return [m for m, spec in cfg["models"].items() if study in spec.get("studies", ())]
