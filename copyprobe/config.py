@@ -144,6 +144,7 @@ def _check_source_params(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> N
 def _semantic_checks(cfg: dict[str, Any]) -> None:
     # Only the registries' declarations are read: no backend or source module is imported.
     from copyprobe.generation.base import BACKENDS, backend_facts
+    from copyprobe.generation.model_keys import ModelKeyError, check_model_keys
     from copyprobe.models import ModelFileError, locate
     from copyprobe.sources.base import SOURCES
 
@@ -175,6 +176,10 @@ def _semantic_checks(cfg: dict[str, Any]) -> None:
         if spec["backend"] not in BACKENDS:
             raise ConfigError(f"config key '{key}.backend': unknown backend {spec['backend']!r}; "
                               f"known: {', '.join(BACKENDS.names())}")
+        try:
+            check_model_keys(name, spec, key)
+        except ModelKeyError as exc:
+            raise ConfigError(str(exc)) from None
         if "cutoff" not in spec:
             if "msr" in spec["studies"]:
                 raise ConfigError(f"config key '{key}.cutoff': required for the MSR study (a "
