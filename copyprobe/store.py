@@ -44,14 +44,14 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _tmp_name(path: Path) -> Path:
-    return path.with_name(
-        f".tmp-{path.name}-{_HOST}-{os.getpid()}-{threading.get_ident()}.tmp")
+def _tmp_name(target: str) -> str:
+    head, tail = os.path.split(target)
+    return os.path.join(head, f".tmp-{tail}-{_HOST}-{os.getpid()}-{threading.get_ident()}.tmp")
 
 
-def _fsync_dir(folder: Path) -> None:
+def _fsync_dir(folder: str) -> None:
     try:
-        dfd = os.open(folder, os.O_RDONLY)
+        dfd = os.open(folder or ".", os.O_RDONLY)
     except OSError:  # not every platform opens folders
         return
     try:
@@ -62,7 +62,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(dfd)
 
 
-def _fsync_file(path: Path) -> None:
+def _fsync_file(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -70,25 +70,32 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 @contextmanager
 def atomic_path(path: PathLike, *, durable: bool = False, mkdir: bool = True) -> Iterator[Path]:
     """A temporary path beside ``path`` for a writer that wants a file name (Parquet, savefig);
     renamed onto ``path`` when the block ends normally, removed when it raises. ``mkdir``:
     make the folder first (off where the caller knows it exists)."""
-    target = Path(path)
+    target = os.fspath(path)
     if mkdir:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     tmp = _tmp_name(target)
     try:
-        yield tmp
+        yield Path(tmp)
         if durable:
             _fsync_file(tmp)
         os.replace(tmp, target)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _unlink(tmp)
         raise
     if durable:
-        _fsync_dir(target.parent)
+        _fsync_dir(os.path.dirname(target))
 
 
 @contextmanager
@@ -105,28 +112,42 @@ def atomic_open(path: PathLike, mode: str = "wb", *, durable: bool = False,
             yield fh
 
 
-def _write_fd(path: Path, data: bytes) -> None:
-    # os-level write: the call cache writes thousands of small entries per second
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def _write_bytes(target: str, data: bytes, durable: bool) -> None:
+    # plain strings and os calls: the call cache writes thousands of small entries per second,
+    # and pathlib's parsing would cost more than the write itself
+    tmp = _tmp_name(target)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    if durable:
+        _fsync_dir(os.path.dirname(target))
 
 
 def atomic_write(path: PathLike, data: bytes | str | Callable[[Path], object], *,
                  durable: bool = False, mkdir: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically and return the path. ``data``: bytes, text
     (written as UTF-8), or a function that writes the file it is given (its temporary name)."""
-    target = Path(path)
-    with atomic_path(target, durable=durable, mkdir=mkdir) as tmp:
-        if callable(data):
+    if callable(data):
+        with atomic_path(path, durable=durable, mkdir=mkdir) as tmp:
             data(tmp)
-        else:
-            _write_fd(tmp, data.encode("utf-8") if isinstance(data, str) else bytes(data))
-    return target
+        return Path(path)
+    target = os.fspath(path)
+    if mkdir:
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    _write_bytes(target, data.encode("utf-8") if isinstance(data, str) else bytes(data),
+                 durable)
+    return Path(target)
 
 
 def atomic_write_json(path: PathLike, obj: Any, *, durable: bool = False,
@@ -157,34 +178,42 @@ class KeyedStore:
         self.suffix = suffix
         self.shard = shard
         self.durable = durable
-        self._dirs: set[Path] = set()  # folders known to exist
+        self._root = os.fspath(root)
+        self._dirs: set[str] = set()  # folders known to exist
 
-    def path(self, key: str, suffix: str | None = None) -> Path:
+    def _file(self, key: str, suffix: str | None) -> str:
         if not key or "/" in key or key.startswith("."):
             raise ValueError(f"not a store key: {key!r}")
-        folder = self.root / key[:self.shard] if self.shard else self.root
-        return folder / f"{key}{self.suffix if suffix is None else suffix}"
+        name = key + (self.suffix if suffix is None else suffix)
+        if self.shard:
+            return os.path.join(self._root, key[:self.shard], name)
+        return os.path.join(self._root, name)
+
+    def path(self, key: str, suffix: str | None = None) -> Path:
+        """Where the entry of ``key`` lies (with ``suffix`` instead of the store's)."""
+        return Path(self._file(key, suffix))
 
     def __contains__(self, key: str) -> bool:
-        return self.path(key).is_file()
+        return os.path.isfile(self._file(key, None))
 
     def get_bytes(self, key: str, suffix: str | None = None) -> bytes | None:
         try:
-            return self.path(key, suffix).read_bytes()
+            with open(self._file(key, suffix), "rb") as f:
+                return f.read()
         except FileNotFoundError:
             return None
 
-    def put_bytes(self, key: str, data: bytes, suffix: str | None = None) -> Path:
-        p = self.path(key, suffix)
-        if p.parent not in self._dirs:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(p.parent)
+    def put_bytes(self, key: str, data: bytes, suffix: str | None = None) -> None:
+        p = self._file(key, suffix)
+        folder = os.path.dirname(p)
+        if folder not in self._dirs:
+            os.makedirs(folder, exist_ok=True)
+            self._dirs.add(folder)
         try:
-            return atomic_write(p, data, durable=self.durable, mkdir=False)
+            _write_bytes(p, data, self.durable)
         except FileNotFoundError:  # the folder was removed since it was made
-            self._dirs.discard(p.parent)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            return atomic_write(p, data, durable=self.durable)
+            os.makedirs(folder, exist_ok=True)
+            _write_bytes(p, data, self.durable)
 
     def get_json(self, key: str, suffix: str | None = None) -> Any | None:
         """The entry, or None when it is missing or damaged (not JSON)."""
@@ -196,7 +225,7 @@ class KeyedStore:
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None
 
-    def put_json(self, key: str, obj: Any, suffix: str | None = None, **dumps: Any) -> Path:
+    def put_json(self, key: str, obj: Any, suffix: str | None = None, **dumps: Any) -> None:
         dumps.setdefault("ensure_ascii", False)
         dumps.setdefault("sort_keys", True)
-        return self.put_bytes(key, json.dumps(obj, **dumps).encode("utf-8"), suffix)
+        self.put_bytes(key, json.dumps(obj, **dumps).encode("utf-8"), suffix)
