@@ -78,6 +78,21 @@ def _unlink(path: str) -> None:
 
 
 @contextmanager
+def _replacing(target: str, durable: bool) -> Iterator[str]:
+    """A temporary name beside ``target``, renamed onto it when the block ends normally and
+    removed when it raises."""
+    tmp = _tmp_name(target)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    if durable:
+        _fsync_dir(os.path.dirname(target))
+
+
+@contextmanager
 def atomic_path(path: PathLike, *, durable: bool = False, mkdir: bool = True) -> Iterator[Path]:
     """A temporary path beside ``path`` for a writer that wants a file name (Parquet, savefig);
     renamed onto ``path`` when the block ends normally, removed when it raises. ``mkdir``:
@@ -85,17 +100,10 @@ def atomic_path(path: PathLike, *, durable: bool = False, mkdir: bool = True) ->
     target = os.fspath(path)
     if mkdir:
         os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-    tmp = _tmp_name(target)
-    try:
+    with _replacing(target, durable) as tmp:
         yield Path(tmp)
         if durable:
             _fsync_file(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        _unlink(tmp)
-        raise
-    if durable:
-        _fsync_dir(os.path.dirname(target))
 
 
 @contextmanager
@@ -115,8 +123,7 @@ def atomic_open(path: PathLike, mode: str = "wb", *, durable: bool = False,
 def _write_bytes(target: str, data: bytes, durable: bool) -> None:
     # plain strings and os calls: the call cache writes thousands of small entries per second,
     # and pathlib's parsing would cost more than the write itself
-    tmp = _tmp_name(target)
-    try:
+    with _replacing(target, durable) as tmp:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)
@@ -126,12 +133,6 @@ def _write_bytes(target: str, data: bytes, durable: bool) -> None:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        _unlink(tmp)
-        raise
-    if durable:
-        _fsync_dir(os.path.dirname(target))
 
 
 def atomic_write(path: PathLike, data: bytes | str | Callable[[Path], object], *,
