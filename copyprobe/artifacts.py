@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from copyprobe import __version__
+from copyprobe.store import atomic_write
 
 METADATA_KEY = b"copyprobe"
 
@@ -320,25 +320,12 @@ def write_table(
     md = dict(table.schema.metadata or {})
     md[METADATA_KEY] = json.dumps({"table": spec.name, **meta}, default=str).encode()
     table = table.replace_schema_metadata(md)
-    return _atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp))
-
-
-def _atomic_write(path: Path, writer: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        writer(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write a text file atomically."""
-    return _atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return atomic_write(path, text)
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> Path:

@@ -180,6 +180,7 @@ def _shared_checks(cfg: dict[str, Any]) -> None:
     model file."""
     # Only the registries' declarations are read: no backend or source module is imported.
     from copyprobe.generation.base import backend_facts
+    from copyprobe.generation.model_keys import ModelKeyError, check_model_keys
     from copyprobe.models import ModelFileError, locate
     from copyprobe.sources.base import SOURCES
 
@@ -191,7 +192,10 @@ def _shared_checks(cfg: dict[str, Any]) -> None:
     for name, spec in cfg["models"].items():
         key = f"models.{name}"
         check_backend(spec, key)
-        # (per-backend config keys: one check of the entry's keys against its backend's)
+        try:  # a key that the entry's backend does not read, naming the backends that do
+            check_model_keys(name, spec, key)
+        except ModelKeyError as exc:
+            raise ConfigError(str(exc)) from None
         if "cutoff" in spec:
             try:
                 dt.date.fromisoformat(spec["cutoff"])

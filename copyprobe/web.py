@@ -26,7 +26,6 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import io
-import json
 import logging
 import os
 import random
@@ -42,6 +41,8 @@ import requests
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 from requests.utils import get_encoding_from_headers
+
+from copyprobe.store import KeyedStore
 
 log = logging.getLogger(__name__)
 
@@ -154,17 +155,13 @@ class ResponseCache:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.dir = Path(directory)
-
-    def _paths(self, key: str) -> tuple[Path, Path]:
-        base = self.dir / key[:2] / key
-        return base.with_suffix(".json"), base.with_suffix(".body")
+        # <dir>/<key[:2]>/<key>.json (status, headers) beside <key>.body (the decoded body)
+        self._store = KeyedStore(self.dir, suffix=".json", shard=2)
 
     def get(self, key: str, request: requests.PreparedRequest) -> requests.Response | None:
-        meta_path, body_path = self._paths(key)
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            body = body_path.read_bytes()
-        except (FileNotFoundError, json.JSONDecodeError):
+        meta = self._store.get_json(key)
+        body = self._store.get_bytes(key, ".body") if isinstance(meta, dict) else None
+        if meta is None or body is None:
             return None
         resp = requests.Response()
         resp.status_code = meta["status"]
@@ -179,19 +176,14 @@ class ResponseCache:
         return resp
 
     def put(self, key: str, resp: requests.Response) -> None:
-        meta_path, body_path = self._paths(key)
-        meta_path.parent.mkdir(parents=True, exist_ok=True)
         # Only what describes the content is kept (no cookies, no server-set secrets).
         keep = ("content-type", "content-encoding", "last-modified", "etag", "location", "date")
         headers = {k: v for k, v in resp.headers.items() if k.lower() in keep}
         headers.pop("content-encoding", None)  # the body is stored decoded
         meta = {"status": resp.status_code, "reason": resp.reason, "url": resp.url,
                 "headers": headers, "stored_at": time.time()}
-        for path, data in ((body_path, resp.content),
-                           (meta_path, json.dumps(meta, sort_keys=True).encode("utf-8"))):
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+        self._store.put_bytes(key, resp.content, ".body")  # the body first: meta marks a hit
+        self._store.put_json(key, meta, ensure_ascii=True)
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:

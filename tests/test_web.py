@@ -231,3 +231,25 @@ def test_user_agent_from_config_else_environment(monkeypatch):
     monkeypatch.setenv(USER_AGENT_ENV, "env/1 (e@b.c)")
     assert user_agent("") == "env/1 (e@b.c)" and user_agent("cfg/1") == "cfg/1"
     assert USER_AGENT_ENV in user_agent_required("wikipedia", " for en.wikipedia.org")
+
+
+def test_an_entry_cached_by_an_earlier_version_is_still_hit(tmp_path):
+    # The two files exactly as ResponseCache wrote them before copyprobe.store: no request is
+    # made (nothing listens on the URL's port).
+    from copyprobe.web import cache_key
+
+    url = "http://127.0.0.1:9/w/api.php?b=2&a=1"
+    key = cache_key("GET", url, None)
+    folder = tmp_path / "http" / key[:2]
+    folder.mkdir(parents=True)
+    (folder / f"{key}.body").write_bytes(b'{"pages": [1]}')
+    meta = {"status": 200, "reason": "OK", "url": url, "stored_at": 1.0,
+            "headers": {"Content-Type": "application/json"}}
+    (folder / f"{key}.json").write_bytes(json.dumps(meta, sort_keys=True).encode("utf-8"))
+    s = polite_session(settings(tmp_path, max_retries=0))
+    resp = s.get("http://127.0.0.1:9/w/api.php?a=1&b=2")
+    assert resp.headers[CACHE_HEADER] == "hit" and resp.json() == {"pages": [1]}
+    assert s.stats["requests"] == 0
+    # nothing else was written beside the entry
+    stored = sorted(p.name for p in folder.iterdir())
+    assert stored == [f"{key}.body", f"{key}.json"]

@@ -34,6 +34,7 @@ from copyprobe.copyright.analysis import (  # noqa: E402
     sort_rows,
 )
 from copyprobe.copyright.scored import validate_scored  # noqa: E402
+from copyprobe.store import atomic_write  # noqa: E402
 
 __all__ = ["fig6", "fig7", "fig8", "write_figures"]
 
@@ -45,13 +46,10 @@ _LABELS = {"rouge_l_precision": "ROUGE-L precision", "rouge_l_f1": "ROUGE-L F1",
 
 def _save(fig: Figure, path: str | os.PathLike[str], caption: str) -> Figure:
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
-    tmp = p.with_name(f".{p.name}.tmp")  # written beside the target, then renamed into place
-    tmp.write_bytes(buf.getvalue())
-    os.replace(tmp, p)
+    atomic_write(p, buf.getvalue())
     write_text(p.with_suffix(".md"), f"![{p.stem}]({p.name})\n\n{caption}\n")
     return fig
 

@@ -49,7 +49,7 @@ def round_trip(text: str, settings: RenderSettings | None = None,
                footer: str | None = None) -> RoundTrip:
     """Render ``text`` (and ``footer``), OCR every page, and compare with the text followed by
     the footer (a truncated render's missing text counts as deleted characters)."""
-    from copyprobe.generation.ocr_cascade import ocr_image
+    from copyprobe.ocr import ocr_image
 
     result = render_pages(text, settings, footer)
     read = "\n".join(ocr_image(png_bytes(image)) for image in result.images)

@@ -28,17 +28,17 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import io
-import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont, features
+
+from copyprobe.store import KeyedStore, content_key
 
 #: Bumped whenever a change to this module changes the pixels or bytes of a rendered page, so
 #: content-addressed files drawn by an older renderer are not reused.
@@ -376,19 +376,7 @@ def render_key(text: str, settings: RenderSettings, footer: str | None) -> str:
     payload = {"text": text, "footer": footer, "settings": settings.as_dict(),
                "font_sha256": _font_record(settings.font)["sha256"],
                "engine": engine_versions()}
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return content_key(payload)
 
 
 def render_to_files(text: str, settings: RenderSettings | None, footer: str | None,
@@ -396,19 +384,18 @@ def render_to_files(text: str, settings: RenderSettings | None, footer: str | No
     """Render into ``out_dir`` as ``<render_key>-p<page>.png`` (pages from 1); a page whose file
     already exists is not drawn again. Files are written to a temporary name and renamed."""
     settings = settings or RenderSettings()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    store = KeyedStore(out_dir, suffix=".png", shard=0)
     key = render_key(text, settings, footer)
     layout = _layout(text, settings, footer)
     n = len(layout.pages)
     pages = []
     for number, lines in enumerate(layout.pages, start=1):
-        path = out / f"{key}-p{number}.png"
-        if path.is_file():
-            data = path.read_bytes()
-        else:
+        page_key = f"{key}-p{number}"
+        data = store.get_bytes(page_key)
+        if data is None:
             data = png_bytes(_draw_page(lines, layout.footer, settings))
-            _write_atomic(path, data)
+            store.put_bytes(page_key, data)
+        path = store.path(page_key)
         pages.append(RenderedPage(path=str(path), sha256=hashlib.sha256(data).hexdigest(),
                                   page=number, pages=n, truncated=layout.truncated))
     return pages

@@ -170,21 +170,36 @@ BACKENDS: Registry[type[Backend]] = Registry("backend")
 #   api_key_env       the variable holding its API key unless the model names another
 #                     (``api_key_env``); None: no key
 #   key_optional      honours ``api_key_optional: true`` (servers that need no key)
+#   reads             the model keys it reads (beyond those every model has); a key that
+#                     another backend reads and this one does not is a config error
+#                     (copyprobe.generation.model_keys); ``n_threads`` is read by the job of
+#                     every local backend (its reservation), whatever the engine does with it
+_LOCAL = ("n_threads",)
+_HUB = ("model_id", "revision", "model_file", "dtype", "batch_size", "trust_remote_code")
+_OPENAI = ("model_id", "revision", "base_url", "api_key_env", "request_timeout",
+           "max_tokens_param", "server_sampling_params")
 BACKENDS.declare("llamacpp", "copyprobe.generation.llamacpp:LlamaCppBackend",
-                 remote=False, needs_model_file=True, gpu=False)
+                 remote=False, needs_model_file=True, gpu=False,
+                 reads=(*_LOCAL, "model_file", "model_id", "n_ctx"))
 BACKENDS.declare("hf", "copyprobe.generation.hf:HFBackend",
-                 remote=False, needs_model_file=False, gpu=True)
+                 remote=False, needs_model_file=False, gpu=True,
+                 reads=(*_LOCAL, *_HUB, "device_map", "vision"))
 BACKENDS.declare("vllm", "copyprobe.generation.vllm_backend:VLLMBackend",
-                 remote=False, needs_model_file=False, gpu=True)
+                 remote=False, needs_model_file=False, gpu=True,
+                 reads=(*_LOCAL, *_HUB, "tokenizer", "tensor_parallel_size", "max_model_len",
+                        "gpu_memory_utilization", "enforce_eager", "max_images_per_prompt",
+                        "seed"))
 BACKENDS.declare("openai", "copyprobe.generation.openai_api:OpenAIBackend",
                  remote=True, needs_model_file=False, gpu=False,
-                 api_key_env="OPENAI_API_KEY", key_optional=True)
+                 api_key_env="OPENAI_API_KEY", key_optional=True,
+                 reads=(*_OPENAI, "api_key_optional", "endpoint"))
 BACKENDS.declare("openai_batch", "copyprobe.generation.openai_batch:OpenAIBatchBackend",
                  remote=True, needs_model_file=False, gpu=False,
-                 api_key_env="OPENAI_API_KEY", key_optional=False)
+                 api_key_env="OPENAI_API_KEY", key_optional=False,
+                 reads=(*_OPENAI, "batch_dir", "metadata", "completion_window"))
 BACKENDS.declare("ocr_cascade", "copyprobe.generation.ocr_cascade:OCRCascadeBackend",
-                 remote=False, needs_model_file=False, gpu=False)
-
+                 remote=False, needs_model_file=False, gpu=False,
+                 reads=(*_LOCAL, "text_backend"))
 
 #: Wrappers around a model's backend, each switched on by a block of the same name in the
 #: model's entry, each declared by the study that brings it (the guard study's ``guard:`` runs
@@ -210,11 +225,18 @@ def backend_wrappers(spec: Mapping[str, Any]) -> list[str]:
 def backend_facts(name: str) -> dict[str, Any]:
     """What is known about a backend without importing it: ``remote``, ``needs_model_file``,
     ``gpu``, ``key_optional`` (all False for a backend registered without a declaration) and
-    ``api_key_env`` (None)."""
+    ``api_key_env`` (None). The keys it reads: :func:`backend_model_keys`."""
     facts: dict[str, Any] = {"remote": False, "needs_model_file": False, "gpu": False,
                              "api_key_env": None, "key_optional": False}
-    facts.update(BACKENDS.facts(name))
+    facts.update({k: v for k, v in BACKENDS.facts(name).items() if k != "reads"})
     return facts
+
+
+def backend_model_keys(name: str) -> frozenset[str] | None:
+    """The model keys a backend declares it reads (None: a backend registered without that
+    declaration, whose keys are not checked)."""
+    reads = BACKENDS.facts(name).get("reads")
+    return None if reads is None else frozenset(reads)
 
 
 #: CPU threads of a local engine whose model sets no ``n_threads``: what its generate job

@@ -50,8 +50,6 @@ import datetime as dt
 import inspect
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,6 +64,7 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
+from copyprobe.store import atomic_write_json
 
 log = logging.getLogger(__name__)
 
@@ -105,27 +104,8 @@ def load_state(state_path: Path) -> dict[str, Any] | None:
 
 def write_state(state_path: Path, state: dict[str, Any]) -> None:
     """Write the state atomically and durably (temporary file, fsync, rename)."""
-    state_path = Path(state_path)
-    state_path.parent.mkdir(parents=True, exist_ok=True)
     state["updated_at"] = _now()
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=state_path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(state, f, ensure_ascii=False, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, state_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(state_path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    atomic_write_json(state_path, state, durable=True, indent=1)
 
 
 @contextmanager

@@ -15,118 +15,31 @@ model_file: {...}, n_ctx: 4096}``) and, for an inner backend that loads a model 
 :func:`copyprobe.models.materialise` assembles ``text_backend.model_file``; default
 ``.cache/copyprobe``).
 
-OCR settings, measured on rendered text: images are upscaled 2x (Lanczos) and read with
-``use_cls=False`` (rendered text is upright). RapidOCR reads the copyright sign as ``"@"`` or drops it. The texts
-of the last :data:`OCR_CACHE_SIZE` images are kept in memory by image sha256, so an image asked
-for again (one notice image under many queries) is read once.
+The OCR itself (engine, settings, reading order, the in-memory cache of the last images'
+texts) lives in :mod:`copyprobe.ocr`, shared with the guard.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import io
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.models import ModelFile, materialise
+from copyprobe.ocr import OCRError, OCRUnavailable, ocr_image, ocr_settings
 from copyprobe.prompt import Prompt, image_bytes, image_parts
 
 OCR_HEADER = "[Text read from the image by OCR]"
-UPSCALE = 2
-USE_CLS = False
-RESAMPLE = "lanczos"
-
-#: Images whose OCR text is kept in memory (least recently used dropped first).
-OCR_CACHE_SIZE = 1024
-
-_engine: Any = None
-_lock = threading.Lock()
-# keyed by sha256, not by the bytes (functools.lru_cache would keep every image as its key)
-_cache: OrderedDict[str, str] = OrderedDict()
 
 
-def ocr_settings() -> dict[str, Any]:
-    """The OCR engine and settings, as recorded in identities."""
-    def version(dist: str) -> str:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return ""
-
-    return {"engine": "rapidocr-onnxruntime", "version": version("rapidocr-onnxruntime"),
-            "onnxruntime": version("onnxruntime"), "upscale": UPSCALE, "resample": RESAMPLE,
-            "use_cls": USE_CLS}
-
-
-def _get_engine() -> Any:
-    global _engine
-    if _engine is None:
-        try:
-            from rapidocr_onnxruntime import RapidOCR
-        except ImportError as exc:
-            raise BackendError("rapidocr-onnxruntime is not installed; pip install "
-                               "copyprobe[ocr]", permanent=True) from exc
-        _engine = RapidOCR()
-    return _engine
-
-
-def _reading_order(boxes: Sequence[tuple[list[list[float]], str]]) -> list[str]:
-    """Group detected boxes into lines (vertical centres within half a box height) from top
-    to bottom, each line's boxes left to right; return the lines."""
-    entries = []
-    for box, text in boxes:
-        ys = [p[1] for p in box]
-        xs = [p[0] for p in box]
-        top, bottom = min(ys), max(ys)
-        entries.append(((top + bottom) / 2, max(bottom - top, 1.0), min(xs), text))
-    entries.sort(key=lambda e: (e[0], e[2]))
-    lines: list[list[tuple[float, float, float, str]]] = []
-    for e in entries:
-        if lines:
-            ref = lines[-1]
-            centre = sum(x[0] for x in ref) / len(ref)
-            height = sum(x[1] for x in ref) / len(ref)
-            if abs(e[0] - centre) <= height / 2:
-                ref.append(e)
-                continue
-        lines.append([e])
-    return [" ".join(x[3] for x in sorted(line, key=lambda x: x[2])) for line in lines]
-
-
-def read_image(data: bytes) -> str:
-    """The text in an image, read now (no cache): lines in reading order joined by newlines;
-    empty when no text is found. Callers serialise calls (the engine is shared)."""
-    import numpy as np
-    from PIL import Image
-
+def _ocr_text(data: bytes) -> str:
     try:
-        img = Image.open(io.BytesIO(data)).convert("RGB")
-    except OSError as exc:
-        raise BackendError(f"cannot read image: {exc}", permanent=True,
-                           error_class="BadRequestError") from exc
-    img = img.resize((img.width * UPSCALE, img.height * UPSCALE), Image.Resampling.LANCZOS)
-    result, _elapsed = _get_engine()(np.asarray(img), use_cls=USE_CLS)
-    return "\n".join(_reading_order([(r[0], r[1]) for r in result or []]))
-
-
-def ocr_image(data: bytes) -> str:
-    """The text in an image (PNG, JPEG, ... bytes): lines in reading order joined by newlines;
-    empty when no text is found. The last :data:`OCR_CACHE_SIZE` images' texts are kept."""
-    digest = hashlib.sha256(data).hexdigest()
-    with _lock:
-        if digest in _cache:
-            _cache.move_to_end(digest)
-            return _cache[digest]
-        text = read_image(data)
-        _cache[digest] = text
-        while len(_cache) > OCR_CACHE_SIZE:
-            _cache.popitem(last=False)
-        return text
+        return ocr_image(data)
+    except OCRUnavailable as exc:
+        raise BackendError(str(exc), permanent=True) from exc
+    except OCRError as exc:
+        raise BackendError(str(exc), permanent=True, error_class="BadRequestError") from exc
 
 
 def _resolved_model_file(spec: Mapping[str, Any]) -> ModelFile | None:
@@ -183,7 +96,7 @@ def to_text_prompt(prompt: Prompt) -> Prompt:
                 except (OSError, ValueError) as exc:
                     raise BackendError(f"cannot read image: {exc}", permanent=True,
                                        error_class="BadRequestError") from exc
-                parts.append(f"{OCR_HEADER}\n{ocr_image(data)}")
+                parts.append(f"{OCR_HEADER}\n{_ocr_text(data)}")
             elif isinstance(part, Mapping) and part.get("type") == "text":
                 parts.append(part["text"])
             else:

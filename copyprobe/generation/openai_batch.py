@@ -71,7 +71,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 from copyprobe.generation.base import (
     BACKENDS,
@@ -92,6 +92,7 @@ from copyprobe.generation.openai_protocol import (
 )
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
+from copyprobe.store import atomic_open, atomic_write, move
 
 ENDPOINTS = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
 #: OpenAI limits for one batch input file.
@@ -275,7 +276,7 @@ class OpenAIBatchBackend(Backend):
         copy: Path | None = None
         if self.batch_dir is not None:
             copy = self.batch_dir / f"pending-{digest}.input.jsonl"
-            _atomic_write(copy, data)
+            atomic_write(copy, data, durable=True)
         metadata = {"tool": "copyprobe", "model_id": self.model_id,
                     "requests": str(len(items)), "input_sha256_16": digest, **self.metadata}
         # the service takes at most 16 pairs, keys of 64 and values of 512 characters
@@ -288,12 +289,12 @@ class OpenAIBatchBackend(Backend):
                                           metadata=metadata)
         self._submitted[batch.id] = ids
         if copy is not None:
-            os.replace(copy, self.batch_dir / f"{_safe(batch.id)}.input.jsonl")
-            _atomic_write(self.batch_dir / f"{_safe(batch.id)}.json", json.dumps({
+            move(copy, self.batch_dir / f"{_safe(batch.id)}.input.jsonl")
+            atomic_write(self.batch_dir / f"{_safe(batch.id)}.json", json.dumps({
                 "batch_id": batch.id, "input_file_id": uploaded.id, "endpoint": endpoint,
                 "model_id": self.model_id, "requests": len(items), "input_sha256_16": digest,
                 "submitted_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-            }, indent=1).encode())
+            }, indent=1), durable=True)
         return batch.id
 
     def poll_batch(self, batch_id: str) -> BatchStatus:
@@ -337,25 +338,16 @@ class OpenAIBatchBackend(Backend):
         # Stream to disk (batch_dir copy, else a temporary file), then read line by line:
         # output files of 50,000 requests are too large to hold twice in memory.
         if self.batch_dir is not None:
-            self.batch_dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.batch_dir)
-        else:
-            fd, tmp = tempfile.mkstemp(prefix="copyprobe-batch-")
-        try:
-            with os.fdopen(fd, "wb") as f, \
-                    client.files.with_streaming_response.content(file_id) as resp:
-                for chunk in resp.iter_bytes():
-                    f.write(chunk)
-            path = Path(tmp)
-            if self.batch_dir is not None:
-                path = self.batch_dir / f"{_safe(batch_id)}.{kind}.jsonl"
-                os.replace(tmp, path)
-            with path.open("rb") as f:
-                for raw in f:
-                    if raw.strip():
-                        yield raw
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+            path = self.batch_dir / f"{_safe(batch_id)}.{kind}.jsonl"
+            with atomic_open(path) as f:
+                _stream(client, file_id, f)
+            yield from _lines(path)
+            return
+        with tempfile.TemporaryDirectory(prefix="copyprobe-batch-") as tmp:
+            path = Path(tmp) / f"{kind}.jsonl"
+            with path.open("wb") as f:
+                _stream(client, file_id, f)
+            yield from _lines(path)
 
     def _parse_line(self, raw: bytes,
                     batch_id: str) -> tuple[str, Completion | BackendError] | None:
@@ -455,18 +447,17 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _stream(client: Any, file_id: str, f: IO[bytes]) -> None:
+    with client.files.with_streaming_response.content(file_id) as resp:
+        for chunk in resp.iter_bytes():
+            f.write(chunk)
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        for raw in f:
+            if raw.strip():
+                yield raw
 
 
 __all__: list[str] = ["OpenAIBatchBackend", "map_error_code", "missing_result"]

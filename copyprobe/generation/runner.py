@@ -355,6 +355,13 @@ def _send_sync(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
 
 async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
                       settings: RunSettings) -> None:
+    """Send ``items`` concurrently (see :class:`_AsyncDispatcher`)."""
+    if not items:
+        return
+    await _AsyncDispatcher(lazy.get(), items, rec, settings).run()
+
+
+class _AsyncDispatcher:
     """``max_concurrency`` workers share one queue of requests.
 
     A worker that receives an answer records it and sends its next request in the same step
@@ -367,155 +374,189 @@ async def _send_async(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,
     its next request, so that a slow file system (a cluster's shared one) holds up neither
     the event loop nor the requests in flight; the row is recorded once the answer is on disk.
 
+    Stopping early: when the first ``workers`` first attempts all fail to connect and nothing
+    has answered, the endpoint is wrong or down; retrying every request would only spend the
+    retry ladder's minutes before saying the same thing, so every other request is recorded
+    as failed with that error (``give_up``).
+
     Stopping: Ctrl-C (SIGINT, which ``asyncio.run`` turns into cancellation) and SIGTERM (what
     SLURM sends at a time limit or ``scancel``, before SIGKILL) cancel the requests in flight,
     but every answer already received is still written (the writes are shielded from the
     cancellation and the writer pool is drained), so the rerun pays for none of them again.
     SIGTERM then raises :class:`GenerationInterrupted`.
+
+    One instance serves one :meth:`run`; its attributes are the whole state of that run.
     """
-    if not items:
-        return
-    backend = lazy.get()
-    limiter = AsyncRateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
-    loop = asyncio.get_running_loop()
-    terminated = False
-    main_task = asyncio.current_task()
 
-    def on_sigterm() -> None:
-        nonlocal terminated
-        terminated = True
-        log.warning("SIGTERM: stopping; answers received so far are being stored")
-        if main_task is not None:
-            main_task.cancel()
+    def __init__(self, backend: Backend, items: list[_Item], rec: _Recorder,
+                 settings: RunSettings) -> None:
+        self.backend = backend
+        self.items = items
+        self.rec = rec
+        self.settings = settings
+        self.limiter = AsyncRateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
+        self.workers = max(1, min(settings.max_concurrency, len(items)))
+        # per request: attempts made, when the first one started
+        self.attempts: dict[str, int] = {}
+        self.started: dict[str, float] = {}
+        #: requests waiting out a retry delay, so that stopping early can take them back at once
+        self.waiting: dict[str, tuple[asyncio.TimerHandle, _Item]] = {}
+        #: requests not yet recorded; at 0 every worker is told to stop
+        self.remaining = len(items)
+        # stopping early (see the class text)
+        self.first_wave = self.workers
+        self.unreachable_first = 0
+        self.reached = False
+        self.give_up: BackendError | None = None
+        #: error classes whose first retry was logged in full
+        self.retry_logged: set[str] = set()
+        #: answers written to the cache (counted by the writer threads)
+        self.stored = 0
+        self._stored_lock = threading.Lock()
+        self.terminated = False
+        # bound in run()
+        self.queue: asyncio.Queue[_Item | None] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._main_task: asyncio.Task[Any] | None = None
+        self._writer: ThreadPoolExecutor | None = None
 
-    sigterm = threading.current_thread() is threading.main_thread()
-    if sigterm:
+    # -- the run -----------------------------------------------------------------------------
+    async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._main_task = asyncio.current_task()
+        sigterm = self._install_sigterm()
+        for it in self.items:
+            self.queue.put_nowait(it)
+        self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="copyprobe-cache")
         try:
-            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-        except (NotImplementedError, RuntimeError, ValueError):  # not Unix, or no main loop
-            sigterm = False
-    queue: asyncio.Queue[_Item | None] = asyncio.Queue()
-    for it in items:
-        queue.put_nowait(it)
-    workers = max(1, min(settings.max_concurrency, len(items)))
-    attempts: dict[str, int] = {}
-    started: dict[str, float] = {}
-    remaining = len(items)
-    # Requests waiting out a retry delay, so that stopping early can take them back at once.
-    waiting: dict[str, tuple[asyncio.TimerHandle, _Item]] = {}
-    # Stopping early: when the first `workers` first attempts all fail to connect and nothing
-    # has answered, the endpoint is wrong or down; retrying every request would only spend the
-    # retry ladder's minutes before saying the same thing.
-    first_wave = workers
-    unreachable_first = 0
-    reached = False
-    give_up: BackendError | None = None
-    retry_logged: set[str] = set()
-
-    def requeue(it: _Item) -> None:
-        waiting.pop(it.key, None)
-        queue.put_nowait(it)
-
-    def stop_sending(first: BackendError) -> BackendError:
-        log.error("%s; stopping: the first %d request(s) could not connect, the other "
-                  "requests are not sent", first, first_wave)
-        for handle, waiting_item in list(waiting.values()):
-            handle.cancel()
-            requeue(waiting_item)
-        return BackendError(f"stopped: the first {first_wave} request(s) could not connect "
-                            f"({first})", permanent=True, error_class=first.error_class,
-                            unreachable=True)
-
-    def finished() -> None:
-        nonlocal remaining
-        remaining -= 1
-        if remaining == 0:
-            for _ in range(workers):
-                queue.put_nowait(None)
-
-    stored = 0
-    stored_lock = threading.Lock()
-
-    def put(key: str, record: Mapping[str, Any]) -> None:  # in a writer thread
-        nonlocal stored
-        rec.cache.put(key, record)
-        with stored_lock:
-            stored += 1
-
-    async def store(it: _Item, out: Completion, latency: float, attempt: int) -> None:
-        record = rec.record(out, latency)
-        # shielded: a cancelled run still writes the answer (the pool is drained below)
-        await asyncio.shield(loop.run_in_executor(writer, put, it.key, record))
-        rec.done(it, out, latency, attempt, stored=record)
-        finished()
-
-    async def worker(group: asyncio.TaskGroup) -> None:
-        nonlocal unreachable_first, reached, give_up
-        while (it := await queue.get()) is not None:
-            if give_up is not None:
-                rec.done(it, give_up, 0.0, attempts.get(it.key, 0))
-                finished()
-                continue
-            attempt = attempts[it.key] = attempts.get(it.key, 0) + 1
-            t0 = started.setdefault(it.key, time.perf_counter())
-            await limiter.acquire(estimate_tokens(it.prompt, it.decoding.max_tokens))
             try:
-                out: Completion | BackendError = await backend.agenerate(
+                async with asyncio.TaskGroup() as group:  # one failing task cancels the others
+                    for _ in range(self.workers):
+                        group.create_task(self._worker(group))
+            except BaseExceptionGroup as group_error:
+                # e.g. a full disk under the cache: raise the error itself, not a group of one
+                first, *others = group_error.exceptions
+                if others:
+                    log.error("%d more error(s) in the same run: %s", len(others),
+                              "; ".join(f"{type(e).__name__}: {e}" for e in others))
+                raise first.with_traceback(first.__traceback__) from None
+        except asyncio.CancelledError:
+            if self.terminated:
+                self._writer.shutdown(wait=True)
+                n = len(self.items)
+                raise GenerationInterrupted(
+                    f"stopped by SIGTERM: {self.stored} new answer(s) stored, "
+                    f"{n - self.stored} of {n} request(s) without one (failed ones included); "
+                    "a rerun sends only those") from None
+            raise
+        finally:
+            if sigterm:
+                self._loop.remove_signal_handler(signal.SIGTERM)
+            self._writer.shutdown(wait=True)
+            aclose = getattr(self.backend, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def _install_sigterm(self) -> bool:
+        """Handle SIGTERM on this loop (main thread, Unix); whether it is handled."""
+        assert self._loop is not None
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        try:
+            self._loop.add_signal_handler(signal.SIGTERM, self._on_sigterm)
+        except (NotImplementedError, RuntimeError, ValueError):  # not Unix, or no main loop
+            return False
+        return True
+
+    def _on_sigterm(self) -> None:
+        self.terminated = True
+        log.warning("SIGTERM: stopping; answers received so far are being stored")
+        if self._main_task is not None:
+            self._main_task.cancel()
+
+    # -- one worker --------------------------------------------------------------------------
+    async def _worker(self, group: asyncio.TaskGroup) -> None:
+        while (it := await self.queue.get()) is not None:
+            if self.give_up is not None:
+                self.rec.done(it, self.give_up, 0.0, self.attempts.get(it.key, 0))
+                self._finished()
+                continue
+            attempt = self.attempts[it.key] = self.attempts.get(it.key, 0) + 1
+            t0 = self.started.setdefault(it.key, time.perf_counter())
+            await self.limiter.acquire(estimate_tokens(it.prompt, it.decoding.max_tokens))
+            try:
+                out: Completion | BackendError = await self.backend.agenerate(
                     it.prompt, it.decoding, it.sample_index)
             except Exception as exc:
                 out = _as_error(exc)
-            if not (isinstance(out, BackendError) and out.unreachable):
-                reached = True
-            elif attempt == 1 and not reached:
-                unreachable_first += 1
-                if unreachable_first >= first_wave and give_up is None:
-                    give_up = stop_sending(out)
-            if (isinstance(out, BackendError) and not out.permanent and give_up is None
-                    and attempt < settings.retry.max_attempts):
-                delay = settings.retry.delay(attempt, out.retry_after)
-                if out.retry_after:
-                    limiter.pause(out.retry_after)
-                # the first retry of each kind is told in full, the rest count in the summary
-                level = logging.DEBUG if out.error_class in retry_logged else logging.INFO
-                retry_logged.add(out.error_class)
-                log.log(level, "%s: %s; retry %d in %.1f s", it.request_id, out, attempt, delay)
-                waiting[it.key] = (loop.call_later(delay, requeue, it), it)
+            self._note_reachability(out, attempt)
+            if self._retry_later(it, out, attempt):
                 continue
             latency = time.perf_counter() - t0
             if isinstance(out, Completion):
-                group.create_task(store(it, out, latency, attempt))
+                group.create_task(self._store(it, out, latency, attempt))
             else:
-                rec.done(it, out, latency, attempt)
-                finished()
+                self.rec.done(it, out, latency, attempt)
+                self._finished()
 
-    writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="copyprobe-cache")
-    try:
-        try:
-            async with asyncio.TaskGroup() as group:  # one failing task cancels the others
-                for _ in range(workers):
-                    group.create_task(worker(group))
-        except BaseExceptionGroup as group_error:
-            # e.g. a full disk under the cache: raise the error itself, not a group of one
-            first, *others = group_error.exceptions
-            if others:
-                log.error("%d more error(s) in the same run: %s", len(others),
-                          "; ".join(f"{type(e).__name__}: {e}" for e in others))
-            raise first.with_traceback(first.__traceback__) from None
-    except asyncio.CancelledError:
-        if terminated:
-            writer.shutdown(wait=True)
-            raise GenerationInterrupted(
-                f"stopped by SIGTERM: {stored} new answer(s) stored, {len(items) - stored} of "
-                f"{len(items)} request(s) without one (failed ones included); a rerun sends "
-                "only those") from None
-        raise
-    finally:
-        if sigterm:
-            loop.remove_signal_handler(signal.SIGTERM)
-        writer.shutdown(wait=True)
-        aclose = getattr(backend, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    def _note_reachability(self, out: Completion | BackendError, attempt: int) -> None:
+        """Count first attempts that could not connect; give up when the first wave all did."""
+        if not (isinstance(out, BackendError) and out.unreachable):
+            self.reached = True
+        elif attempt == 1 and not self.reached:
+            self.unreachable_first += 1
+            if self.unreachable_first >= self.first_wave and self.give_up is None:
+                self.give_up = self._stop_sending(out)
+
+    def _retry_later(self, it: _Item, out: Completion | BackendError, attempt: int) -> bool:
+        """Put a transient failure back on the queue after its delay; whether it was."""
+        if not (isinstance(out, BackendError) and not out.permanent and self.give_up is None
+                and attempt < self.settings.retry.max_attempts):
+            return False
+        assert self._loop is not None
+        delay = self.settings.retry.delay(attempt, out.retry_after)
+        if out.retry_after:
+            self.limiter.pause(out.retry_after)
+        # the first retry of each kind is told in full, the rest count in the summary
+        level = logging.DEBUG if out.error_class in self.retry_logged else logging.INFO
+        self.retry_logged.add(out.error_class)
+        log.log(level, "%s: %s; retry %d in %.1f s", it.request_id, out, attempt, delay)
+        self.waiting[it.key] = (self._loop.call_later(delay, self._requeue, it), it)
+        return True
+
+    def _requeue(self, it: _Item) -> None:
+        self.waiting.pop(it.key, None)
+        self.queue.put_nowait(it)
+
+    def _stop_sending(self, first: BackendError) -> BackendError:
+        log.error("%s; stopping: the first %d request(s) could not connect, the other "
+                  "requests are not sent", first, self.first_wave)
+        for handle, waiting_item in list(self.waiting.values()):
+            handle.cancel()
+            self._requeue(waiting_item)
+        return BackendError(f"stopped: the first {self.first_wave} request(s) could not "
+                            f"connect ({first})", permanent=True, error_class=first.error_class,
+                            unreachable=True)
+
+    def _finished(self) -> None:
+        self.remaining -= 1
+        if self.remaining == 0:
+            for _ in range(self.workers):
+                self.queue.put_nowait(None)
+
+    # -- storing answers ---------------------------------------------------------------------
+    def _put(self, key: str, record: Mapping[str, Any]) -> None:  # in a writer thread
+        self.rec.cache.put(key, record)
+        with self._stored_lock:
+            self.stored += 1
+
+    async def _store(self, it: _Item, out: Completion, latency: float, attempt: int) -> None:
+        assert self._loop is not None and self._writer is not None
+        record = self.rec.record(out, latency)
+        # shielded: a cancelled run still writes the answer (the pool is drained in run())
+        await asyncio.shield(self._loop.run_in_executor(self._writer, self._put, it.key, record))
+        self.rec.done(it, out, latency, attempt, stored=record)
+        self._finished()
 
 
 def _send_batch_api(lazy: _LazyBackend, items: list[_Item], rec: _Recorder,

@@ -19,7 +19,6 @@ record of what the guard did to each request. The generations table itself is un
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +42,7 @@ from copyprobe.guard.pipeline import Guard, GuardDecision, GuardError, GuardSpec
 from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt, image_digests
+from copyprobe.store import content_key
 
 #: ``finish_reason`` of an answer the guard gave instead of the model.
 BLOCK_FINISH_REASON = "guard_block"
@@ -103,8 +103,7 @@ class DecisionStore:
     def key(guard_digest: str, prompt: Prompt) -> str:
         payload = {"guard": guard_digest, "prompt": prompt.as_dict(),
                    "images": list(image_digests(prompt))}
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return content_key(payload)
 
     def get(self, key: str) -> GuardDecision | None:
         record = self._cache.get(key)

@@ -2,7 +2,7 @@
 
 :func:`find_notice` looks for a notice in a text; :class:`NoticeIdentifier` applies it to the
 text parts of a prompt's user messages and, when none is found there, to what OCR reads from
-every image part (cached on disk per image sha256, see :mod:`copyprobe.guard.ocr`).
+every image part (cached on disk per image sha256, see :mod:`copyprobe.ocr`).
 
 What counts as a notice (case does not matter; the text is first NFKC-normalised and every run
 of whitespace, line breaks included, made one space, so a notice split over lines is one):
@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from copyprobe.guard.ocr import OCRCache, cached_read, ocr_engine
+from copyprobe.ocr import OCRCache, cached_read, ocr_engine
 from copyprobe.guard.types import NoticeFinding
 from copyprobe.prompt import Prompt, image_bytes
 
@@ -276,7 +276,7 @@ def prompt_images(prompt: Prompt) -> list[Mapping[str, Any]]:
 class NoticeIdentifier:
     """Notice in the text parts first; else OCR of every image (see the module text).
 
-    ``ocr``: an :data:`~copyprobe.guard.ocr.OCR_ENGINES` name, or None to look at text only;
+    ``ocr``: an :data:`~copyprobe.ocr.OCR_ENGINES` name, or None to look at text only;
     ``ocr_options``: the engine's options; ``cache_dir``: where OCR texts are kept (None: not
     kept). ``stats`` counts ``identify`` calls, images OCR actually read (``ocr_runs``) and
     images answered from the cache (``ocr_cache_hits``); ``last_seconds`` is the time the last

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from copyprobe.msr.analysis import split_scores  # noqa: E402
+from copyprobe.store import atomic_write  # noqa: E402
 
 PRE_STYLE = {"linestyle": "-", "marker": "o"}
 POST_STYLE = {"linestyle": "--", "marker": "s"}
@@ -66,7 +67,8 @@ def _legend(ax: Axes, entries: int, *, pairs: bool = False) -> None:
 
 
 def _save(fig: Figure, path: str | Path) -> Figure:
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fmt = Path(path).suffix.lstrip(".") or "png"  # the temporary name has no image suffix
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight"))
     plt.close(fig)
     return fig
 

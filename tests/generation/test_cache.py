@@ -90,3 +90,36 @@ def test_parallel_writers_do_not_corrupt(tmp_path):
     leftovers = [f for d in os.listdir(tmp_path) for f in os.listdir(tmp_path / d)
                  if f.startswith(".tmp-")]
     assert leftovers == []
+
+
+def test_a_paid_answer_cached_by_an_earlier_version_is_still_hit(tmp_path):
+    # An entry exactly as GenerationCache wrote it before copyprobe.store existed (same key,
+    # path and bytes): a run finds it and sends nothing.
+    import pandas as pd
+
+    from copyprobe.generation.runner import run_generation
+
+    prompt = Prompt("chat", messages=({"role": "user", "content": "Continue: Déjà vu"},))
+    identity = {"model_id": "gpt-4o-mini-2024-07-18", "base_url": "https://api.openai.com/v1",
+                "revision": ""}
+    decoding = Decoding(temperature=0.0, max_tokens=64, seed=0)
+    k = cache_key(backend="openai", identity=identity, decoding=decoding, prompt=prompt)
+    record = {"text": "paid for once", "prompt_tokens": 9, "completion_tokens": 3,
+              "finish_reason": "stop", "latency_s": 0.5, "created_at": "2026-11-01T00:00:00+00:00"}
+    old = tmp_path / k[:2] / f"{k}.json"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+    assert cache_key(backend="openai", identity=identity, decoding=decoding, prompt=prompt,
+                     sample_index=1, images=("ab" * 32,)) == (
+        "1e27ab358e53c640d8ac3e96b597fb083bbe3a18a37cbd3b428900a78f7784c5")  # the old code's
+
+    def no_backend():
+        raise AssertionError("a cached request must not load or call the backend")
+
+    prompts = pd.DataFrame([{"request_id": "r1", "status": "ready", "prompt": prompt.to_json(),
+                             "reference": None}])
+    df, summary = run_generation(prompts, model="api", backend_name="openai",
+                                 identity=identity, backend_factory=no_backend,
+                                 decoding=decoding, cache=GenerationCache(tmp_path))
+    assert summary.cache_hits == 1 and summary.model_calls == 0
+    assert df["text"].tolist() == ["paid for once"] and df["from_cache"].tolist() == [True]

@@ -16,9 +16,9 @@ from copyprobe.generation.base import BACKENDS, BackendError, Completion, Decodi
 from copyprobe.generation.ocr_cascade import (  # noqa: E402
     OCR_HEADER,
     OCRCascadeBackend,
-    ocr_image,
     to_text_prompt,
 )
+from copyprobe.ocr import ocr_image  # noqa: E402
 from copyprobe.prompt import Prompt, image_parts  # noqa: E402
 
 LINES = ["The quick brown fox jumps over the lazy dog.",
@@ -83,17 +83,17 @@ def test_ocr_is_cached_per_image(page_png):
 
 
 def test_the_ocr_cache_is_bounded(monkeypatch):
-    from copyprobe.generation import ocr_cascade
+    from copyprobe import ocr
 
-    monkeypatch.setattr(ocr_cascade, "OCR_CACHE_SIZE", 2)
-    monkeypatch.setattr(ocr_cascade, "_cache", ocr_cascade.OrderedDict())
+    monkeypatch.setattr(ocr, "OCR_CACHE_SIZE", 2)
+    monkeypatch.setattr(ocr, "_cache", ocr.OrderedDict())
     words = ["alpha", "bravo", "charlie"]
     images = [render([w], size=28) for w in words]
     assert [ocr_image(img).lower() for img in images] == words
-    assert len(ocr_cascade._cache) == 2  # the oldest image was dropped
+    assert len(ocr._cache) == 2  # the oldest image was dropped
     ocr_image(images[1])  # reused: now the most recent
     ocr_image(images[0])  # read again, dropping the least recently used (charlie)
-    assert list(ocr_cascade._cache.values()) == ["bravo", "alpha"]
+    assert list(ocr._cache.values()) == ["bravo", "alpha"]
 
 
 def _vision_prompt(url: str) -> Prompt:

@@ -15,7 +15,7 @@ from copyprobe.guard.notice import (
     find_notice,
     prompt_texts,
 )
-from copyprobe.guard.ocr import OCR_ENGINES, OCRCache, OCRError, cached_read, ocr_engine
+from copyprobe.ocr import OCR_ENGINES, OCRCache, OCRError, cached_read, ocr_engine
 from copyprobe.prompt import Prompt
 
 # -- detection in text --------------------------------------------------------------------------
