@@ -28,7 +28,7 @@ from typing import Any
 import openai
 import pytest
 
-from copyprobe.guard.ocr import OCR_ENGINES, OCRError
+from copyprobe.ocr import OCR_ENGINES, OCRError
 from copyprobe.guard.pipeline import Guard
 from copyprobe.guard.reminder import BLOCK_TEXT, add_reminder
 from copyprobe.guard.serve import ProxySettings, make_server
