@@ -55,8 +55,11 @@ def test_metrics_and_studies(capsys):
     assert metrics["embedding:sentence-transformers"].split()[1] == "sentence-transformers"
     assert metrics["msr-paper"].split()[1] == metrics["msr-words"].split()[1] == "core"
     studies = _lines("studies")
-    assert list(studies) == ["msr", "copyright", "guard"]
+    from copyprobe.studies import STUDIES
+
+    assert list(studies) == STUDIES.names() and set(studies) == {"msr", "copyright", "guard"}
     assert studies["msr"].endswith("(msr-score, msr-stats)")
+    assert studies["guard"].endswith("(guard)")
     # every command a study names is one of the CLI's
     commands = {c for line in studies.values() for c in line.rsplit("(", 1)[1][:-1].split(", ")}
     assert commands <= set(_command_names(cli.build_parser()))
