@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from copyprobe import experiments as cpx
+from copyprobe.msr import experiments as cpx
 from copyprobe.config import load_config, validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
