@@ -35,7 +35,8 @@ def test_an_entry_written_by_the_guards_old_cache_is_still_hit(tmp_path: Path) -
     settings = {"engine": "x", "version": "1"}
     data = b"image bytes"
     digest = hashlib.sha256(data).hexdigest()
-    # the layout the guard's OCR cache (copyprobe/guard/ocr.py, before copyprobe/ocr.py) wrote: <dir>/<settings key>/<sha[:2]>/<sha>.json
+    # the layout the guard's OCR cache wrote (copyprobe/guard/ocr.py, before copyprobe/ocr.py):
+    # <dir>/<settings key>/<sha[:2]>/<sha>.json
     skey = hashlib.sha256(json.dumps(settings, sort_keys=True, separators=(",", ":"))
                           .encode()).hexdigest()[:16]
     old = tmp_path / skey / digest[:2] / f"{digest}.json"

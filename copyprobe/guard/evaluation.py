@@ -1,7 +1,7 @@
 """What the guard buys: guarded and unguarded models side by side on the same benchmark.
 
-A guarded model is a model entry with a ``guard:`` block; its *base* is the entry that is the
-same without the block (:func:`copyprobe.config.guard_pairs`). From the pooled scored tables of
+A guarded model is a model entry with a ``guard:`` block; its *base* is the model it names with
+``base:``, the same entry without the block (:func:`copyprobe.guard.study.guard_pairs`). From the pooled scored tables of
 every benchmark (with ``benchmark`` and ``rights`` columns: ``copyrighted`` materials, or
 ``open`` ones, public domain or openly licensed):
 
