@@ -1,6 +1,6 @@
 """The input, params and resource functions of the shared rules (rules/corpus.smk,
-generation.smk, reproducibility.smk, report.smk), bound to the workflow's config; Snakemake calls each
-with the job's wildcards. The studies' own are in ``copyprobe/<study>/inputs.py``."""
+generation.smk, reproducibility.smk, report.smk), bound to the workflow's config; Snakemake
+calls each with the job's wildcards. The studies' own are in ``copyprobe/<study>/inputs.py``."""
 
 from __future__ import annotations
 
@@ -161,7 +161,12 @@ class SharedInputs:
     def report_page_names(self) -> str:
         """The ``{page}`` wildcard's constraint: exactly the pages there are."""
         prefix, suffix = paths.REPORT_PAGE.split("{page}")
-        return one_of(p.removeprefix(prefix).removesuffix(suffix) for p in self.report_pages())
+        names = []
+        for page in self.report_pages():
+            if not (page.startswith(prefix) and page.endswith(suffix)):
+                raise ValueError(f"report page {page!r} is not of the form {paths.REPORT_PAGE}")
+            names.append(page.removeprefix(prefix).removesuffix(suffix))
+        return one_of(names)
 
     def report_page(self, wildcards: Any) -> ReportPage:
         return self.report_pages()[paths.REPORT_PAGE.format(page=wildcards.page)]

@@ -19,7 +19,7 @@ from docutils.core import publish_parts
 from copyprobe import paths
 from copyprobe.config import validate_config
 from copyprobe.rule_inputs import SharedInputs
-from copyprobe.studies import studies
+from copyprobe.studies import ReportPage, Study, studies
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTION = ROOT / "report" / "report_page.rst"
@@ -162,3 +162,17 @@ def test_a_page_without_a_caption_section_stops_the_report():
                                                            "benchmark": "b"}))
         with pytest.raises(jinja2.UndefinedError, match="no_section_in_report_page_rst"):
             template.render(snakemake=job)
+
+
+def test_a_page_outside_the_rules_pattern_is_an_error_naming_it(shared):
+    class Stray(Study):
+        name = "stray"
+
+        def report_pages(self, cfg):
+            return {"results/tables/stray.html": ReportPage("results/stray.md", "stray", "X",
+                                                            {"table": "stray"})}
+
+    stray = SharedInputs(shared.config, [*shared.studies, Stray()], None)
+    with pytest.raises(ValueError, match=r"'results/tables/stray.html' is not of the form "
+                                         r"results/report/\{page\}.html"):
+        stray.report_page_names()
