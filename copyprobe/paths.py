@@ -13,6 +13,8 @@ GENERATIONS = "results/generations/{model}/{variant}/{source}.parquet"
 #: The versions and hashes of what a run used (columns kind, name, version, sha256).
 ENVIRONMENT = "results/reproducibility/environment.parquet"
 ENVIRONMENT_PAGE = "results/report/environment.html"
+#: The report's HTML page of a table (rule report_page; each study names its pages).
+REPORT_PAGE = "results/report/{page}.html"
 
 
 def shard_path(model: str, variant: str, source: str, index: int, count: int) -> str:

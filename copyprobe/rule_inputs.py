@@ -1,6 +1,6 @@
 """The input, params and resource functions of the shared rules (rules/corpus.smk,
-generation.smk, reproducibility.smk), bound to the workflow's config; Snakemake calls each
-with the job's wildcards. The studies' own are in ``copyprobe/<study>/inputs.py``."""
+generation.smk, reproducibility.smk, report.smk), bound to the workflow's config; Snakemake
+calls each with the job's wildcards. The studies' own are in ``copyprobe/<study>/inputs.py``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from copyprobe.generation.base import backend_facts, job_threads
 from copyprobe.models import input_files as model_input_files
 from copyprobe.sources import source_input_files
 from copyprobe.sources.base import reads_installed
-from copyprobe.studies import Study
+from copyprobe.studies import ReportPage, Study
 
 
 def backend_env(backend: str) -> str:
@@ -40,6 +40,7 @@ class SharedInputs:
         self.config = config  # the workflow's validated config (the same object)
         self.studies = studies
         self.checkpoints = checkpoints
+        self._pages: dict[str, ReportPage] | None = None
 
     def _model(self, wildcards: Any) -> dict[str, Any]:
         return self.config["models"][wildcards.model]
@@ -145,3 +146,45 @@ class SharedInputs:
 
     def environment_model_manifests(self) -> list[str]:
         return [paths.MODEL_MANIFEST.format(model=m) for m in self.config["models"]]
+
+    # ---- the report's pages (rule report_page: one job per page)
+    def report_pages(self) -> dict[str, ReportPage]:
+        """Every page of the report, by path: the environment table's and each study's."""
+        if self._pages is None:
+            self._pages = {paths.ENVIRONMENT_PAGE: ReportPage(
+                paths.ENVIRONMENT, "environment", "Reproducibility",
+                {"table": "versions and hashes"})}
+            for study in self.studies:
+                self._pages.update(study.report_pages(self.config))
+        return self._pages
+
+    def report_page_names(self) -> str:
+        """The ``{page}`` wildcard's constraint: exactly the pages there are."""
+        prefix, suffix = paths.REPORT_PAGE.split("{page}")
+        names = []
+        for page in self.report_pages():
+            if not (page.startswith(prefix) and page.endswith(suffix)):
+                raise ValueError(f"report page {page!r} is not of the form {paths.REPORT_PAGE}")
+            names.append(page.removeprefix(prefix).removesuffix(suffix))
+        return one_of(names)
+
+    def report_page(self, wildcards: Any) -> ReportPage:
+        return self.report_pages()[paths.REPORT_PAGE.format(page=wildcards.page)]
+
+    def report_table(self, wildcards: Any) -> str:
+        return self.report_page(wildcards).table
+
+    def report_caption_params(self, wildcards: Any) -> dict[str, str]:
+        """What report/report_page.rst reads: the section that captions the page, and the
+        page's facts (its benchmark, model, ...)."""
+        page = self.report_page(wildcards)
+        return {"caption": page.caption, **page.facts}
+
+    def report_category(self, wildcards: Any) -> str:
+        return self.report_page(wildcards).category
+
+    def report_subcategory(self, wildcards: Any) -> str | None:
+        return self.report_page(wildcards).subcategory
+
+    def report_labels(self, wildcards: Any) -> dict[str, str]:
+        return dict(self.report_page(wildcards).labels)

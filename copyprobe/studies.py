@@ -14,12 +14,32 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
 
 from copyprobe.registry import Registry
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """An HTML page of the report, made from one table by rule report_page (one job per
+    page, rules/report.smk), and where the report lists it."""
+
+    #: the table it shows: a Markdown file (its notes included) or the environment's Parquet
+    table: str
+    #: the section of report/report_page.rst (the rule's one caption template) that says what
+    #: the page shows; the template dispatches on it
+    caption: str
+    #: the report's menu: the category, and the row's labels (column -> value)
+    category: str
+    labels: Mapping[str, str]
+    #: the subcategory (None: the category has none)
+    subcategory: str | None = None
+    #: what the caption reads beside the config, such as the page's benchmark or model
+    facts: Mapping[str, str] = field(default_factory=dict)
 
 
 class Study:
@@ -94,8 +114,9 @@ class Study:
         """The files the workflow's default target makes for this study."""
         return []
 
-    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
-        """Markdown table -> the HTML page of it that the report shows."""
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
+        """The report's HTML page (its path, under ``results/report/``) of each table that
+        :meth:`targets` makes."""
         return {}
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:

@@ -117,10 +117,7 @@ def all_targets():
 
 
 def report_targets():
-    """The HTML page of every table among all_targets(), so that the report made for the
-    default target shows each table that the run makes."""
-    made = set(all_targets())
-    pages = {paths.ENVIRONMENT: paths.ENVIRONMENT_PAGE}
-    for study in STUDIES:
-        pages.update(study.report_pages(config))
-    return [page for table, page in pages.items() if table in made]
+    """The HTML page of every table that the default target makes (each study names those
+    of its tables; rule report_page makes them), so that the report made for the default
+    target shows each table of the run."""
+    return list(shared.report_pages())

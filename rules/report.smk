@@ -1,24 +1,32 @@
-# Pages for `snakemake --report`: the HTML twin of the environment table (each study's rule
-# file makes the twins of its own Markdown tables). The report shows images and HTML inline
-# and offers other files (CSV, Markdown, Parquet) only as downloads; each twin carries its
-# table's notes and a caption.
+# Pages for `snakemake --report`: the HTML twin of every Markdown table and of the environment
+# table, one job per page. The report shows images and HTML inline and offers other files (CSV,
+# Markdown, Parquet) only as downloads; each twin carries its table's notes.
+# Which pages there are, and for each its table, caption section, category, subcategory and
+# labels, the studies declare (Study.report_pages); the input functions look the page up.
+# The one caption template, report/report_page.rst, dispatches on the page's caption section
+# (params.page), which Snakemake's report renders with the job's params and config.
 
 
-rule report_environment:
+rule report_page:
     input:
-        tables=paths.ENVIRONMENT,
+        table=shared.report_table,
         library=library("report_pages"),
     output:
         report(
-            paths.ENVIRONMENT_PAGE,
-            caption="../report/environment.rst",
-            category="Reproducibility",
-            labels={"table": "versions and hashes"},
+            paths.REPORT_PAGE,
+            caption="../report/report_page.rst",
+            category=shared.report_category,
+            subcategory=shared.report_subcategory,
+            labels=shared.report_labels,
         ),
     log:
-        "logs/report_environment/all.log",
+        "logs/report_page/{page}.log",
+    wildcard_constraints:
+        page=shared.report_page_names(),
     localrule: True
     conda:
         "../envs/report.yaml"
+    params:
+        page=shared.report_caption_params,
     script:
         "../workflow_scripts/report_pages.py"

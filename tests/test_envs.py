@@ -241,9 +241,7 @@ def test_rule_groups(rules):
 
     for name in ("plot_figures", "plot_models", "plot_experiment", "make_table",
                  "make_sweep_table", "make_comparison_table", "copyright_tables",
-                 "copyright_guard_tables", "report_msr_table", "report_sweep_table",
-                 "report_comparison_table", "report_curation", "report_copyright_tables",
-                 "report_guard_tables", "report_environment"):
+                 "copyright_guard_tables", "report_page"):
         assert group(name) == "report", name
     for name in ("curate", "curation_report", "build_prompts",
                  "count_matches", "compute_stats", "merge_generations", "copyright_manifest",

@@ -1,5 +1,5 @@
-"""Rules report_*: HTML twins of Markdown tables (and of the environment table), pairing the
-i-th of the input tables with the i-th output, for Snakemake's report, which shows HTML inline."""
+"""Rule report_page: the HTML twin of a Markdown table (or of the environment table), for
+Snakemake's report, which shows HTML inline."""
 
 from pathlib import Path
 
@@ -8,15 +8,12 @@ from copyprobe.report_pages import environment_page, markdown_page
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
-tables = snakemake.input.tables  # noqa: F821
-for source, target in zip(
-    [tables] if isinstance(tables, str) else tables, snakemake.output, strict=True  # noqa: F821
-):
-    kind = Path(source).suffix
-    if kind == ".md":
-        write_text(target, markdown_page(source))
-    elif kind == ".parquet":
-        write_text(target, environment_page(source))
-    else:
-        raise ValueError(f"{source}: no HTML page for a {kind or 'suffix-less'} file")
-    log.info("%s -> %s", source, target)
+source, target = snakemake.input.table, snakemake.output[0]  # noqa: F821
+kind = Path(source).suffix
+if kind == ".md":
+    write_text(target, markdown_page(source))
+elif kind == ".parquet":
+    write_text(target, environment_page(source))
+else:
+    raise ValueError(f"{source}: no HTML page for a {kind or 'suffix-less'} file")
+log.info("%s -> %s", source, target)

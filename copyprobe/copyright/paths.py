@@ -17,5 +17,7 @@ TABLE1 = "results/copyright/{benchmark}/tables/table1.md"
 FIG6 = "results/copyright/{benchmark}/figures/fig6.png"
 FIG7 = "results/copyright/{benchmark}/figures/fig7.png"
 FIG8 = "results/copyright/{benchmark}/figures/fig8.png"
-PAGES = "results/report/copyright/{benchmark}/"
-TABLE1_PAGE = "results/report/copyright/{benchmark}/table1.html"
+#: A benchmark's Markdown tables, by name (TABLE_NAMES), and the report's page of each.
+TABLE = "results/copyright/{benchmark}/tables/{table}.md"
+TABLE_NAMES = ("table1", "by_notice_form", "by_category", "table5", "over_refusal")
+PAGE = "results/report/copyright/{benchmark}/{table}.html"

@@ -10,7 +10,7 @@ from typing import Any
 
 from copyprobe.config import NAME_RE, ConfigError, check_backend
 from copyprobe.copyright import paths as P
-from copyprobe.studies import STUDIES, Study, study_models
+from copyprobe.studies import STUDIES, ReportPage, Study, study_models
 
 STUDY = "copyright"
 #: The generation layer's ``{source}`` of a copyright benchmark is this prefix + its name.
@@ -84,6 +84,25 @@ def targets(cfg: Mapping[str, Any]) -> list[str]:
             for p in (P.TABLE1, P.FIG6, P.AGREEMENT)]
 
 
+#: The report's row label of each of a benchmark's tables (P.TABLE_NAMES).
+TABLE_LABELS = {
+    "table1": "Table 1: similarity and refusal per notice form",
+    "by_notice_form": "per notice form and task",
+    "by_category": "per material category",
+    "table5": "Table 5: similarity against refusal",
+    "over_refusal": "over-refusal of benign requests",
+}
+
+
+def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
+    """The pages of each benchmark's tables (rule copyright_tables makes them all with
+    Table 1), listed under the benchmark."""
+    return {P.PAGE.format(benchmark=b, table=t): ReportPage(
+        P.TABLE.format(benchmark=b, table=t), f"copyright_{t}", "Copyright tables",
+        {"table": TABLE_LABELS[t]}, subcategory=b, facts={"benchmark": b})
+        for b in cfg[STUDY]["benchmarks"] for t in P.TABLE_NAMES}
+
+
 @STUDIES.register("copyright")
 class CopyrightStudy(Study):
     """The LVLM copyright-compliance benchmark: materials x notice forms x queries."""
@@ -114,6 +133,5 @@ class CopyrightStudy(Study):
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         return targets(cfg)
 
-    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
-        return {P.TABLE1.format(benchmark=b): P.TABLE1_PAGE.format(benchmark=b)
-                for b in cfg[STUDY]["benchmarks"]}
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
+        return report_pages(cfg)

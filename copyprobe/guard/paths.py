@@ -4,5 +4,7 @@ PROMPTS = "results/prompts/{model}/main/copyright.{benchmark}.parquet"
 DECISIONS = "results/copyright/{benchmark}/guard_decisions/{model}.parquet"
 TABLES = "results/copyright/guard/"
 TABLE2 = "results/copyright/guard/table2.md"
-PAGES = "results/report/copyright/guard/"
-TABLE2_PAGE = "results/report/copyright/guard/table2.html"
+#: The guard's Markdown tables, by name (TABLE_NAMES), and the report's page of each.
+TABLE = "results/copyright/guard/{table}.md"
+TABLE_NAMES = ("table2", "table6", "ablation", "latency")
+PAGE = "results/report/copyright/guard/{table}.html"

@@ -16,7 +16,7 @@ from typing import Any
 from copyprobe.config import ConfigError
 from copyprobe.generation.base import BACKEND_WRAPPERS
 from copyprobe.guard import paths as P
-from copyprobe.studies import STUDIES, Study, study_models
+from copyprobe.studies import STUDIES, ReportPage, Study, study_models
 
 #: The checks a guard runs, each switched off in turn by an ablation variant.
 GUARD_CHECKS = ("notice", "status", "risk")
@@ -99,6 +99,15 @@ def guard_pairs(cfg: Mapping[str, Any]) -> dict[str, str]:
             if guarded(models[m]) and "base" in models[m]}
 
 
+#: The report's row label of each of the guard's tables (P.TABLE_NAMES).
+TABLE_LABELS = {
+    "table2": "Table 2: guarded against unguarded",
+    "table6": "Table 6: guard decisions",
+    "ablation": "ablation of the guard's parts",
+    "latency": "latency the guard adds",
+}
+
+
 @STUDIES.register("guard")
 class GuardStudy(Study):
     """The copyright guard: guarded models beside their bases in the copyright study."""
@@ -122,5 +131,11 @@ class GuardStudy(Study):
         """The guard's tables (Table 2 and its siblings), when a benchmark has pairs."""
         return [P.TABLE2] if cfg["copyright"]["benchmarks"] and guard_pairs(cfg) else []
 
-    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
-        return {P.TABLE2: P.TABLE2_PAGE}
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
+        """The pages of the guard's tables (rule copyright_guard_tables makes them all with
+        Table 2), listed as the subcategory ``guard`` of the copyright tables."""
+        if not self.targets(cfg):
+            return {}
+        return {P.PAGE.format(table=t): ReportPage(
+            P.TABLE.format(table=t), f"guard_{t}", "Copyright tables",
+            {"table": TABLE_LABELS[t]}, subcategory="guard") for t in P.TABLE_NAMES}

@@ -9,7 +9,7 @@ from typing import Any
 from copyprobe.msr import experiments as cpx
 from copyprobe.msr import paths as P
 from copyprobe.msr.config import check_config, msr_models, take_msr_settings
-from copyprobe.studies import STUDIES, Study
+from copyprobe.studies import STUDIES, ReportPage, Study
 
 
 def experiments_of(cfg: Mapping[str, Any], kind: str) -> list[str]:
@@ -53,13 +53,26 @@ def targets(cfg: Mapping[str, Any]) -> list[str]:
             *sweeps, *(comparisons if all_comparisons(cfg) else []), *curation_reports(cfg)]
 
 
-def report_pages(cfg: Mapping[str, Any]) -> dict[str, str]:
-    pages = {P.TABLE_MD: P.TABLE_PAGE, P.COMPARISONS_MD: P.COMPARISONS_PAGE}
+def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
+    """The pages of the tables that :func:`targets` makes: Table 1, each sweep's Table 2, the
+    settings comparisons and each model's curation report."""
+    tables = "MSR tables"
+    pages = {
+        P.TABLE_PAGE: ReportPage(P.TABLE_MD, "msr_table", tables,
+                                 {"table": "results of every model (Table 1)"}),
+        P.COMPARISONS_PAGE: ReportPage(P.COMPARISONS_MD, "comparisons", tables,
+                                       {"table": "settings comparisons"}),
+    }
     for n in experiments_of(cfg, "sweep"):
-        pages[P.SWEEP_MD.format(experiment=n)] = P.SWEEP_PAGE.format(experiment=n)
+        pages[P.SWEEP_PAGE.format(experiment=n)] = ReportPage(
+            P.SWEEP_MD.format(experiment=n), "sweep_table", tables,
+            {"table": f"sweep {n} (Table 2)"}, facts={"experiment": n})
     for m in msr_models(cfg):
-        pages[P.CURATION_REPORT.format(model=m)] = P.CURATION_PAGE.format(model=m)
-    return pages
+        pages[P.CURATION_PAGE.format(model=m)] = ReportPage(
+            P.CURATION_REPORT.format(model=m), "curation", "Curation", {"model": m},
+            facts={"model": m})
+    made = set(targets(cfg))
+    return {page: p for page, p in pages.items() if p.table in made}
 
 
 @STUDIES.register("msr")
@@ -98,5 +111,5 @@ class MSRStudy(Study):
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         return targets(cfg)
 
-    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         return report_pages(cfg)

@@ -127,8 +127,8 @@ def wd(tmp_path: Path) -> Path:
 
 def test_the_workflow_plans_and_runs_the_toy_study(wd: Path):
     plan = _jobs(_snakemake(wd, "builtin+toy", "--dry-run"))
-    # the toy's rule beside the core's environment table (and the model it names)
-    assert plan == {"greet": 1, "prepare_model": 1, "environment": 1, "report_environment": 1,
+    # the toy's rule beside the core's environment table and its page (and the model it names)
+    assert plan == {"greet": 1, "prepare_model": 1, "environment": 1, "report_page": 1,
                     "all": 1}
     proc = _snakemake(wd, "builtin+toy", "results/toy/api.txt")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -140,4 +140,4 @@ def test_the_workflow_plans_a_config_without_any_study(wd: Path):
                                        if k != "studies"}}}
     (wd / "toy.yaml").write_text(yaml.safe_dump(bare))
     plan = _jobs(_snakemake(wd, "none", "--dry-run"))
-    assert plan == {"prepare_model": 1, "environment": 1, "report_environment": 1, "all": 1}
+    assert plan == {"prepare_model": 1, "environment": 1, "report_page": 1, "all": 1}

@@ -157,9 +157,23 @@ def _plan(proc: subprocess.CompletedProcess) -> list[tuple[str, str, str]]:
     return jobs
 
 
-# (and the report's HTML pages of the tables they remake)
-AGGREGATES = {"make_table", "plot_models", "copyright_tables", "environment", "all",
-              "report_msr_table", "report_copyright_tables", "report_environment"}
+AGGREGATES = {"make_table", "plot_models", "copyright_tables", "environment", "all"}
+# and the report's HTML pages of the tables they remake (rule report_page, one job per page;
+# a model's own page is its curation report's)
+AGGREGATE_PAGES = {"page=msr/msr_table", "page=environment",
+                   *(f"page=copyright/tiny/{t}" for t in ("table1", "by_notice_form",
+                                                           "by_category", "table5",
+                                                           "over_refusal"))}
+
+
+def _per_model(jobs: list[tuple[str, str, str]], model: str) -> list[tuple[str, str]]:
+    """The jobs that are no aggregate (nor an aggregate's page), each checked to be
+    ``model``'s."""
+    out = [(r, w) for r, w, _ in jobs
+           if r not in AGGREGATES and not (r == "report_page" and w in AGGREGATE_PAGES)]
+    assert out and all(f"model={model}" in w or w == f"page=curation/{model}"
+                       for _, w in out), jobs
+    return out
 
 
 def _dry_run_with(wd: Path, cfg: dict) -> list[tuple[str, str, str]]:
@@ -181,20 +195,19 @@ def test_adding_a_model_plans_only_its_jobs_and_the_aggregates(runs):
     cfg = _config()
     cfg["models"]["smol-c"] = {**cfg["models"]["smol"], "cutoff": "2024-08-31"}
     jobs = _dry_run_with(runs[0], cfg)
-    per_model = [(r, w) for r, w, _ in jobs if r not in AGGREGATES]
-    assert per_model and all("model=smol-c" in w for _, w in per_model), jobs
+    per_model = _per_model(jobs, "smol-c")
     assert {"curate", "build_prompts", "copyright_prompts", "prepare_model"} <= {
         r for r, _ in per_model}
+    assert ("report_page", "page=curation/smol-c") in per_model
     assert {r for r, _, _ in jobs} & AGGREGATES == AGGREGATES
+    assert {w for r, w, _ in jobs if r == "report_page"} >= AGGREGATE_PAGES
 
 
 def test_changing_one_models_decoding_reruns_only_that_model(runs):
     cfg = _config()
     cfg["models"]["smol-b"]["decoding"] = {"max_tokens": 16}
     jobs = _dry_run_with(runs[0], cfg)
-    per_model = [(r, w) for r, w, _ in jobs if r not in AGGREGATES]
-    assert per_model and all("model=smol-b" in w for _, w in per_model), jobs
-    rules = {r for r, _ in per_model}
+    rules = {r for r, _ in _per_model(jobs, "smol-b")}
     # its answers in both studies and everything downstream; not its prompts or curation
     assert {"generate", "merge_generations", "count_matches", "compute_stats", "plot_figures",
             "copyright_judge", "copyright_score"} <= rules
@@ -263,4 +276,5 @@ def test_editing_a_backend_module_reruns_generation_of_its_models_only(runs):
     assert len([1 for r, _ in direct if r == "generate"]) == 6
     # a backend that no model uses is no dependency
     jobs = _edited(runs[0], "copyprobe/generation/openai_api.py")
-    assert {r for r, _, _ in jobs} == {"environment", "report_environment", "all"}
+    assert {(r, w) for r, w, _ in jobs} == {("environment", ""),
+                                            ("report_page", "page=environment"), ("all", "")}

@@ -221,25 +221,31 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
     proc = run(workdir, "--dry-run", "--configfile", str(alt))
     jobs = _planned_jobs(proc)
     assert jobs, proc.stdout
-    per_model = [(rule, w) for rule, w in jobs if rule not in AGGREGATES]
-    assert per_model and all("model=smol-b" in w for _, w in per_model), jobs
+    per_model = [(rule, w) for rule, w in jobs if rule not in AGGREGATES
+                 and not (rule == "report_page" and w in AGGREGATE_PAGES)]
+    assert per_model and all("model=smol-b" in w or w == "page=curation/smol-b"
+                             for _, w in per_model), jobs
     assert ("make_table", "") in jobs
     rules = {rule for rule, _ in per_model}
     # generate's shard jobs (and the prepare_model step they need) are known only once the
     # prompts exist (build_prompts is a checkpoint): a dry run lists the merge that waits.
     assert {"curate", "curation_report", "build_prompts", "merge_generations", "count_matches",
-            "compute_stats", "plot_figures", "plot_experiment", "compare_settings"} <= rules <= {
+            "compute_stats", "plot_figures", "plot_experiment", "compare_settings",
+            "report_page"} <= rules <= {
         "prepare_model", "curate", "curation_report", "build_prompts", "generate",
         "merge_generations", "count_matches", "compute_stats", "plot_figures", "plot_experiment",
-        "compare_settings", "report_curation"}
+        "compare_settings", "report_page"}
+    assert ("report_page", "page=curation/smol-b") in per_model
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
 
 
 # the environment table hashes the resolved config: a new model or variant remakes it (and
-# its report page); the tables' HTML pages for the report
+# its report page); the tables' HTML pages for the report (rule report_page, one job per page;
+# a model's own page is its curation report's)
 AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table",
-              "environment", "all", "report_msr_table", "report_sweep_table",
-              "report_comparison_table", "report_environment")
+              "environment", "all")
+AGGREGATE_PAGES = ("page=msr/msr_table", "page=msr/sweep_length", "page=msr/comparisons",
+                   "page=environment")
 
 
 def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
@@ -248,7 +254,8 @@ def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
     alt.write_text(yaml.safe_dump({"variants": {**cfg["variants"], "shots2": {"msr": {"n": 2}}}}))
     proc = run(workdir, "--dry-run", "--configfile", str(alt))
     jobs = _planned_jobs(proc)
-    per_run = [(rule, w) for rule, w in jobs if rule not in AGGREGATES]
+    per_run = [(rule, w) for rule, w in jobs if rule not in AGGREGATES
+               and not (rule == "report_page" and w in AGGREGATE_PAGES)]
     assert per_run and all("variant=shots2" in w for _, w in per_run), jobs
     assert {rule for rule, _ in per_run} == {"build_prompts", "merge_generations",
                                               "count_matches", "compute_stats", "plot_figures"}
@@ -256,8 +263,9 @@ def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
     # file are the main run's; no experiment reads the new variant
     assert sorted(w for rule, w in per_run if rule == "build_prompts") == [
         "model=smol, variant=shots2, source=controls", "model=smol, variant=shots2, source=wiki"]
-    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {
-        "make_table", "report_msr_table", "environment", "report_environment", "all"}
+    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "environment", "all"}
+    assert {w for rule, w in jobs if rule == "report_page"} == {"page=msr/msr_table",
+                                                                 "page=environment"}
 
 
 def test_bad_config_fails_before_any_job(workdir, first_run):
