@@ -170,6 +170,9 @@ BACKENDS: Registry[type[Backend]] = Registry("backend")
 #   api_key_env       the variable holding its API key unless the model names another
 #                     (``api_key_env``); None: no key
 #   key_optional      honours ``api_key_optional: true`` (servers that need no key)
+#   scores            it can score a given continuation (copyprobe.generation.scoring): True,
+#                     or "echo_logprobs" (only against a server that echoes prompt log-probs,
+#                     switched on by the model's echo_logprobs); score_paths: how
 #   reads             the model keys it reads (beyond those every model has); a key that
 #                     another backend reads and this one does not is a config error
 #                     (copyprobe.generation.model_keys); ``n_threads`` is read by the job of
@@ -180,19 +183,23 @@ _OPENAI = ("model_id", "revision", "base_url", "api_key_env", "request_timeout",
            "max_tokens_param", "server_sampling_params")
 BACKENDS.declare("llamacpp", "copyprobe.generation.llamacpp:LlamaCppBackend",
                  remote=False, needs_model_file=True, gpu=False,
+                 scores=True, score_paths=("one_pass", "stepwise"),
                  reads=(*_LOCAL, "model_file", "model_id", "n_ctx"))
 BACKENDS.declare("hf", "copyprobe.generation.hf:HFBackend",
                  remote=False, needs_model_file=False, gpu=True,
+                 scores=True, score_paths=("one_pass", "stepwise"),
                  reads=(*_LOCAL, *_HUB, "device_map", "vision"))
 BACKENDS.declare("vllm", "copyprobe.generation.vllm_backend:VLLMBackend",
                  remote=False, needs_model_file=False, gpu=True,
+                 scores=True, score_paths=("prompt_logprobs",),
                  reads=(*_LOCAL, *_HUB, "tokenizer", "tensor_parallel_size", "max_model_len",
                         "gpu_memory_utilization", "enforce_eager", "max_images_per_prompt",
                         "seed"))
 BACKENDS.declare("openai", "copyprobe.generation.openai_api:OpenAIBackend",
                  remote=True, needs_model_file=False, gpu=False,
                  api_key_env="OPENAI_API_KEY", key_optional=True,
-                 reads=(*_OPENAI, "api_key_optional", "endpoint"))
+                 scores="echo_logprobs", score_paths=("server_echo",),
+                 reads=(*_OPENAI, "api_key_optional", "endpoint", "echo_logprobs"))
 BACKENDS.declare("openai_batch", "copyprobe.generation.openai_batch:OpenAIBatchBackend",
                  remote=True, needs_model_file=False, gpu=False,
                  api_key_env="OPENAI_API_KEY", key_optional=False,

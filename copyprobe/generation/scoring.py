@@ -1,0 +1,197 @@
+"""Scoring a given continuation: the per-token log-probabilities of a target after a context,
+teacher-forced, from the backends that can compute them (the capability beside generation).
+
+A request is either
+
+* **token-level** (``context_ids`` + ``target_ids``): the model's own token ids, scored as one
+  sequence ``[BOS] + context_ids + target_ids`` (BOS when the model's tokenizer adds one). This
+  is how windows over a document are scored for a base model (plain continuation), with no
+  re-tokenisation anywhere; or
+* **text-level** (``prompt`` + ``target``): a :class:`~copyprobe.prompt.Prompt` and a target
+  string. For a chat prompt the target is the next assistant turn under the model's own chat
+  template (the MSR faux conversation can be the prompt); for a completion prompt it is the
+  text that follows. The backend renders the whole sequence, tokenises it once and scores the
+  tokens of the target *as they occur in that sequence*: a target that the tokenizer splits
+  differently inside the template than alone is scored in its in-context tokens, and the
+  token that straddles the boundary between prompt and target (if any) counts as target.
+
+The answer, :class:`TokenScores`, lists each target token, its log-probability given
+everything before it, whether it was the argmax there (greedy match), and the ``path`` that
+produced the numbers: ``one_pass`` (one forward pass over the whole sequence), ``stepwise``
+(one evaluation per target token, as decoding does), ``prompt_logprobs`` (vLLM's engine) or
+``server_echo`` (an OpenAI-compatible completions server that echoes the prompt's log-probs).
+Paths of one engine are not bit-equal (llama.cpp's batched and token-by-token evaluation
+differ), so every stored number says which one made it.
+
+Which backends score is declared in :mod:`copyprobe.generation.base` (the ``scores`` fact),
+so config validation can say so, naming the alternatives, without importing any engine.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from copyprobe.generation.base import BACKENDS, BackendError
+from copyprobe.prompt import Prompt
+
+#: The paths a score can come from (see the module text).
+SCORE_PATHS = ("one_pass", "stepwise", "prompt_logprobs", "server_echo")
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """What to score: token ids (``context_ids`` + ``target_ids``) or a prompt and a target
+    string (``prompt`` + ``target``); exactly one of the two forms."""
+
+    context_ids: tuple[int, ...] | None = None
+    target_ids: tuple[int, ...] | None = None
+    prompt: Prompt | None = None
+    target: str | None = None
+
+    def __post_init__(self) -> None:
+        tokens = self.context_ids is not None or self.target_ids is not None
+        text = self.prompt is not None or self.target is not None
+        if tokens == text:
+            raise ValueError("a ScoreRequest is token ids (context_ids + target_ids) or a "
+                             "prompt and a target, exactly one of the two")
+        if tokens and (self.context_ids is None or not self.target_ids):
+            raise ValueError("a token-level ScoreRequest needs context_ids and a non-empty "
+                             "target_ids")
+        if text and (self.prompt is None or not self.target):
+            raise ValueError("a text-level ScoreRequest needs a prompt and a non-empty target")
+
+    @property
+    def token_level(self) -> bool:
+        return self.target_ids is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The request as JSON-able data (it enters the cache key)."""
+        if self.token_level:
+            return {"context_ids": list(self.context_ids or ()),
+                    "target_ids": list(self.target_ids or ())}
+        assert self.prompt is not None
+        return {"prompt": self.prompt.as_dict(), "format": self.prompt.format,
+                "target": self.target}
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """The scores of one target: per target token (as it occurs in the scored sequence) its
+    id, text, log-probability given everything before it, and whether it was the argmax."""
+
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    argmax: tuple[bool, ...]
+    #: one of :data:`SCORE_PATHS`
+    path: str
+    #: tokens before the target in the scored sequence (BOS and template included)
+    n_context_tokens: int
+    token_texts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        n = len(self.token_ids)
+        if len(self.logprobs) != n or len(self.argmax) != n:
+            raise ValueError(f"TokenScores: {n} tokens, {len(self.logprobs)} log-probs and "
+                             f"{len(self.argmax)} argmax flags")
+        if self.path not in SCORE_PATHS:
+            raise ValueError(f"TokenScores: unknown path {self.path!r} (one of {SCORE_PATHS})")
+
+    @property
+    def log_pz(self) -> float:
+        """log p_z: the sum of the target tokens' log-probabilities (natural log)."""
+        return math.fsum(self.logprobs)
+
+    @property
+    def greedy_match(self) -> bool:
+        """The target is the argmax at every position: greedy decoding reproduces it."""
+        return all(self.argmax)
+
+    @property
+    def finite(self) -> bool:
+        return all(math.isfinite(x) for x in self.logprobs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"token_ids": list(self.token_ids), "logprobs": list(self.logprobs),
+                "argmax": list(self.argmax), "path": self.path,
+                "n_context_tokens": self.n_context_tokens,
+                "token_texts": list(self.token_texts)}
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> TokenScores:
+        return cls(token_ids=tuple(obj["token_ids"]),
+                   logprobs=tuple(float(x) for x in obj["logprobs"]),
+                   argmax=tuple(bool(x) for x in obj["argmax"]), path=obj["path"],
+                   n_context_tokens=int(obj["n_context_tokens"]),
+                   token_texts=tuple(obj.get("token_texts") or ()))
+
+
+class ScoringBackend:
+    """The scoring interface a backend class adds beside :class:`~copyprobe.generation.base.
+    Backend` (a mixin). ``tokenize`` and ``detokenize`` use the model's own tokenizer, so that
+    windows can be cut in its tokens."""
+
+    #: the path :meth:`score_batch` takes unless told otherwise
+    default_score_path: str = "one_pass"
+    #: how many requests one :meth:`score_batch` call may take
+    max_score_batch: int = 1
+
+    @abstractmethod
+    def tokenize(self, text: str) -> list[int]:
+        """The model's token ids of ``text``, without BOS or any special token."""
+
+    @abstractmethod
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """The text of token ids."""
+
+    @abstractmethod
+    def score_batch(self, requests: Sequence[ScoreRequest], *,
+                    path: str | None = None) -> list[TokenScores | BackendError]:
+        """Score each request (one result or error per request, in order). ``path``: one of
+        the backend's :attr:`score_paths` (default :attr:`default_score_path`); a path it does
+        not have is a permanent :class:`BackendError`."""
+
+    #: the paths this backend can take
+    score_paths: tuple[str, ...] = ("one_pass",)
+
+
+def scoring_facts(backend: str) -> dict[str, Any]:
+    """What the registry declares of a backend's scoring, without importing it: ``scores``
+    (True: always; ``"echo_logprobs"``: only when the model sets ``echo_logprobs: true``, a
+    server that returns prompt log-probs; False: never) and ``score_paths``."""
+    facts = BACKENDS.facts(backend) if backend in BACKENDS else {}
+    return {"scores": facts.get("scores", False), "score_paths": tuple(facts.get("score_paths", ()))}
+
+
+def scoring_backends() -> list[str]:
+    """The backends that can score (some only with a setting), sorted."""
+    return sorted(b for b in BACKENDS.names() if scoring_facts(b)["scores"])
+
+
+def can_score(spec: Mapping[str, Any]) -> bool:
+    """A model entry's backend can score its targets (see :func:`scoring_facts`)."""
+    scores = scoring_facts(spec["backend"])["scores"]
+    if scores == "echo_logprobs":
+        return bool(spec.get("echo_logprobs"))
+    return bool(scores)
+
+
+def cannot_score_reason(name: str, spec: Mapping[str, Any], key: str | None = None) -> str | None:
+    """None when model ``name`` can score; else a message naming the key and the
+    alternatives (the backends that score, and the Monte Carlo estimate)."""
+    if can_score(spec):
+        return None
+    key = key or f"models.{name}"
+    backend = spec["backend"]
+    others = ", ".join(scoring_backends())
+    if scoring_facts(backend)["scores"] == "echo_logprobs":
+        why = (f"backend {backend!r} scores only against a completions server that returns "
+               "the prompt's log-probs (vLLM's server does; llama.cpp's server and OpenAI's "
+               "API do not): set echo_logprobs: true for such a server")
+    else:
+        why = f"backend {backend!r} cannot return the log-probabilities of a given text"
+    return (f"config key '{key}.backend': {why}; the backends that score are {others}, and a "
+            "model without prompt log-probs can use method: monte_carlo (sampled estimate)")
