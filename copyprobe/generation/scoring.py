@@ -33,9 +33,10 @@ import math
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from copyprobe.generation.base import BACKENDS, BackendError
+from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
 #: The paths a score can come from (see the module text).
@@ -129,6 +130,20 @@ class TokenScores:
                    token_texts=tuple(obj.get("token_texts") or ()))
 
 
+class Tokenizer(Protocol):
+    """A model's own tokenizer, loaded without the weights where the engine allows it
+    (llama.cpp's ``vocab_only``, a transformers tokenizer, a server's ``/tokenize``)."""
+
+    #: the model's tokenizer puts a BOS token before a sequence (the scorer adds it)
+    add_bos: bool
+
+    def tokenize(self, text: str) -> list[int]:
+        """The token ids of ``text``, without BOS or any special token."""
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """The text of token ids."""
+
+
 class ScoringBackend:
     """The scoring interface a backend class adds beside :class:`~copyprobe.generation.base.
     Backend` (a mixin). ``tokenize`` and ``detokenize`` use the model's own tokenizer, so that
@@ -156,6 +171,22 @@ class ScoringBackend:
 
     #: the paths this backend can take
     score_paths: tuple[str, ...] = ("one_pass",)
+
+    @classmethod
+    @abstractmethod
+    def tokenizer_from_config(cls, spec: Mapping[str, Any],
+                              model_file: ModelFile | None) -> Tokenizer:
+        """The model's tokenizer, as light as the engine allows (windows are cut in it before
+        any score is computed, so a fully cached run loads no weights)."""
+
+
+def load_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Tokenizer:
+    """The tokenizer of a model entry's backend (see :meth:`ScoringBackend.
+    tokenizer_from_config`); a backend that cannot score is a :class:`BackendError`."""
+    cls = BACKENDS.get(spec["backend"])
+    if not issubclass(cls, ScoringBackend):
+        raise BackendError(f"backend {spec['backend']!r} cannot score", permanent=True)
+    return cls.tokenizer_from_config(spec, model_file)
 
 
 def scoring_facts(backend: str) -> dict[str, Any]:
