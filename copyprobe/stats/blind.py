@@ -12,7 +12,11 @@ difference in regurgitation between them need not reflect membership.
 under stratified k-fold cross-validation and reports the out-of-fold ROC AUC (D_pre = 1 is
 the positive class), accuracy at probability 0.5, and a percentile-bootstrap CI of the AUC
 (documents resampled within each class; the CI reflects test-set sampling only, not
-refitting variability).
+refitting variability). :func:`blind_scores` is the fitting step alone: the out-of-fold
+probability of each document, for callers that compare a model's per-document scores with
+the blind baseline's on the same bootstrap resamples (the extraction study's "model AUC minus
+blind AUC"); :func:`blind_baseline_with_scores` returns the summary and those scores from one
+fit.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from sklearn.pipeline import Pipeline
 
 from copyprobe.stats.common import bootstrap_ci, cliffs_delta, finite_or_none, roc_auc
 
-__all__ = ["blind_baseline"]
+__all__ = ["blind_baseline", "blind_baseline_with_scores", "blind_scores"]
 
 
 def _pipeline() -> Pipeline:
@@ -44,6 +48,72 @@ def _pipeline() -> Pipeline:
 def _auc(pre: np.ndarray, post: np.ndarray, axis: int = -1) -> np.ndarray:
     """ROC AUC of D_pre (positive) against D_post along ``axis``: ``(1 - delta(post, pre)) / 2``."""
     return (1.0 - cliffs_delta(post, pre, axis=axis)) / 2.0
+
+
+def _labels(texts: Sequence[str], labels: Sequence[int], folds: int) -> np.ndarray:
+    """The labels as an int array, after the checks of caller errors (``ValueError``)."""
+    if len(texts) != len(labels):
+        raise ValueError(f"texts ({len(texts)}) and labels ({len(labels)}) differ in length")
+    if folds < 2:
+        raise ValueError(f"folds must be >= 2, got {folds}")
+    y = np.asarray([int(v) for v in labels], dtype=np.int64)
+    if y.size and not np.all((y == 0) | (y == 1)):
+        raise ValueError("labels must be 0 (D_post) or 1 (D_pre)")
+    return y
+
+
+def blind_scores(
+    texts: Sequence[str],
+    labels: Sequence[int],
+    *,
+    folds: int,
+    seed: int,
+    notes: list[str] | None = None,
+) -> np.ndarray:
+    """Out-of-fold probabilities of D_pre, one per document, from the text-only classifier.
+
+    Each document's probability comes from the model fitted on the other folds (stratified
+    ``folds``-fold split shuffled with ``seed``; ``folds`` is reduced to the size of the
+    smaller class when that is smaller, and the reduction, like any fold whose logistic
+    regression did not converge, is appended to ``notes`` when given). These are the scores
+    :func:`blind_baseline` summarises; a caller comparing a model's scores with the blind
+    baseline on the same resampled documents uses them directly.
+
+    ``ValueError`` for mismatched lengths, labels other than 0/1, ``folds < 2``, fewer than
+    2 documents in a class, or texts the classifier cannot be fitted on (no word tokens).
+    """
+    y = _labels(texts, labels, folds)
+    notes = [] if notes is None else notes
+    n_pre, n_post = int((y == 1).sum()), int((y == 0).sum())
+    if min(n_pre, n_post) < 2:
+        raise ValueError(f"fewer than 2 documents in a class (D_pre has {n_pre}, D_post has "
+                         f"{n_post}); cross-validation needs at least 2 per class")
+    k = min(folds, n_pre, n_post)
+    if k < folds:
+        notes.append(
+            f"folds reduced from {folds} to {k}: the smaller class has only {k} documents"
+        )
+
+    proba = np.empty(y.size, dtype=float)
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    docs_arr = np.asarray(["" if t is None else str(t) for t in texts], dtype=object)
+    converge_issues = 0
+    try:
+        for train_idx, test_idx in splitter.split(docs_arr, y):
+            model = _pipeline()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model.fit(list(docs_arr[train_idx]), y[train_idx])
+            converge_issues += sum("converge" in str(w.message).lower() for w in caught)
+            classes = list(model.classes_)
+            proba[test_idx] = model.predict_proba(list(docs_arr[test_idx]))[:, classes.index(1)]
+    except ValueError as exc:  # e.g. empty vocabulary: no word tokens in a training fold
+        raise ValueError(f"the classifier could not be fitted ({exc})") from exc
+    if converge_issues:
+        notes.append(
+            f"logistic regression did not fully converge in {converge_issues} fold(s)"
+        )
+    return proba
 
 
 def blind_baseline(
@@ -80,18 +150,27 @@ def blind_baseline(
     usable word tokens) ``auc``/``auc_ci``/``accuracy``/``folds`` are ``None``, ``warning``
     is False and ``notes`` says why; no exception.
     """
-    if len(texts) != len(labels):
-        raise ValueError(f"texts ({len(texts)}) and labels ({len(labels)}) differ in length")
-    if folds < 2:
-        raise ValueError(f"folds must be >= 2, got {folds}")
+    return blind_baseline_with_scores(texts, labels, folds=folds, seed=seed,
+                                      warn_auc=warn_auc, n_boot=n_boot, ci=ci)[0]
+
+
+def blind_baseline_with_scores(
+    texts: Sequence[str],
+    labels: Sequence[int],
+    *,
+    folds: int,
+    seed: int,
+    warn_auc: float,
+    n_boot: int,
+    ci: float = 0.95,
+) -> tuple[dict[str, Any], np.ndarray | None]:
+    """:func:`blind_baseline` and the out-of-fold scores it summarises (:func:`blind_scores`;
+    ``None`` where the baseline is undefined), from one fit."""
     if not 0.0 < ci < 1.0:
         raise ValueError(f"ci must lie in (0, 1), got {ci}")
     if n_boot < 0:
         raise ValueError(f"n_boot must be >= 0, got {n_boot}")
-    y = np.asarray([int(v) for v in labels], dtype=np.int64)
-    if y.size and not np.all((y == 0) | (y == 1)):
-        raise ValueError("labels must be 0 (D_post) or 1 (D_pre)")
-    docs = ["" if t is None else str(t) for t in texts]
+    y = _labels(texts, labels, folds)
 
     n_pre = int((y == 1).sum())
     n_post = int((y == 0).sum())
@@ -118,37 +197,15 @@ def blind_baseline(
         out["message"] = (
             f"Blind baseline not computed: fewer than 2 documents in {' and '.join(small)}."
         )
-        return out
+        return out, None
 
-    k = min(folds, n_pre, n_post)
-    if k < folds:
-        notes.append(
-            f"folds reduced from {folds} to {k}: the smaller class has only {k} documents"
-        )
-    out["folds"] = k
-
-    proba = np.empty(y.size, dtype=float)
-    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    docs_arr = np.asarray(docs, dtype=object)
-    converge_issues = 0
     try:
-        for train_idx, test_idx in splitter.split(docs_arr, y):
-            model = _pipeline()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                model.fit(list(docs_arr[train_idx]), y[train_idx])
-            converge_issues += sum("converge" in str(w.message).lower() for w in caught)
-            classes = list(model.classes_)
-            proba[test_idx] = model.predict_proba(list(docs_arr[test_idx]))[:, classes.index(1)]
+        proba = blind_scores(texts, y, folds=folds, seed=seed, notes=notes)
     except ValueError as exc:  # e.g. empty vocabulary: no word tokens in a training fold
-        out["folds"] = None
-        notes.append(f"blind baseline undefined: the classifier could not be fitted ({exc})")
+        notes.append(f"blind baseline undefined: {exc}")
         out["message"] = "Blind baseline not computed: the texts gave the classifier nothing to fit."
-        return out
-    if converge_issues:
-        notes.append(
-            f"logistic regression did not fully converge in {converge_issues} fold(s)"
-        )
+        return out, None
+    out["folds"] = min(folds, n_pre, n_post)
 
     auc = finite_or_none(roc_auc(proba, y))
     out["auc"] = auc
@@ -165,7 +222,7 @@ def blind_baseline(
 
     if auc is None:
         out["message"] = "Blind baseline AUC undefined."
-        return out
+        return out, proba
     out["warning"] = bool(auc >= warn_auc)
     ci_lo = out["auc_ci"][0] if out["auc_ci"] else None
     if out["warning"]:
@@ -185,4 +242,4 @@ def blind_baseline(
             f"A text-only classifier cannot separate D_pre from D_post (AUC {auc:.2f}): the "
             "split is not trivially separable from text alone."
         )
-    return out
+    return out, proba
