@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from copyprobe.stats import blind_baseline as _blind_baseline
+from copyprobe.stats import blind_baseline_with_scores, blind_scores
+from copyprobe.stats.common import roc_auc
 
 
 
@@ -120,3 +122,27 @@ def test_auc_pinned() -> None:
     r = blind_baseline(texts, [1] * 30 + [0] * 30, n_boot=0)
     assert r["auc"] == pytest.approx(0.9866666666666666, abs=1e-12)
     assert r["accuracy"] == pytest.approx(0.95, abs=1e-12)
+
+
+def test_blind_scores_are_what_blind_baseline_summarises() -> None:
+    rng = np.random.default_rng(4)
+    texts = _docs([f"w{i}" for i in range(200)], 30, rng)
+    labels = [1] * 15 + [0] * 15
+    notes: list[str] = []
+    scores = blind_scores(texts, labels, folds=5, seed=7, notes=notes)
+    summary = blind_baseline(texts, labels, seed=7, n_boot=0)
+    assert scores.shape == (30,) and np.all((scores >= 0) & (scores <= 1))
+    assert summary["auc"] == pytest.approx(roc_auc(scores, labels))
+    both, same = blind_baseline_with_scores(texts, labels, folds=5, seed=7, warn_auc=0.75,
+                                            n_boot=0)
+    assert both == summary and np.array_equal(same, scores)
+    # 3 documents in the smaller class: the folds shrink, with a note
+    notes = []
+    blind_scores(texts[:3] + texts[15:], [1] * 3 + [0] * 15, folds=5, seed=0, notes=notes)
+    assert notes == ["folds reduced from 5 to 3: the smaller class has only 3 documents"]
+    with pytest.raises(ValueError, match="fewer than 2 documents"):
+        blind_scores(["a b", "c d", "e f"], [1, 0, 0], folds=2, seed=0)
+    with pytest.raises(ValueError, match="could not be fitted"):
+        blind_scores(["", "", "", ""], [1, 1, 0, 0], folds=2, seed=0)
+    assert blind_baseline_with_scores(["", "", "", ""], [1, 1, 0, 0], folds=2, seed=0,
+                                      warn_auc=0.75, n_boot=0)[1] is None
