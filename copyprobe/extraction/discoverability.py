@@ -160,11 +160,12 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 def window_verdicts(windows: pd.DataFrame, ns: Sequence[int] = DEFAULT_N,
                     ps: Sequence[float] = DEFAULT_P) -> pd.DataFrame:
     """A copy of ``windows`` with ``p_z = exp(log_pz)`` and one boolean column per (n,p)
-    (:func:`verdict_column`); rows whose ``log_pz`` is NaN (failed windows) are False
-    everywhere and have ``p_z`` NaN."""
+    (:func:`verdict_column`); failed windows (``log_pz`` NaN, or ``status`` ``failed`` when
+    the column exists) are False everywhere and have ``p_z`` NaN."""
     _require(windows, ["log_pz"], "window_verdicts")
     out = windows.copy()
     log_pz = _log_pz_array(out["log_pz"].to_numpy(dtype=float))
+    log_pz = np.where(_scored_mask(out), log_pz, np.nan)
     out["p_z"] = np.exp(log_pz)
     for n, p, column in _grid(ns, ps):
         out[column] = extractable(log_pz, n, p)

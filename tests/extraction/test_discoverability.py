@@ -113,6 +113,10 @@ def test_window_verdicts_on_a_constructed_table() -> None:
     assert out["np_n100_p0.5"].tolist() == [True, True, False, False]
     assert out["np_n100_p0.001"].tolist() == [True, True, False, False]  # 1e-5 < 1.0005e-5
     assert out["np_n100_p0.001"].dtype == bool
+    # a row marked failed is failed even with a number in log_pz
+    marked = window_verdicts(windows.assign(status=["failed", "scored", "scored", "failed"]),
+                             ns=(1,), ps=(0.5,))
+    assert marked["np_n1_p0.5"].tolist() == [False] * 4 and math.isnan(marked["p_z"].iloc[0])
 
 
 def _windows(rows: list[tuple[str, int, float, bool, str]]) -> pd.DataFrame:
