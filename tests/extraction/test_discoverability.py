@@ -129,11 +129,13 @@ HIGH, LOW = math.log(0.9), math.log(1e-30)
 
 def test_document_summary_runs_gaps_and_failures() -> None:
     windows = _windows([
-        # a: extractable 0,1,2 | failed 3 | 4,5 | gap (no window 6) | 7 -> longest run 3
+        # a: extractable 0,1,2 | failed 3 | 4,5 | gap (no window 6) | 7,8 | 9 not: the
+        # longest run is 3 (6 if a failed window did not end a run, 4 if a gap did not)
         ("a", 0, HIGH, True, "scored"), ("a", 1, HIGH, True, "scored"),
         ("a", 2, HIGH, True, "scored"), ("a", 3, np.nan, False, "failed"),
         ("a", 4, HIGH, True, "scored"), ("a", 5, HIGH, False, "scored"),
-        ("a", 7, HIGH, True, "scored"), ("a", 8, LOW, False, "scored"),
+        ("a", 7, HIGH, True, "scored"), ("a", 8, HIGH, False, "scored"),
+        ("a", 9, LOW, False, "scored"),
         # b (rows out of order): 2, 3, 4, 5 extractable, 0 and 1 not -> longest run 4
         ("b", 3, HIGH, True, "scored"), ("b", 0, LOW, False, "scored"),
         ("b", 5, HIGH, True, "scored"), ("b", 2, HIGH, True, "scored"),
@@ -142,13 +144,13 @@ def test_document_summary_runs_gaps_and_failures() -> None:
         ("c", 0, np.nan, False, "failed"), ("c", 1, np.nan, False, "failed"),
     ])
     out = document_summary(windows, ns=(1,), ps=(0.5,)).set_index("doc_id")
-    assert out.loc["a", "n_windows"] == 8 and out.loc["a", "n_scored"] == 7
+    assert out.loc["a", "n_windows"] == 9 and out.loc["a", "n_scored"] == 8
     assert out.loc["a", "n_failed"] == 1
     assert out.loc["a", "longest_run_np_n1_p0.5"] == 3
-    assert out.loc["a", "frac_np_n1_p0.5"] == pytest.approx(6 / 7)
-    assert out.loc["a", "greedy_frac"] == pytest.approx(5 / 7)
+    assert out.loc["a", "frac_np_n1_p0.5"] == pytest.approx(7 / 8)
+    assert out.loc["a", "greedy_frac"] == pytest.approx(5 / 8)
     assert out.loc["a", "max_pz"] == pytest.approx(0.9)
-    assert out.loc["a", "mean_log_pz_per_token"] == pytest.approx((6 * HIGH + LOW) / 7 / 50)
+    assert out.loc["a", "mean_log_pz_per_token"] == pytest.approx((7 * HIGH + LOW) / 8 / 50)
     assert out.loc["b", "longest_run_np_n1_p0.5"] == 4
     assert out.loc["b", "frac_np_n1_p0.5"] == pytest.approx(4 / 6)
     # no scored window: unknown, not zero
