@@ -226,3 +226,16 @@ def cannot_score_reason(name: str, spec: Mapping[str, Any], key: str | None = No
         why = f"backend {backend!r} cannot return the log-probabilities of a given text"
     return (f"config key '{key}.backend': {why}; the backends that score are {others}, and a "
             "model without prompt log-probs can use method: monte_carlo (sampled estimate)")
+
+
+def target_start(full_ids: Sequence[int], prompt_ids: Sequence[int]) -> int:
+    """Where the target begins in a rendered sequence: the length of the common prefix of the
+    whole sequence's ids (prompt + target, tokenised once) and the prompt's own ids. A token
+    that straddles the boundary (the tokenizer merged the prompt's last characters with the
+    target's first) differs from the prompt's last token, so it counts as target."""
+    n = 0
+    for a, b in zip(full_ids, prompt_ids):
+        if a != b:
+            break
+        n += 1
+    return n
