@@ -27,9 +27,12 @@ The numbers are computed by the model in one pass over the whole sequence
 log-probs with llama.cpp's own.
 
 Test controls: ``prompt_logprobs = False`` makes it answer like llama.cpp's server (log-probs
-of the generated token only, no ``prompt_logprobs``: llama.cpp #27174); ``fail_next(status,
-n)`` answers the next ``n`` requests with that HTTP status; ``requests`` records
-``(path, body)`` of every request.
+of the generated token only, no ``prompt_logprobs``: llama.cpp #27174); ``vllm_fields =
+False`` leaves out vLLM's own ``prompt_logprobs`` field (the OpenAI-format ``logprobs`` only);
+``tokenizer_api = "llama.cpp"`` answers ``/tokenize`` and ``/detokenize`` as llama.cpp's server
+does (``content`` in and out: a vLLM-shaped request gets no tokens), ``"none"`` with 404 (as
+OpenAI's API); ``fail_next(status, n, path)`` answers the next ``n`` requests (to ``path``)
+with that status; ``requests`` records ``(path, body)`` of every request.
 """
 
 from __future__ import annotations
@@ -66,13 +69,16 @@ class VLLMLikeServer(ServerThread):
         self.model_name = model_name
         self.n_ctx = n_ctx
         self.prompt_logprobs = True
+        self.vllm_fields = True
+        self.tokenizer_api = "vllm"
         self.requests: list[tuple[str, Any]] = []
-        self._faults: deque[int] = deque()
+        self._faults: deque[tuple[int, str | None]] = deque()
         self._lock = threading.Lock()
 
     # -- controls ------------------------------------------------------------------------------
-    def fail_next(self, status: int, n: int = 1) -> None:
-        self._faults.extend([status] * n)
+    def fail_next(self, status: int, n: int = 1, path: str | None = None) -> None:
+        """Answer the next ``n`` requests (to ``path``, if given) with HTTP ``status``."""
+        self._faults.extend([(status, path)] * n)
 
     @property
     def base_url(self) -> str:
@@ -130,7 +136,8 @@ class VLLMLikeServer(ServerThread):
         for i in range(1, len(out_ids)):
             row = lp[i - 1]
             tok = out_ids[i]
-            order = np.argsort(-row, kind="stable")[:top_n]
+            best = np.argpartition(-row, top_n)[:top_n] if top_n else []
+            order = sorted(best, key=lambda t: -row[t])
             entry = {tok: self._logprob(row, tok)}
             for t in order:
                 entry.setdefault(int(t), self._logprob(row, int(t)))
@@ -154,7 +161,7 @@ class VLLMLikeServer(ServerThread):
             else:
                 token_lps.append(entry[tok]["logprob"])
                 tops.append({e["decoded_token"]: e["logprob"] for e in entry.values()})
-        return {
+        choice = {
             "index": index,
             "text": prompt_text + generated if self.prompt_logprobs else generated,
             "logprobs": {"text_offset": offsets, "token_logprobs": token_lps, "tokens": tokens,
@@ -164,6 +171,10 @@ class VLLMLikeServer(ServerThread):
                 None if e is None else {str(k): v for k, v in e.items()} for e in prompt_lps],
             "prompt_token_ids": None,
         }
+        if not self.vllm_fields:
+            for key in ("stop_reason", "prompt_logprobs", "prompt_token_ids"):
+                del choice[key]
+        return choice
 
     def _logprob(self, row: np.ndarray, tok: int) -> dict[str, Any]:
         value = float(row[tok])
@@ -198,6 +209,10 @@ class VLLMLikeServer(ServerThread):
                           "total_tokens": n_prompt + n_gen}}
 
     def tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.tokenizer_api == "llama.cpp":  # tools/server/README.md: content -> tokens
+            ids = self.text_ids(body["content"], body.get("add_special", False)) \
+                if "content" in body else []
+            return {"tokens": ids}
         if "messages" in body:
             if body.get("continue_final_message") and body.get("add_generation_prompt", True):
                 raise ValueError("Cannot set both `continue_final_message` and "
@@ -212,11 +227,13 @@ class VLLMLikeServer(ServerThread):
 
     def detokenize(self, body: dict[str, Any]) -> dict[str, Any]:
         ids = [int(t) for t in body["tokens"]]
-        return {"prompt": self.llm.detokenize(ids).decode("utf-8", errors="replace")}
+        text = self.llm.detokenize(ids).decode("utf-8", errors="replace")
+        return {"content": text} if self.tokenizer_api == "llama.cpp" else {"prompt": text}
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
@@ -246,14 +263,15 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         owner.requests.append((self.path, body))
-        if owner._faults:
-            status = owner._faults.popleft()
+        if owner._faults and owner._faults[0][1] in (None, self.path):
+            status, _ = owner._faults.popleft()
             self._error(status, f"injected HTTP {status}")
             return
         routes = {"/v1/completions": owner.completions, "/tokenize": owner.tokenize,
                   "/detokenize": owner.detokenize}
         handler = routes.get(self.path)
-        if handler is None:
+        if handler is None or (owner.tokenizer_api == "none"
+                               and self.path != "/v1/completions"):
             self._error(404, "Not Found")
             return
         try:
