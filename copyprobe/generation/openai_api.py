@@ -105,7 +105,12 @@ from copyprobe.generation.openai_protocol import (
     redact,
     shorten,
 )
-from copyprobe.generation.scoring import ScoreRequest, ScoringBackend, TokenScores, target_start
+from copyprobe.generation.scoring import (
+    ScoreRequest,
+    ScoringBackend,
+    TokenScores,
+    score_sequence,
+)
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
@@ -534,35 +539,6 @@ class OpenAIBackend(Backend, ScoringBackend):
         return BackendError(f"{where}: connection failed ({detail})",
                             error_class="ConnectionError")
 
-    def _score_sequence(self, request: ScoreRequest) -> tuple[list[int], int]:
-        """(token ids of the whole sequence, index of the first target token)."""
-        tok = self.server_tokenizer()
-        if request.token_level:
-            bos = tok.bos_ids
-            ids = [*bos, *(request.context_ids or ()), *(request.target_ids or ())]
-            start = len(bos) + len(request.context_ids or ())
-        else:
-            assert request.prompt is not None and request.target is not None
-            if request.prompt.format == "chat":
-                messages = prepare_messages(request.prompt)
-                ids = tok.tokenize_chat([*messages, {"role": "assistant",
-                                                     "content": request.target}],
-                                        continue_final_message=True)
-                start = target_start(ids, tok.tokenize_chat(messages,
-                                                            add_generation_prompt=True))
-            else:
-                text = request.prompt.text or ""
-                ids = tok.tokenize(text + request.target, special=True)
-                start = target_start(ids, tok.tokenize(text, special=True))
-        if start < 1:
-            raise BackendError("the first target token has nothing before it (the model adds "
-                               "no BOS and the context is empty): it cannot be scored",
-                               permanent=True, error_class="EmptyContext")
-        if start >= len(ids):
-            raise BackendError("the target adds no token to the prompt", permanent=True,
-                               error_class="EmptyTarget")
-        return ids, start
-
     def _score_request(self, seqs: list[tuple[list[int], int]]) -> list[TokenScores | BackendError]:
         """One ``/v1/completions`` request scoring ``seqs`` (token-id prompts)."""
         url = self._url("completions")
@@ -610,7 +586,7 @@ class OpenAIBackend(Backend, ScoringBackend):
         todo: list[tuple[int, tuple[list[int], int]]] = []
         for i, request in enumerate(requests):
             try:
-                todo.append((i, self._score_sequence(request)))
+                todo.append((i, score_sequence(request, self.server_tokenizer())))
             except BackendError as exc:
                 results[i] = exc
         if todo:
