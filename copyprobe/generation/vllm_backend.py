@@ -261,17 +261,17 @@ class VLLMBackend(BatchedBackend, ScoringBackend):
         """The tokenizer vLLM would use, loaded with transformers (no vLLM, no weights): the
         ``tokenizer`` key (needed with a GGUF ``model_file``, as for the engine), else
         ``model_id`` at ``revision``."""
-        try:
-            from transformers import AutoTokenizer
-        except ImportError as exc:
-            raise BackendError(f"transformers is needed for the vllm tokenizer ({exc})",
-                               permanent=True, error_class="BackendNotInstalled") from exc
         name = spec.get("tokenizer")
         if not name and model_file is not None:
             raise BackendError("vllm with a GGUF model_file needs 'tokenizer' (the original "
                                "model's Hub id or directory)", permanent=True,
                                error_class="ConfigError")
         model_id, revision, _ = _model(spec, model_file)
+        try:
+            from transformers import AutoTokenizer
+        except ImportError as exc:
+            raise BackendError(f"transformers is needed for the vllm tokenizer ({exc})",
+                               permanent=True, error_class="BackendNotInstalled") from exc
         kwargs: dict[str, Any] = {"trust_remote_code": bool(spec.get("trust_remote_code"))}
         if not name and revision:
             kwargs["revision"] = revision
