@@ -71,6 +71,27 @@ against a host behind an unknown CA fails fast, with the variable to set named.
 
 A ``base_url`` carrying credentials (``user:password@``) is refused: credentials belong in the
 environment variable, not in a config file that ends up in Snakemake's metadata.
+
+Scoring (path ``server_echo``, only with ``echo_logprobs: true``; without it ``score_batch`` is a
+permanent ``ConfigError``). Which servers return the prompt's log-probs: vLLM's does
+(``/v1/completions`` with ``echo`` and ``logprobs``, vllm/entrypoints/openai/completion/
+serving.py); llama.cpp's server does not (log-probs of generated tokens only, llama.cpp #27174;
+some builds reject ``echo``); OpenAI's API does not (completion log-probs only). Every request
+is sent in token ids, so nothing is re-tokenised by the server: the sequence is built by
+:func:`~copyprobe.generation.scoring.score_sequence` with the server's own tokenizer
+(:class:`ServerTokenizer`: vLLM's ``/tokenize`` and ``/detokenize`` at the server's root; a chat
+prompt is rendered by ``/tokenize`` with ``messages``, the target as an open assistant turn),
+then up to :attr:`~OpenAIBackend.max_score_batch` sequences go in one ``POST /v1/completions``
+with ``prompt`` a list of token-id lists, ``echo: true``, ``logprobs: 1``, ``max_tokens: 0``
+(vLLM then echoes the prompt only). The answer is read by
+:func:`~copyprobe.generation.openai_protocol.read_echo_scores` (vLLM's ``prompt_logprobs`` with
+ranks, else the OpenAI-format ``token_logprobs``/``top_logprobs``); an answer without log-probs
+for every prompt token is a permanent ``NoPromptLogprobs``. When one prompt of a batch is
+rejected (too long), the others are scored one by one. Errors and retries are those of
+generation (``map_status_error``; transient ones retried by the score runner). The server's
+chat template and weights are outside the identity: pin them with ``revision``. llama-cpp-
+python's own server is refused for want of ``/tokenize`` -- which is as well: in 0.3.36 its
+echoed log-probs of a model without BOS are those of each token at its own position, one off.
 """
 
 from __future__ import annotations
