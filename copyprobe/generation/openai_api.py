@@ -560,14 +560,26 @@ class OpenAIBackend(Backend, ScoringBackend):
         return BackendError(f"{where}: connection failed ({detail})",
                             error_class="ConnectionError")
 
+    #: ``max_tokens`` of a scoring request: 0 (vLLM echoes the prompt only); 1 once a server
+    #: has refused 0 with an HTTP 400 naming ``max_tokens``
+    _echo_max_tokens = 0
+
     def _score_request(self, seqs: list[tuple[list[int], int]]) -> list[TokenScores | BackendError]:
         """One ``/v1/completions`` request scoring ``seqs`` (token-id prompts)."""
         url = self._url("completions")
         where = self._where("completions")
         body = {"model": self.model_id, "prompt": [ids for ids, _ in seqs], "echo": True,
-                "logprobs": 1, "max_tokens": 0, "temperature": 0.0}
+                "logprobs": 1, "max_tokens": self._echo_max_tokens, "temperature": 0.0}
         try:
-            answer = self.post_json(url, body)
+            try:
+                answer = self.post_json(url, body)
+            except BackendError as exc:
+                if not (exc.status_code == 400 and body["max_tokens"] == 0
+                        and "max_tokens" in str(exc)):
+                    raise
+                # a server that wants at least one new token: the extra entry is ignored
+                self._echo_max_tokens = body["max_tokens"] = 1
+                answer = self.post_json(url, body)
         except BackendError as exc:
             if exc.status_code == 400 and "echo" in str(exc).lower():
                 # llama.cpp's server: "Only no echo is supported"

@@ -4,7 +4,7 @@ documented ``/v1/completions`` format (echo + logprobs, ``prompt_logprobs``) and
 ``/tokenize`` and ``/detokenize``, backed by llama.cpp on SmolLM2 (tests/servers/vllm_server.py).
 
 The server computes its numbers with llama.cpp in one pass, so the client's log p_z must equal
-llama.cpp's own one-pass log-softmax, read here directly from a second in-process model."""
+llama.cpp's own one-pass log-softmax, read here directly from the model (not through HTTP)."""
 
 from __future__ import annotations
 
@@ -37,22 +37,25 @@ def loopback(smollm2_file, server_module):
 def server(loopback):
     """The module's server, in vLLM's shape and with no faults queued."""
     loopback.prompt_logprobs, loopback.vllm_fields, loopback.tokenizer_api = True, True, "vllm"
+    loopback.min_max_tokens = 0
     loopback._faults.clear()
     return loopback
 
 
 @pytest.fixture(scope="module")
-def direct(smollm2_file):
-    """llama.cpp's own one-pass log-probs of a token sequence (row i predicts token i+1)."""
+def direct(loopback):
+    """llama.cpp's own one-pass log-probs of a token sequence (row i predicts token i+1), read
+    here from the model the server holds (one model load for the module)."""
     from llama_cpp import Llama
 
-    llm = Llama(str(smollm2_file.path), logits_all=True, n_ctx=2048, n_threads=2,
-                verbose=False)
+    llm = loopback.llm
 
     def logprobs(ids: list[int]) -> np.ndarray:
-        llm.reset()
-        llm.eval(ids)
-        return Llama.logits_to_logprobs(np.array(llm.scores[:len(ids)], dtype=np.float32))
+        with loopback._lock:
+            llm.reset()
+            llm.eval(ids)
+            logits = np.array(llm.scores[:len(ids)], dtype=np.float32)
+        return Llama.logits_to_logprobs(logits)
 
     logprobs.llm = llm  # type: ignore[attr-defined]
     return logprobs
@@ -114,6 +117,19 @@ def test_openai_format_without_vllm_fields_gives_the_same_scores(backend, server
     assert "prompt_logprobs" not in answer["choices"][0]
     plain = backend.score_batch([req])[0]
     assert plain.logprobs == with_ranks.logprobs and plain.argmax == with_ranks.argmax
+
+
+@pytest.mark.slow
+def test_a_server_that_refuses_max_tokens_0_gets_1_and_the_new_token_is_ignored(backend,
+                                                                               server):
+    req = ScoreRequest(context_ids=(19556, 905), target_ids=(30, 288))
+    want = backend.score_batch([req])[0]
+    server.min_max_tokens = 1
+    before = len(server.requests)
+    got = backend.score_batch([req])[0]
+    assert [b["max_tokens"] for p, b in server.requests[before:] if p == "/v1/completions"] \
+        == [0, 1]
+    assert got == want
 
 
 @pytest.mark.slow

@@ -27,7 +27,8 @@ The numbers are computed by the model in one pass over the whole sequence
 log-probs with llama.cpp's own.
 
 Test controls: ``prompt_logprobs = False`` makes it answer like llama.cpp's server (log-probs
-of the generated token only, no ``prompt_logprobs``: llama.cpp #27174); ``vllm_fields =
+of the generated token only, no ``prompt_logprobs``: llama.cpp #27174); ``min_max_tokens = 1``
+refuses ``max_tokens: 0`` with HTTP 400 (as servers that must generate do); ``vllm_fields =
 False`` leaves out vLLM's own ``prompt_logprobs`` field (the OpenAI-format ``logprobs`` only);
 ``tokenizer_api = "llama.cpp"`` answers ``/tokenize`` and ``/detokenize`` as llama.cpp's server
 does (``content`` in and out: a vLLM-shaped request gets no tokens), ``"none"`` with 404 (as
@@ -71,6 +72,7 @@ class VLLMLikeServer(ServerThread):
         self.prompt_logprobs = True
         self.vllm_fields = True
         self.tokenizer_api = "vllm"
+        self.min_max_tokens = 0
         self.requests: list[tuple[str, Any]] = []
         self._faults: deque[tuple[int, str | None]] = deque()
         self._lock = threading.Lock()
@@ -126,6 +128,9 @@ class VLLMLikeServer(ServerThread):
                           body: dict[str, Any]) -> dict[str, Any]:
         top_n = body.get("logprobs")
         max_tokens = body.get("max_tokens", 16)
+        if max_tokens < self.min_max_tokens:
+            raise ValueError(f"max_tokens must be at least {self.min_max_tokens}, got "
+                             f"{max_tokens}.")
         if not body.get("echo") or top_n is None or max_tokens not in (0, 1):
             raise ValueError("this test server answers echo + logprobs with max_tokens 0 or 1")
         lp = self.logprobs(ids)
