@@ -29,7 +29,7 @@ SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 @pytest.fixture(scope="module")
 def loopback(smollm2_file, server_module):
-    with server_module("vllm_server").VLLMLikeServer(smollm2_file.path) as srv:
+    with server_module("vllm_server").VLLMLikeServer(smollm2_file.path, n_ctx=512) as srv:
         yield srv
 
 
@@ -196,7 +196,7 @@ def test_503_is_retried_once_and_a_rerun_is_served_from_the_cache(server, tmp_pa
 
 @pytest.mark.slow
 def test_one_prompt_over_the_context_fails_alone(backend):
-    reqs = [ScoreRequest(context_ids=(19556,), target_ids=(905,) * 2100),
+    reqs = [ScoreRequest(context_ids=(19556,), target_ids=(905,) * 600),
             ScoreRequest(context_ids=(19556,), target_ids=(905, 30))]
     out = backend.score_batch(reqs)
     assert isinstance(out[0], BackendError) and out[0].error_class == "ContextLengthError"
