@@ -71,6 +71,27 @@ against a host behind an unknown CA fails fast, with the variable to set named.
 
 A ``base_url`` carrying credentials (``user:password@``) is refused: credentials belong in the
 environment variable, not in a config file that ends up in Snakemake's metadata.
+
+Scoring (path ``server_echo``, only with ``echo_logprobs: true``; without it ``score_batch`` is a
+permanent ``ConfigError``). Which servers return the prompt's log-probs: vLLM's does
+(``/v1/completions`` with ``echo`` and ``logprobs``, vllm/entrypoints/openai/completion/
+serving.py); llama.cpp's server does not (log-probs of generated tokens only, llama.cpp #27174;
+some builds reject ``echo``); OpenAI's API does not (completion log-probs only). Every request
+is sent in token ids, so nothing is re-tokenised by the server: the sequence is built by
+:func:`~copyprobe.generation.scoring.score_sequence` with the server's own tokenizer
+(:class:`ServerTokenizer`: vLLM's ``/tokenize`` and ``/detokenize`` at the server's root; a chat
+prompt is rendered by ``/tokenize`` with ``messages``, the target as an open assistant turn),
+then up to :attr:`~OpenAIBackend.max_score_batch` sequences go in one ``POST /v1/completions``
+with ``prompt`` a list of token-id lists, ``echo: true``, ``logprobs: 1``, ``max_tokens: 0``
+(vLLM then echoes the prompt only). The answer is read by
+:func:`~copyprobe.generation.openai_protocol.read_echo_scores` (vLLM's ``prompt_logprobs`` with
+ranks, else the OpenAI-format ``token_logprobs``/``top_logprobs``); an answer without log-probs
+for every prompt token is a permanent ``NoPromptLogprobs``. When one prompt of a batch is
+rejected (too long), the others are scored one by one. Errors and retries are those of
+generation (``map_status_error``; transient ones retried by the score runner). The server's
+chat template and weights are outside the identity: pin them with ``revision``. llama-cpp-
+python's own server is refused for want of ``/tokenize`` -- which is as well: in 0.3.36 its
+echoed log-probs of a model without BOS are those of each token at its own position, one off.
 """
 
 from __future__ import annotations
@@ -83,7 +104,7 @@ import socket
 import ssl
 import threading
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -94,14 +115,22 @@ from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
+    NO_PROMPT_LOGPROBS,
     json_or_text,
     map_status_error,
     normalize_base_url,
     prepare_messages,
     read_choice,
+    read_echo_scores,
     read_key,
     redact,
     shorten,
+)
+from copyprobe.generation.scoring import (
+    ScoreRequest,
+    ScoringBackend,
+    TokenScores,
+    score_sequence,
 )
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
@@ -115,7 +144,7 @@ except ImportError:  # pragma: no cover - older openai releases use httpx
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OpenAIBackend"]
+__all__ = ["OpenAIBackend", "ServerTokenizer", "server_root"]
 
 Endpoint = Literal["chat", "completions"]
 _INVALID = object()
@@ -148,17 +177,21 @@ def _env_proxy(url: str) -> str | None:
 
 
 @BACKENDS.register("openai")
-class OpenAIBackend(Backend):
+class OpenAIBackend(Backend, ScoringBackend):
     """One model behind the OpenAI API or an OpenAI-compatible server."""
 
     name = "openai"
     supports_async = True
+    default_score_path = "server_echo"
+    score_paths = ("server_echo",)
+    #: prompts per scoring request (``prompt`` as a list of token-id lists)
+    max_score_batch = 16
 
     def __init__(self, *, model_id: str, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", api_key_optional: bool = False,
                  request_timeout: float = 120.0, endpoint: str = "auto",
                  max_tokens_param: str = "max_tokens",
-                 server_sampling_params: bool = False) -> None:
+                 server_sampling_params: bool = False, echo_logprobs: bool = False) -> None:
         if not model_id:
             raise BackendError("the openai backend needs model_id", permanent=True,
                                error_class="ConfigError")
@@ -179,6 +212,9 @@ class OpenAIBackend(Backend):
         self.endpoint = endpoint
         self.max_tokens_param = max_tokens_param
         self.server_sampling_params = server_sampling_params
+        self.echo_logprobs = echo_logprobs
+        self._http_client: Any = None
+        self._tokenizer: ServerTokenizer | None = None
         if base_url and "@" in urlsplit(base_url).netloc:  # user:password@host
             raise BackendError(f"base_url {self.base_url} carries credentials (user:password@); "
                                f"put the key in the variable named by api_key_env instead",
@@ -217,7 +253,8 @@ class OpenAIBackend(Backend):
                    request_timeout=float(spec.get("request_timeout", 120.0)),
                    endpoint=spec.get("endpoint") or "auto",
                    max_tokens_param=spec.get("max_tokens_param", "max_tokens"),
-                   server_sampling_params=bool(spec.get("server_sampling_params", False)))
+                   server_sampling_params=bool(spec.get("server_sampling_params", False)),
+                   echo_logprobs=bool(spec.get("echo_logprobs", False)))
 
     # -- clients -----------------------------------------------------------------------------
     def _timeout(self) -> openai.Timeout:
@@ -309,12 +346,11 @@ class OpenAIBackend(Backend):
         return BackendError(f"{where}: cannot connect: {cause} ({detail})",
                             error_class="ConnectionError", unreachable=True)
 
-    def _tls_error(self, cert_error: ssl.SSLCertVerificationError,
-                   endpoint: Endpoint) -> BackendError:
+    def _tls_error(self, cert_error: ssl.SSLCertVerificationError, where: str) -> BackendError:
         inner = getattr(cert_error, "certificate_error", cert_error)  # aiohttp wraps it
         detail = shorten(redact(str(getattr(inner, "verify_message", None) or inner),
                                  self._api_key))
-        return BackendError(f"{self._where(endpoint)}: the server's TLS certificate is not "
+        return BackendError(f"{where}: the server's TLS certificate is not "
                             f"trusted ({detail}); if it is signed by a private CA, set "
                             "SSL_CERT_FILE to that CA's bundle", permanent=True,
                             error_class="TLSError")
@@ -349,7 +385,7 @@ class OpenAIBackend(Backend):
     def _map_exception(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
         where = self._where(endpoint)
         if (cert_error := _certificate_error(exc)) is not None:
-            return self._tls_error(cert_error, endpoint)
+            return self._tls_error(cert_error, self._where(endpoint))
         if (cause := self._connect_failure(exc)) is not None:
             return self._unreachable(where, cause, exc.__cause__ or exc)
         if isinstance(exc, openai.APITimeoutError):
@@ -375,7 +411,7 @@ class OpenAIBackend(Backend):
     def _map_aiohttp_error(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
         where = self._where(endpoint)
         if (cert_error := _certificate_error(exc)) is not None:
-            return self._tls_error(cert_error, endpoint)
+            return self._tls_error(cert_error, self._where(endpoint))
         if (cause := self._connect_failure(exc)) is not None:
             return self._unreachable(where, cause, exc)
         if isinstance(exc, TimeoutError):  # aiohttp's read timeouts
@@ -460,6 +496,143 @@ class OpenAIBackend(Backend):
             raise error
         return self._parse(endpoint, status, content, headers)
 
+    # -- scoring (echo + prompt log-probs) ------------------------------------------------------
+    @classmethod
+    def tokenizer_from_config(cls, spec: Mapping[str, Any],
+                              model_file: ModelFile | None) -> ServerTokenizer:
+        """The served model's tokenizer, through the server's ``/tokenize`` and
+        ``/detokenize`` (see :class:`ServerTokenizer`); close it when done."""
+        return cls.from_config(spec, model_file).server_tokenizer()
+
+    def server_tokenizer(self) -> ServerTokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = ServerTokenizer(self)
+        return self._tokenizer
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.server_tokenizer().tokenize(text)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.server_tokenizer().detokenize(ids)
+
+    def _http(self) -> Any:
+        with self._lock:
+            if self._http_client is None:
+                # the SDK's transport library, with the same trust store and proxy variables
+                self._http_client = _httpx.Client(
+                    timeout=_httpx.Timeout(self.request_timeout,
+                                           connect=min(10.0, self.request_timeout)),
+                    headers={"Authorization": f"Bearer {self._api_key}",
+                             "User-Agent": f"copyprobe/{_copyprobe_version}"})
+            return self._http_client
+
+    def post_json(self, url: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` to ``url`` (a URL of this server) and return the answer's JSON; errors
+        are classified as for generation (``map_status_error``, transport errors)."""
+        where = f"{self.model_id} at {normalize_base_url(url)}"
+        error: BackendError | None = None
+        try:
+            response = self._http().post(url, json=dict(body))
+        except _httpx.TransportError as exc:
+            error = self._transport_error(exc, where)
+        if error is None and not 200 <= response.status_code < 300:
+            error = map_status_error(response.status_code, json_or_text(response.content),
+                                     response.headers, key=self._api_key, where=where)
+        if error is not None:
+            log.debug("%s", error)
+            raise error
+        obj = json_or_text(response.content)
+        if not isinstance(obj, dict):
+            raise BackendError(f"{where}: HTTP {response.status_code} answer is not a JSON "
+                               "object", error_class="MalformedResponse",
+                               status_code=response.status_code)
+        return obj
+
+    def _transport_error(self, exc: BaseException, where: str) -> BackendError:
+        if (cert_error := _certificate_error(exc)) is not None:
+            return self._tls_error(cert_error, where)
+        if (cause := self._connect_failure(exc)) is not None:
+            return self._unreachable(where, cause, exc)
+        if isinstance(exc, _httpx.TimeoutException):
+            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
+                                error_class="Timeout")
+        detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
+        return BackendError(f"{where}: connection failed ({detail})",
+                            error_class="ConnectionError")
+
+    #: ``max_tokens`` of a scoring request: 0 (vLLM echoes the prompt only); 1 once a server
+    #: has refused 0 with an HTTP 400 naming ``max_tokens``
+    _echo_max_tokens = 0
+
+    def _score_request(self, seqs: list[tuple[list[int], int]]) -> list[TokenScores | BackendError]:
+        """One ``/v1/completions`` request scoring ``seqs`` (token-id prompts)."""
+        url = self._url("completions")
+        where = self._where("completions")
+        body = {"model": self.model_id, "prompt": [ids for ids, _ in seqs], "echo": True,
+                "logprobs": 1, "max_tokens": self._echo_max_tokens, "temperature": 0.0}
+        try:
+            try:
+                answer = self.post_json(url, body)
+            except BackendError as exc:
+                if not (exc.status_code == 400 and body["max_tokens"] == 0
+                        and "max_tokens" in str(exc)):
+                    raise
+                # a server that wants at least one new token: the extra entry is ignored
+                self._echo_max_tokens = body["max_tokens"] = 1
+                answer = self.post_json(url, body)
+        except BackendError as exc:
+            if exc.status_code == 400 and "echo" in str(exc).lower():
+                # llama.cpp's server: "Only no echo is supported"
+                exc = BackendError(f"{exc}; the server does not return prompt log-probs, "
+                                   "which echo_logprobs: true needs", permanent=True,
+                                   error_class=NO_PROMPT_LOGPROBS, status_code=400)
+            return [exc] * len(seqs)
+        choices = answer.get("choices")
+        if not isinstance(choices, list) or len(choices) != len(seqs) or \
+                not all(isinstance(c, dict) for c in choices):
+            error = BackendError(f"{where}: answer has {len(choices or [])} choices for "
+                                 f"{len(seqs)} prompts", error_class="MalformedResponse")
+            return [error] * len(seqs)
+        choices = sorted(choices, key=lambda c: c.get("index", 0))
+        out: list[TokenScores | BackendError] = []
+        for (ids, start), choice in zip(seqs, choices, strict=True):
+            try:
+                out.append(read_echo_scores(choice, ids, start, where=where))
+            except BackendError as exc:
+                out.append(exc)
+        return out
+
+    def score_batch(self, requests: Sequence[ScoreRequest], *,
+                    path: str | None = None) -> list[TokenScores | BackendError]:
+        """Score through the server's ``/v1/completions`` with ``echo`` and ``logprobs``
+        (see the module notes); needs ``echo_logprobs: true``."""
+        path = path or self.default_score_path
+        if path not in self.score_paths:
+            raise BackendError(f"the openai backend scores by path server_echo, not {path!r}",
+                               permanent=True, error_class="ConfigError")
+        if not self.echo_logprobs:
+            raise BackendError(f"{self._where('completions')}: scoring needs a server that "
+                               "returns the prompt's log-probs; set echo_logprobs: true for "
+                               "one that does (vLLM's server)", permanent=True,
+                               error_class="ConfigError")
+        results: list[TokenScores | BackendError | None] = [None] * len(requests)
+        todo: list[tuple[int, tuple[list[int], int]]] = []
+        for i, request in enumerate(requests):
+            try:
+                todo.append((i, score_sequence(request, self.server_tokenizer())))
+            except BackendError as exc:
+                results[i] = exc
+        if todo:
+            outs = self._score_request([seq for _, seq in todo])
+            if len(todo) > 1 and all(isinstance(o, BackendError) and o.permanent and
+                                     o.error_class != NO_PROMPT_LOGPROBS for o in outs):
+                # one bad prompt (too long) rejects the whole request: score one by one
+                outs = [self._score_request([seq])[0] for _, seq in todo]
+            for (i, _), out in zip(todo, outs, strict=True):
+                results[i] = out
+        return [r if r is not None else BackendError("no result", permanent=True)
+                for r in results]
+
     # -- cleanup -----------------------------------------------------------------------------
     async def aclose(self) -> None:
         """Close the aiohttp session (call from the loop that used it)."""
@@ -470,8 +643,11 @@ class OpenAIBackend(Backend):
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
+            http, self._http_client = self._http_client, None
         if client is not None:
             client.close()
+        if http is not None:
+            http.close()
         session, loop = self._session, self._session_loop
         self._session = self._session_loop = None
         if session is None or loop is None or session.closed:
@@ -484,3 +660,91 @@ class OpenAIBackend(Backend):
             loop.call_soon_threadsafe(lambda: loop.create_task(session.close()))
         else:
             loop.run_until_complete(session.close())
+
+
+def server_root(base_url: str) -> str:
+    """The server's root URL, where vLLM serves ``/tokenize`` and ``/detokenize``: the base
+    URL without a trailing ``/v1``."""
+    url = base_url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+class ServerTokenizer:
+    """A served model's tokenizer through vLLM's ``POST /tokenize`` (``{"prompt": text,
+    "add_special_tokens": bool}`` or ``{"messages": [...], "add_generation_prompt": bool,
+    "continue_final_message": bool}`` -> ``{"tokens": [...], "count": n, ...}``) and ``POST
+    /detokenize`` (``{"tokens": [...]}`` -> ``{"prompt": text}``), at the server's root (the
+    base URL without ``/v1``). ``add_bos`` and ``bos_ids`` are read from the server: the tokens
+    that ``add_special_tokens`` puts before a text's own.
+
+    A server without these endpoints is a permanent ``TokenizerUnavailable`` naming what is
+    expected: OpenAI's API has none; llama.cpp's server has ``/tokenize`` but takes
+    ``content`` (it answers vLLM's ``prompt`` with no tokens) and its ``/detokenize`` answers
+    ``content``."""
+
+    def __init__(self, backend: OpenAIBackend) -> None:
+        self._backend = backend
+        self._root = server_root(backend._client_base_url)
+        self._bos: list[int] | None = None
+
+    def _post(self, path: str, body: dict[str, Any], key: str) -> Any:
+        url = self._root + path
+        try:
+            answer = self._backend.post_json(url, {"model": self._backend.model_id, **body})
+        except BackendError as exc:
+            if exc.status_code in (404, 405, 501):
+                raise self._unavailable(f"{path} answered HTTP {exc.status_code}") from None
+            raise
+        if key not in answer:
+            raise self._unavailable(f"{path} answered without {key!r} (keys: "
+                                    f"{sorted(answer)[:5]})")
+        return answer[key]
+
+    def _unavailable(self, why: str) -> BackendError:
+        return BackendError(
+            f"{self._backend.model_id} at {normalize_base_url(self._root)}: {why}; scoring "
+            "through a server needs vLLM's /tokenize and /detokenize at the server's root "
+            "(POST {prompt} -> {tokens}; llama.cpp's server takes {content} and OpenAI's API "
+            "has none)", permanent=True, error_class="TokenizerUnavailable")
+
+    def _ids(self, body: dict[str, Any], nonempty: bool) -> list[int]:
+        ids = self._post("/tokenize", body, "tokens")
+        if not isinstance(ids, list) or not all(isinstance(t, int) for t in ids):
+            raise self._unavailable("/tokenize answered tokens that are not token ids")
+        if nonempty and not ids:
+            raise self._unavailable("/tokenize answered no tokens for a non-empty text")
+        return ids
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """The ids of ``text``; ``special``: with the tokens the model's tokenizer adds (BOS)."""
+        return self._ids({"prompt": text, "add_special_tokens": special}, bool(text))
+
+    def tokenize_chat(self, messages: list[dict[str, Any]], *,
+                      add_generation_prompt: bool = False,
+                      continue_final_message: bool = False) -> list[int]:
+        """The ids of ``messages`` under the served model's chat template."""
+        return self._ids({"messages": messages, "add_generation_prompt": add_generation_prompt,
+                          "continue_final_message": continue_final_message}, True)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        text = self._post("/detokenize", {"tokens": list(ids)}, "prompt")
+        if not isinstance(text, str):
+            raise self._unavailable("/detokenize answered a prompt that is not text")
+        return text
+
+    @property
+    def bos_ids(self) -> list[int]:
+        if self._bos is None:
+            probe = "Hello"
+            plain = self.tokenize(probe)
+            full = self.tokenize(probe, special=True)
+            cut = len(full) - len(plain)
+            self._bos = full[:cut] if cut > 0 and full[cut:] == plain else []
+        return self._bos
+
+    @property
+    def add_bos(self) -> bool:  # type: ignore[override]
+        return bool(self.bos_ids)
+
+    def close(self) -> None:
+        self._backend.close()

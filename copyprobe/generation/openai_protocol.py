@@ -45,11 +45,14 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from copyprobe.generation.base import BackendError, Completion
+from copyprobe.generation.scoring import TokenScores
 from copyprobe.prompt import Prompt
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "LOGPROB_FLOOR",
     "MAX_MESSAGE_CHARS",
+    "NO_PROMPT_LOGPROBS",
     "PLACEHOLDER_KEY",
     "int_or_none",
     "json_or_text",
@@ -58,8 +61,10 @@ __all__ = [
     "parse_retry_after",
     "prepare_messages",
     "read_choice",
+    "read_echo_scores",
     "read_key",
     "redact",
+    "scores_from_prompt_logprobs",
     "shorten",
 ]
 
@@ -323,3 +328,98 @@ def read_choice(body: Mapping[str, Any], *, chat: bool, where: str,
 
 def int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# -- prompt log-probs (scoring) ----------------------------------------------------------------
+#: vLLM sends a log-probability of -inf as -9999.0 (``clamp_prompt_logprobs`` and the
+#: completions ``logprobs``); read back, anything at or below it is -inf (a failed score).
+LOGPROB_FLOOR = -9999.0
+#: error_class of an answer without the prompt's log-probs (llama.cpp's server, OpenAI's API)
+NO_PROMPT_LOGPROBS = "NoPromptLogprobs"
+
+
+def _logprob(value: Any) -> float:
+    out = float(value)
+    return -math.inf if out <= LOGPROB_FLOOR else out
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def scores_from_prompt_logprobs(entries: Any, ids: list[int], start: int, *, path: str,
+                                where: str, token_texts: tuple[str, ...] = ()) -> TokenScores:
+    """The scores of ``ids[start:]`` from vLLM's prompt log-probs: per position None (the
+    first) or ``{token id (int, or its decimal string in JSON): Logprob}`` where a Logprob has
+    ``logprob``, ``rank`` (1: the argmax) and ``decoded_token`` (vLLM's ``Logprob`` objects of
+    the engine, or their JSON in a completions answer). A token is the argmax when its rank is
+    1 or its log-prob is the position's largest (ties). A position without the token that was
+    sent is a transient ``MalformedResponse``."""
+    out_lp: list[float] = []
+    out_max: list[bool] = []
+    texts: list[str] = []
+    for i in range(start, len(ids)):
+        entry = entries[i] if i < len(entries) else None
+        if not isinstance(entry, Mapping) or not entry:
+            raise BackendError(f"{where}: no prompt log-probs at position {i} of {len(ids)}",
+                               error_class="MalformedResponse")
+        own = entry.get(ids[i], entry.get(str(ids[i])))
+        if own is None or _field(own, "logprob") is None:
+            raise BackendError(f"{where}: the prompt log-probs at position {i} lack token "
+                               f"{ids[i]}, the token sent", error_class="MalformedResponse")
+        value = _logprob(_field(own, "logprob"))
+        best = max(_logprob(_field(e, "logprob")) for e in entry.values())
+        out_lp.append(value)
+        out_max.append(_field(own, "rank") == 1 or value >= best)
+        texts.append(str(_field(own, "decoded_token") or ""))
+    return TokenScores(token_ids=tuple(ids[start:]), logprobs=tuple(out_lp),
+                       argmax=tuple(out_max), path=path, n_context_tokens=start,
+                       token_texts=token_texts or tuple(texts))
+
+
+def read_echo_scores(choice: Mapping[str, Any], ids: list[int], start: int, *,
+                     where: str) -> TokenScores:
+    """The scores of ``ids[start:]`` from one choice of a ``/v1/completions`` answer to
+    ``echo: true, logprobs: 1, max_tokens: 0`` whose prompt was ``ids`` (path
+    ``server_echo``). vLLM's own ``prompt_logprobs`` (token ids and ranks) are read when the
+    answer has them; else the OpenAI-format ``logprobs`` (``token_logprobs``, first null, and
+    ``top_logprobs``: the token is the argmax when its log-prob is the position's largest).
+    Entries after the prompt (a generated token) are ignored. An answer with log-probs for
+    fewer positions than the prompt has tokens (llama.cpp's server returns the generated
+    token's only, llama.cpp #27174; OpenAI's API none) is a permanent ``NoPromptLogprobs``."""
+    logprobs = choice.get("logprobs")
+    token_lps = logprobs.get("token_logprobs") if isinstance(logprobs, Mapping) else None
+    prompt_lps = choice.get("prompt_logprobs")
+    have = max(len(token_lps) if isinstance(token_lps, list) else 0,
+               len(prompt_lps) if isinstance(prompt_lps, list) else 0)
+    if have < len(ids):
+        raise BackendError(
+            f"{where}: the server does not return prompt log-probs (echo with logprobs gave "
+            f"{have} log-prob entries for a prompt of {len(ids)} tokens), so it cannot score; "
+            "echo_logprobs: true needs a server that does (vLLM's does; llama.cpp's server and "
+            "OpenAI's API do not)", permanent=True, error_class=NO_PROMPT_LOGPROBS)
+    tokens = logprobs.get("tokens") if isinstance(logprobs, Mapping) else None
+    texts = (tuple(str(t) for t in tokens[start:len(ids)])
+             if isinstance(tokens, list) and len(tokens) >= len(ids) else ())
+    if isinstance(prompt_lps, list) and len(prompt_lps) >= len(ids):
+        return scores_from_prompt_logprobs(prompt_lps, ids, start, path="server_echo",
+                                           where=where, token_texts=texts)
+    assert isinstance(logprobs, Mapping) and isinstance(token_lps, list)
+    tops = logprobs.get("top_logprobs")
+    out_lp: list[float] = []
+    out_max: list[bool] = []
+    for i in range(start, len(ids)):
+        if not isinstance(token_lps[i], int | float):
+            raise BackendError(f"{where}: no log-prob for prompt token {i} of {len(ids)}",
+                               error_class="MalformedResponse")
+        value = _logprob(token_lps[i])
+        top = tops[i] if isinstance(tops, list) and i < len(tops) else None
+        if not isinstance(top, Mapping) or not top:
+            raise BackendError(f"{where}: no top log-probs for prompt token {i} of {len(ids)}",
+                               error_class="MalformedResponse")
+        best = max(_logprob(v) for v in top.values())
+        out_lp.append(value)
+        out_max.append(value >= best)
+    return TokenScores(token_ids=tuple(ids[start:]), logprobs=tuple(out_lp),
+                       argmax=tuple(out_max), path="server_echo", n_context_tokens=start,
+                       token_texts=texts)

@@ -226,3 +226,66 @@ def cannot_score_reason(name: str, spec: Mapping[str, Any], key: str | None = No
         why = f"backend {backend!r} cannot return the log-probabilities of a given text"
     return (f"config key '{key}.backend': {why}; the backends that score are {others}, and a "
             "model without prompt log-probs can use method: monte_carlo (sampled estimate)")
+
+
+def target_start(full_ids: Sequence[int], prompt_ids: Sequence[int]) -> int:
+    """Where the target begins in a rendered sequence: the length of the common prefix of the
+    whole sequence's ids (prompt + target, tokenised once) and the prompt's own ids. A token
+    that straddles the boundary (the tokenizer merged the prompt's last characters with the
+    target's first) differs from the prompt's last token, so it counts as target."""
+    n = 0
+    for a, b in zip(full_ids, prompt_ids):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+class TemplateTokenizer(Protocol):
+    """A tokenizer that also renders chat templates (a server's ``/tokenize``, a transformers
+    tokenizer): what :func:`score_sequence` needs."""
+
+    #: the tokens the model's tokenizer puts before a text (BOS), possibly none
+    bos_ids: list[int]
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """The ids of ``text``; ``special``: with the tokens the tokenizer adds (BOS)."""
+
+    def tokenize_chat(self, messages: list[dict[str, Any]], *,
+                      add_generation_prompt: bool = False,
+                      continue_final_message: bool = False) -> list[int]:
+        """The ids of ``messages`` under the model's chat template."""
+
+
+def score_sequence(request: ScoreRequest, tok: TemplateTokenizer) -> tuple[list[int], int]:
+    """(the token ids of the whole sequence to score, the index of the first target token).
+
+    Token-level: ``bos_ids + context_ids + target_ids``. A completion prompt: ``prompt.text +
+    target`` tokenised once (with BOS). A chat prompt: the messages plus an assistant turn
+    holding the target, rendered with ``continue_final_message`` (the turn left open: its
+    end-of-turn token is not scored), against the messages with the generation prompt. The
+    target starts where the two tokenisations part (:func:`target_start`). A target with
+    nothing before it (no BOS, empty context) or that adds no token is a permanent error."""
+    if request.token_level:
+        bos = list(tok.bos_ids)
+        ids = [*bos, *(request.context_ids or ()), *(request.target_ids or ())]
+        start = len(bos) + len(request.context_ids or ())
+    else:
+        assert request.prompt is not None and request.target is not None
+        if request.prompt.format == "chat":
+            messages = [dict(m) for m in request.prompt.messages]
+            turn = {"role": "assistant", "content": request.target}
+            ids = tok.tokenize_chat([*messages, turn], continue_final_message=True)
+            start = target_start(ids, tok.tokenize_chat(messages, add_generation_prompt=True))
+        else:
+            text = request.prompt.text or ""
+            ids = tok.tokenize(text + request.target, special=True)
+            start = target_start(ids, tok.tokenize(text, special=True))
+    if start < 1:
+        raise BackendError("the first target token has nothing before it (the model adds no "
+                           "BOS and the context is empty): it cannot be scored", permanent=True,
+                           error_class="EmptyContext")
+    if start >= len(ids):
+        raise BackendError("the target adds no token to the prompt", permanent=True,
+                           error_class="EmptyTarget")
+    return ids, start

@@ -18,6 +18,18 @@ do not depend on the batch they ran in. Chat prompts go through ``LLM.chat`` (th
 template; OpenAI-style image parts for vision models, ``file://`` images sent as ``data:`` URLs),
 completion prompts through ``LLM.generate``. A prompt longer than ``max_model_len`` fails alone
 with ``ContextLengthError``.
+
+Scoring (path ``prompt_logprobs``): each sequence (built by
+:func:`~copyprobe.generation.scoring.score_sequence` with the engine's own tokenizer, chat
+prompts under its chat template) goes to ``LLM.generate`` as a ``TokensPrompt``
+(``{"prompt_token_ids": ids}``) with ``SamplingParams(prompt_logprobs=1, max_tokens=1,
+temperature=0)``; ``RequestOutput.prompt_logprobs`` holds, per position after the first,
+``{token id: Logprob(logprob, rank, decoded_token)}`` for the prompt's token and the top one,
+read by :func:`~copyprobe.generation.openai_protocol.scores_from_prompt_logprobs` (the token is
+the argmax when its rank is 1). ``tokenizer_from_config`` loads the same tokenizer with
+transformers' ``AutoTokenizer`` (the ``tokenizer`` key, else ``model_id`` at ``revision``)
+without vLLM or the weights. Untested on an engine here (no GPU): the tests run the conversion
+of vLLM-shaped results and the tokenizer.
 """
 
 from __future__ import annotations
@@ -33,7 +45,8 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe.generation.openai_protocol import prepare_messages
+from copyprobe.generation.openai_protocol import prepare_messages, scores_from_prompt_logprobs
+from copyprobe.generation.scoring import ScoreRequest, ScoringBackend, TokenScores, score_sequence
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
@@ -83,9 +96,65 @@ def _context_error(exc: Exception) -> BackendError:
     return BackendError(msg, permanent=True, error_class="BadRequestError")
 
 
+class HFTokenizer:
+    """A transformers tokenizer as the scoring tokenizer (:class:`~copyprobe.generation.
+    scoring.TemplateTokenizer`): vLLM's own (``LLM.get_tokenizer()``) or one loaded with
+    ``AutoTokenizer``. ``bos_ids``: the tokens ``add_special_tokens`` puts before a text."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        probe = "Hello"
+        plain = tokenizer.encode(probe, add_special_tokens=False)
+        full = tokenizer.encode(probe, add_special_tokens=True)
+        cut = len(full) - len(plain)
+        self.bos_ids: list[int] = full[:cut] if cut > 0 and full[cut:] == plain else []
+
+    @property
+    def add_bos(self) -> bool:
+        return bool(self.bos_ids)
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=special))
+
+    def tokenize_chat(self, messages: list[dict[str, Any]], *,
+                      add_generation_prompt: bool = False,
+                      continue_final_message: bool = False) -> list[int]:
+        out = self.tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=add_generation_prompt,
+            continue_final_message=continue_final_message)
+        if isinstance(out, Mapping):  # a BatchEncoding (newer transformers)
+            out = out["input_ids"]
+        return [int(t) for t in out]
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(list(ids)))
+
+
+def scores_from_request_output(out: Any, ids: list[int], start: int) -> TokenScores:
+    """The scores of ``ids[start:]`` from a vLLM ``RequestOutput`` of ``ids`` scored with
+    ``prompt_logprobs`` (``out.prompt_logprobs``: None first, then per position ``{token id:
+    Logprob}``). An output whose prompt is not ``ids`` is a permanent error."""
+    where = "vllm"
+    got = list(getattr(out, "prompt_token_ids", None) or [])
+    if got and got != ids:
+        raise BackendError(f"{where}: the engine scored {len(got)} prompt tokens that differ "
+                           f"from the {len(ids)} sent", permanent=True,
+                           error_class="MalformedResponse")
+    entries = getattr(out, "prompt_logprobs", None)
+    if entries is None or len(entries) < len(ids):
+        raise BackendError(f"{where}: no prompt log-probs in the engine's output (was "
+                           "prompt_logprobs set?)", permanent=True,
+                           error_class="MalformedResponse")
+    return scores_from_prompt_logprobs(entries, ids, start, path="prompt_logprobs",
+                                       where=where)
+
+
 @BACKENDS.register("vllm")
-class VLLMBackend(BatchedBackend):
+class VLLMBackend(BatchedBackend, ScoringBackend):
     name = "vllm"
+    default_score_path = "prompt_logprobs"
+    score_paths = ("prompt_logprobs",)
+    max_score_batch = 256
 
     def __init__(self, llm: Any, sampling_params_cls: Any, *, batch_size: int = 256) -> None:
         self.llm = llm
@@ -182,6 +251,87 @@ class VLLMBackend(BatchedBackend):
                         results[i] = self._completion(self._call([prompt], [param])[0])
                     except (ValueError, TypeError, OSError) as exc:
                         results[i] = _context_error(exc)
+        return [r if r is not None else BackendError("no result", permanent=True)
+                for r in results]
+
+    # -- scoring ---------------------------------------------------------------------------------
+    @classmethod
+    def tokenizer_from_config(cls, spec: Mapping[str, Any],
+                              model_file: ModelFile | None) -> HFTokenizer:
+        """The tokenizer vLLM would use, loaded with transformers (no vLLM, no weights): the
+        ``tokenizer`` key (needed with a GGUF ``model_file``, as for the engine), else
+        ``model_id`` at ``revision``."""
+        name = spec.get("tokenizer")
+        if not name and model_file is not None:
+            raise BackendError("vllm with a GGUF model_file needs 'tokenizer' (the original "
+                               "model's Hub id or directory)", permanent=True,
+                               error_class="ConfigError")
+        model_id, revision, _ = _model(spec, model_file)
+        try:
+            from transformers import AutoTokenizer
+        except ImportError as exc:
+            raise BackendError(f"transformers is needed for the vllm tokenizer ({exc})",
+                               permanent=True, error_class="BackendNotInstalled") from exc
+        kwargs: dict[str, Any] = {"trust_remote_code": bool(spec.get("trust_remote_code"))}
+        if not name and revision:
+            kwargs["revision"] = revision
+        try:
+            tok = AutoTokenizer.from_pretrained(name or model_id, **kwargs)
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"the tokenizer of {name or model_id!r} could not be loaded: "
+                               f"{exc}", permanent=True, error_class="ConfigError") from exc
+        return HFTokenizer(tok)
+
+    def _engine_tokenizer(self) -> HFTokenizer:
+        tok = getattr(self, "_hf_tokenizer", None)
+        if tok is None:
+            tok = self._hf_tokenizer = HFTokenizer(self.llm.get_tokenizer())
+        return tok
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._engine_tokenizer().tokenize(text)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self._engine_tokenizer().detokenize(ids)
+
+    def _score_call(self, seqs: list[list[int]]) -> list[Any]:
+        params = self.SamplingParams(prompt_logprobs=1, max_tokens=1, temperature=0.0)
+        return self.llm.generate([{"prompt_token_ids": ids} for ids in seqs],
+                                 sampling_params=params, use_tqdm=False)
+
+    def score_batch(self, requests: Sequence[ScoreRequest], *,
+                    path: str | None = None) -> list[TokenScores | BackendError]:
+        path = path or self.default_score_path
+        if path not in self.score_paths:
+            raise BackendError(f"the vllm backend scores by path prompt_logprobs, not {path!r}",
+                               permanent=True, error_class="ConfigError")
+        results: list[TokenScores | BackendError | None] = [None] * len(requests)
+        todo: list[tuple[int, list[int], int]] = []
+        for i, request in enumerate(requests):
+            try:
+                ids, start = score_sequence(request, self._engine_tokenizer())
+                todo.append((i, ids, start))
+            except BackendError as exc:
+                results[i] = exc
+        if todo:
+            try:
+                outs = self._score_call([ids for _, ids, _ in todo])
+            except (ValueError, TypeError, OSError):
+                # one over-long prompt rejects the whole call: score one by one
+                outs = []
+                for _, ids, _ in todo:
+                    try:
+                        outs.append(self._score_call([ids])[0])
+                    except (ValueError, TypeError, OSError) as exc:
+                        outs.append(_context_error(exc))
+            for (i, ids, start), out in zip(todo, outs, strict=True):
+                if isinstance(out, BackendError):
+                    results[i] = out
+                    continue
+                try:
+                    results[i] = scores_from_request_output(out, ids, start)
+                except BackendError as exc:
+                    results[i] = exc
         return [r if r is not None else BackendError("no result", permanent=True)
                 for r in results]
 
