@@ -232,10 +232,12 @@ def backend_wrappers(spec: Mapping[str, Any]) -> list[str]:
 def backend_facts(name: str) -> dict[str, Any]:
     """What is known about a backend without importing it: ``remote``, ``needs_model_file``,
     ``gpu``, ``key_optional`` (all False for a backend registered without a declaration) and
-    ``api_key_env`` (None). The keys it reads: :func:`backend_model_keys`."""
+    ``api_key_env`` (None). The keys it reads: :func:`backend_model_keys`; whether it scores:
+    :func:`copyprobe.generation.scoring.scoring_facts`."""
     facts: dict[str, Any] = {"remote": False, "needs_model_file": False, "gpu": False,
                              "api_key_env": None, "key_optional": False}
-    facts.update({k: v for k, v in BACKENDS.facts(name).items() if k != "reads"})
+    facts.update({k: v for k, v in BACKENDS.facts(name).items()
+                  if k not in ("reads", "scores", "score_paths")})
     return facts
 
 
