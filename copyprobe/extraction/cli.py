@@ -138,6 +138,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--suffix-tokens", type=int, help="tokens of each suffix (default 50)")
     s.add_argument("--stride", type=int, help="tokens between window starts (default 50)")
     s.add_argument("--cache-dir", default=DEFAULT_CACHE,
-                   help=f"the call cache, shared with the workflow's (default {DEFAULT_CACHE})")
+                   help="the call cache, shared with the workflow's")
     s.add_argument("--figure", help="also draw the text's extraction map (PNG)")
     s.set_defaults(func=cmd_extraction_map)
