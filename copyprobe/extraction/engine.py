@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from copyprobe.extraction.score import score_documents
-from copyprobe.generation.base import Decoding
+from copyprobe.generation.base import BACKENDS, Decoding
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.runner import (
     RunSettings,
@@ -35,6 +35,15 @@ def mc_decoding(mc: Mapping[str, Any], suffix_tokens: int) -> Decoding:
                     max_tokens=int(suffix_tokens) + int(mc["extra_tokens"]))
 
 
+def load_scorer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Any:
+    """The backend loaded for scoring: the class's ``scorer_from_config`` where it has one
+    (llama.cpp scores on an instance with the logits of every position), else the backend
+    as generation loads it."""
+    cls = BACKENDS.get(spec["backend"])
+    load = getattr(cls, "scorer_from_config", None) or cls.from_config
+    return load(spec, model_file)
+
+
 def score_with_model(docs: pd.DataFrame, spec: Mapping[str, Any],
                      manifest: Mapping[str, Any], settings: Mapping[str, Any]) -> pd.DataFrame:
     """The WINDOWS table of ``docs`` for a model's slice ``spec``, its prepared model file
@@ -49,7 +58,7 @@ def score_with_model(docs: pd.DataFrame, spec: Mapping[str, Any],
 
     def exact(requests: list[Any]) -> list[Any]:
         return run_scoring(requests, backend_name=spec["backend"], identity=identity,
-                           backend_factory=lambda: build_backend(spec, model_file),
+                           backend_factory=lambda: load_scorer(spec, model_file),
                            cache=GenerationCache(cache_dir / "scores"),
                            path=settings["path"], label=f"score {name}")
 
