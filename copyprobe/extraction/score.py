@@ -127,9 +127,10 @@ def score_exact(jobs: Sequence[WindowJob], fmt: str, path: str,
 
 
 def mc_log_pz(hits: int, samples: int) -> float:
-    """The Monte Carlo estimate of log p_z: log(hits / samples); with no hit, log(0.5 /
-    samples) (half a hit, so that the log stays finite; mc_hits keeps the count)."""
-    return math.log(max(hits, 0.5) / samples)
+    """The Monte Carlo estimate of log p_z, log(hits / samples); NaN with no hit (p_z is
+    below what the samples resolve: the interval's upper end, mc_hi, bounds it), so that no
+    (n,p) verdict counts such a window as extractable."""
+    return math.log(hits / samples) if hits else math.nan
 
 
 class _NeedMore(Exception):
