@@ -52,8 +52,9 @@ class ExtractionStudy(Study):
         return {}
 
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
-        return {"models": xc.extraction_models(cfg), "datasets": xc.study_datasets(cfg)
-                if xc.extraction_models(cfg) else []}
+        """The study's (model, dataset) runs, beside the core's lists."""
+        runs = xc.runs(cfg)
+        return {"extraction": [f"{m}/{d}" for m, d in runs]} if runs else {}
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         return targets(cfg)

@@ -100,8 +100,10 @@ def test_targets_and_the_report_page_follow_the_models_in_the_study():
     assert not any("/both_" in t for t in made)
     assert len(study.targets(cfg)) == 2 + 4 * len(P.FIGURE_KINDS)
     assert list(study.report_pages(cfg)) == [P.TABLE_PAGE]
+    assert study.summary(cfg_some) == {"extraction": ["api/only_pre", "local/only_pre"]}
     alone = copy.deepcopy(BASE)
     for spec in alone["models"].values():
         spec["studies"] = ["msr"]
     cfg = validate_config(alone)
     assert study.targets(cfg) == [] and study.report_pages(cfg) == {}
+    assert study.summary(cfg) == {}
