@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -233,7 +232,3 @@ def read_documents(corpus: pd.DataFrame, curated: pd.DataFrame) -> pd.DataFrame:
     docs = corpus.merge(kept, on="doc_id", how="inner", validate="one_to_one")
     return docs[["source", "doc_id", "split", "text"]]
 
-
-def model_cache(cache_dir: str | Path) -> Path:
-    """Where a model's scores are cached (beside its generations)."""
-    return Path(cache_dir) / "scores"
