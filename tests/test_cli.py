@@ -130,7 +130,7 @@ def test_every_option_has_help_and_shows_its_default():
     subs = _subparsers(parser)
     assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats",
                          "copyright-manifest", "copyright-queries", "copyright-score",
-                         "guard", "list"}
+                         "guard", "list", "extraction-map"}
     nested = {f"guard {k}": v for k, v in _subparsers(subs["guard"]).items()}
     assert set(nested) == {"guard classify-query", "guard serve"}
     for name, sub in [("copyprobe", parser), *subs.items(), *nested.items()]:

@@ -241,11 +241,13 @@ def test_rule_groups(rules):
 
     for name in ("plot_figures", "plot_models", "plot_experiment", "make_table",
                  "make_sweep_table", "make_comparison_table", "copyright_tables",
-                 "copyright_guard_tables", "report_page"):
+                 "copyright_guard_tables", "report_page", "extraction_figures",
+                 "extraction_table"):
         assert group(name) == "report", name
     for name in ("curate", "curation_report", "build_prompts",
                  "count_matches", "compute_stats", "merge_generations", "copyright_manifest",
-                 "copyright_prompts", "copyright_score", "copyright_guard_decisions"):
+                 "copyright_prompts", "copyright_score", "copyright_guard_decisions",
+                 "extraction_documents", "extraction_stats"):
         assert group(name) == "library", name
     # the model packages a model file is assembled from
     assert group("prepare_model") == "generation-cpu"

@@ -29,13 +29,16 @@ COPYRIGHT = {**API, "studies": ["copyright"]}
 
 @pytest.fixture(scope="module")
 def shared() -> SharedInputs:
-    """Every kind of page: an MSR model with a sweep and a comparison, a benchmark, a guard."""
+    """Every kind of page: an MSR model with a sweep and a comparison, a benchmark, a guard,
+    an extraction model."""
     cfg = validate_config({
         "sources": {"docs": {"kind": "local", "path": "docs"}},
         "datasets": {"d": ["docs"]},
         "copyright": {"benchmarks": {"b": {"materials": ["docs"]}}},
         "models": {"smol": {**API, "cutoff": "2024-06-30"}, "m": copy.deepcopy(COPYRIGHT),
-                   "g": {**COPYRIGHT, "base": "m", "guard": {"policy": "block"}}},
+                   "g": {**COPYRIGHT, "base": "m", "guard": {"policy": "block"}},
+                   "x": {**API, "cutoff": "2024-06-30", "studies": ["extraction"],
+                         "method": "monte_carlo"}},
         "variants": {"w40": {"msr": {"num_words": 40}},
                      "warm": {"decoding": {"temperature": 0.7}}},
         "experiments": {
@@ -80,6 +83,8 @@ PAGES = {
        for t in ("table1", "by_notice_form", "by_category", "table5", "over_refusal")},
     **{f"results/report/copyright/guard/{t}.html": ("Copyright tables", "guard", None)
        for t in ("table2", "table6", "ablation", "latency")},
+    "results/report/extraction/extraction_table.html": (
+        "Extraction tables", None, {"table": "extraction probabilities of every model"}),
 }
 
 
@@ -121,8 +126,12 @@ def test_pages_of_tables_that_are_not_made_are_not_declared(shared):
 def test_every_page_has_a_caption_naming_its_settings(shared):
     captions = {page: _caption(shared, page) for page in PAGES}
     assert all(captions.values())
-    assert "Models: smol (openai), m (openai), g (openai)." in \
+    assert "Models: smol (openai), m (openai), g (openai), x (openai)." in \
         captions["results/report/environment.html"]
+    text = captions["results/report/extraction/extraction_table.html"]
+    assert text.startswith("The extraction study, one row per model and dataset")
+    assert "headline (1, 0.5)" in text and "Models: x (openai, monte_carlo, completion)." in text
+    assert "50-token prefix, 50-token suffix, stride 50; score path auto" in text
     assert "Models: smol (openai, cutoff 2024-06-30). Datasets: d (docs)." in \
         captions["results/report/msr/msr_table.html"]
     assert "Variants: w40 ({'msr': {'num_words': 40}})" in \

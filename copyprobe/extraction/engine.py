@@ -1,0 +1,79 @@
+"""A model's scoring job, bound to its engine: the tokenizer windows are cut in, and the
+callables :func:`copyprobe.extraction.score.score_documents` takes (exact scores through the
+score runner, Monte Carlo samples through the generation runner), with the call cache under
+the config's ``cache_dir``. Shared by rule extraction_score and ``copyprobe
+extraction-map``; the model is loaded only when a request is not cached."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from copyprobe.extraction.score import score_documents
+from copyprobe.generation.base import BACKENDS, Decoding
+from copyprobe.generation.cache import GenerationCache
+from copyprobe.generation.runner import (
+    RunSettings,
+    backend_identity,
+    build_backend,
+    run_generation,
+)
+from copyprobe.generation.score_runner import run_scoring
+from copyprobe.generation.scoring import load_tokenizer
+from copyprobe.models import ModelFile
+
+
+def mc_decoding(mc: Mapping[str, Any], suffix_tokens: int) -> Decoding:
+    """The sampling of a Monte Carlo estimate: its temperature, top_p, top_k and seed, and
+    room for the suffix's tokens and ``extra_tokens`` more."""
+    return Decoding(temperature=float(mc["temperature"]), top_p=float(mc["top_p"]),
+                    top_k=int(mc["top_k"]), seed=int(mc["seed"]),
+                    max_tokens=int(suffix_tokens) + int(mc["extra_tokens"]))
+
+
+def load_scorer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Any:
+    """The backend loaded for scoring: the class's ``scorer_from_config`` where it has one
+    (llama.cpp scores on an instance with the logits of every position), else the backend
+    as generation loads it."""
+    cls = BACKENDS.get(spec["backend"])
+    load = getattr(cls, "scorer_from_config", None) or cls.from_config
+    return load(spec, model_file)
+
+
+def score_with_model(docs: pd.DataFrame, spec: Mapping[str, Any],
+                     manifest: Mapping[str, Any], settings: Mapping[str, Any]) -> pd.DataFrame:
+    """The WINDOWS table of ``docs`` for a model's slice ``spec``, its prepared model file
+    (``manifest``, as rule prepare_model writes it) and its job ``settings``."""
+    model_file = ModelFile.from_manifest(manifest)
+    spec = dict(spec)
+    if model_file is not None:
+        spec.setdefault("model_id", model_file.path.name)
+    cache_dir = Path(spec["cache_dir"])
+    identity = backend_identity(spec, model_file)
+    name = str(spec["name"])
+
+    def exact(requests: list[Any]) -> list[Any]:
+        return run_scoring(requests, backend_name=spec["backend"], identity=identity,
+                           backend_factory=lambda: load_scorer(spec, model_file),
+                           cache=GenerationCache(cache_dir / "scores"),
+                           path=settings["path"], label=f"score {name}")
+
+    mc = settings["monte_carlo"]
+    decoding = mc_decoding(mc, settings["windows"]["suffix_tokens"])
+    run = dataclasses.replace(RunSettings.from_config(spec), max_tokens_per_reference_word=None)
+
+    def generate(prompts: pd.DataFrame, samples: int) -> pd.DataFrame:
+        df, _ = run_generation(prompts, model=name, backend_name=spec["backend"],
+                               identity=identity,
+                               backend_factory=lambda: build_backend(spec, model_file),
+                               decoding=decoding, cache=GenerationCache(cache_dir / "generations"),
+                               settings=run, samples=samples, shard="extraction")
+        return df
+
+    tokenizer = load_tokenizer(spec, model_file)
+    return score_documents(docs, tokenizer, settings, model=name, exact=exact,
+                           generate=generate)

