@@ -159,42 +159,24 @@ def summary(windows: pd.DataFrame, docs: pd.DataFrame, headline: Mapping[str, An
 # ---- the comparison's numbers, read in one place (analysis.compare_splits makes them)
 
 def _interval(obj: Any) -> tuple[float | None, float | None]:
-    if isinstance(obj, Mapping):
-        lo = obj.get("low", obj.get("lo"))
-        hi = obj.get("high", obj.get("hi"))
-        return _finite(lo), _finite(hi)
+    """A bootstrap interval ``[low, high]`` (None: not computed)."""
     if isinstance(obj, (list, tuple)) and len(obj) == 2:
         return _finite(obj[0]), _finite(obj[1])
     return None, None
 
 
-def _value_ci(block: Any, name: str) -> tuple[float | None, float | None, float | None]:
-    """``name`` of a block and its interval: ``{name: v, name_ci: [lo, hi]}``, ``{name:
-    {value|estimate, ci|low/high}}`` or ``{value, ci}``."""
-    if not isinstance(block, Mapping):
-        return _finite(block), None, None
-    v = block.get(name, block if name == "" else None)
-    if isinstance(v, Mapping):
-        est = v.get("value", v.get("estimate", v.get(name)))
-        lo, hi = _interval(v.get("ci", v))
-        return _finite(est), lo, hi
-    lo, hi = _interval(block.get(f"{name}_ci", (block.get(f"{name}_low"),
-                                                 block.get(f"{name}_high"))))
-    return _finite(v), lo, hi
-
-
 def comparison_numbers(stats: Mapping[str, Any], metric: str) -> dict[str, float | None]:
-    """The metric's AUC and CI, the blind AUC, and AUC minus blind with its CI."""
-    per = stats.get("metrics", {}).get(metric, {})
-    auc, auc_lo, auc_hi = _value_ci(per, "auc")
-    blind, _, _ = _value_ci(stats.get("blind", {}), "auc")
-    gap_block = stats.get("auc_minus_blind", {})
-    if isinstance(gap_block, Mapping) and metric in gap_block:
-        gap_block = gap_block[metric]
-    gap, gap_lo, gap_hi = _value_ci({"d": gap_block}, "d")
-    return {"auc": auc, "auc_low": auc_lo, "auc_high": auc_hi, "blind_auc": blind,
-            "auc_minus_blind": gap, "auc_minus_blind_low": gap_lo,
-            "auc_minus_blind_high": gap_hi}
+    """The metric's AUC and CI, the blind AUC, and AUC minus blind with its CI, read from
+    :func:`copyprobe.extraction.analysis.compare_splits`' output (the blind AUC is the one on
+    the documents the metric kept, the one the difference uses)."""
+    per = stats.get("metrics", {}).get(metric) or {}
+    gap = stats.get("auc_minus_blind", {}).get(metric) or {}
+    auc_lo, auc_hi = _interval(per.get("auc_ci"))
+    gap_lo, gap_hi = _interval(gap.get("ci"))
+    return {"auc": _finite(per.get("auc")), "auc_low": auc_lo, "auc_high": auc_hi,
+            "blind_auc": _finite(gap.get("blind_auc")),
+            "auc_minus_blind": _finite(gap.get("difference")),
+            "auc_minus_blind_low": gap_lo, "auc_minus_blind_high": gap_hi}
 
 
 TABLE_COLUMNS = ["model", "dataset", "method", "windows_scored", "windows_failed",

@@ -8,10 +8,12 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from copyprobe.artifacts import ArtifactError, read_table, write_table
+from copyprobe.extraction.analysis import compare_splits
 from copyprobe.extraction.stats import dataset_stats
 from copyprobe.extraction.tables import (
     WINDOWS,
@@ -75,17 +77,26 @@ def test_stats_summary_and_the_table():
     assert "| 0.9 |" in md  # max p_z
 
 
-@pytest.mark.parametrize("stats", [
-    {"metrics": {"x": {"auc": 0.8, "auc_ci": [0.7, 0.9]}}, "blind": {"auc": 0.6},
-     "auc_minus_blind": {"x": {"value": 0.2, "ci": [0.05, 0.35]}}},
-    {"metrics": {"x": {"auc": {"estimate": 0.8, "low": 0.7, "high": 0.9}}},
-     "blind": {"auc": 0.6}, "auc_minus_blind": {"value": 0.2, "low": 0.05, "high": 0.35}},
-])
-def test_the_comparison_numbers_are_read_from_either_layout(stats):
+def test_the_comparison_numbers_are_those_of_compare_splits():
+    rng = np.random.default_rng(0)
+    docs = pd.DataFrame({
+        "doc_id": [f"d{i}" for i in range(16)],
+        "split": ["D_pre"] * 8 + ["D_post"] * 8,
+        "text": [f"old text number {i} about history" for i in range(8)]
+                + [f"new text number {i} about novelty" for i in range(8)],
+        "x": np.r_[rng.normal(1.0, 0.3, 8), rng.normal(0.0, 0.3, 8)],
+    })
+    stats = compare_splits(docs, metrics=["x"], n_boot=200, seed=0, blind_folds=2)
     got = comparison_numbers(stats, "x")
-    assert got == {"auc": 0.8, "auc_low": 0.7, "auc_high": 0.9, "blind_auc": 0.6,
-                   "auc_minus_blind": 0.2, "auc_minus_blind_low": 0.05,
-                   "auc_minus_blind_high": 0.35}
+    assert got["auc"] == stats["metrics"]["x"]["auc"]
+    assert [got["auc_low"], got["auc_high"]] == stats["metrics"]["x"]["auc_ci"]
+    gap = stats["auc_minus_blind"]["x"]
+    assert got["blind_auc"] == gap["blind_auc"]
+    assert got["auc_minus_blind"] == pytest.approx(got["auc"] - got["blind_auc"])
+    assert [got["auc_minus_blind_low"], got["auc_minus_blind_high"]] == gap["ci"]
+    assert got["auc_minus_blind_low"] <= got["auc_minus_blind"] <= got["auc_minus_blind_high"]
+    # a metric without a comparison reads as None, not as an error
+    assert set(comparison_numbers({"metrics": {}}, "x").values()) == {None}
 
 
 def test_an_empty_table_still_has_its_columns():
