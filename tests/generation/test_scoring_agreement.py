@@ -2,8 +2,15 @@
 transformers (dequantised to float32) gives per-window log p_z that agree.
 
 The tolerances are measured (benchmarks/scoring_exactness.py, 200 windows of licence texts
-and Wikipedia leads; see the constants) and asserted here on 40 windows of the packaged
-control documents, cut in llama.cpp's tokens and given to both engines as the same token ids.
+and Wikipedia leads, 2026-12-01) and asserted here, with a margin, on 40 windows of the
+packaged control documents, cut in llama.cpp's tokens and given to both engines as the same
+token ids. Measured over the 200 windows: Spearman of log p_z 0.99917, mean absolute
+difference per token 0.080 nats (median over windows 0.070, p95 0.140: above the 0.05 the
+issue hoped for; the Q4_1 kernels of llama.cpp quantise activations, transformers computes
+the dequantised weights in float32), argmax flags equal on 98.1% of target tokens. On these
+40 windows: 0.99869, 0.058 nats, 98.95%. No 50-token suffix of real text is greedy for this
+135M model, so the greedy flags are compared on greedy targets too: 16 tokens that
+transformers decodes greedily after 8 of the prefixes.
 """
 
 from __future__ import annotations
@@ -17,10 +24,10 @@ from copyprobe.generation.scoring import ScoreRequest, TokenScores
 pytestmark = pytest.mark.slow
 
 N_WINDOWS = 40
-# measured over 200 windows: Spearman MEASURED_SPEARMAN, mean |diff| per token
-# MEASURED_MAD nats, greedy flags equal on MEASURED_FLAGS; asserted with a margin
-MIN_SPEARMAN = 0.99
-MAX_MAD_PER_TOKEN = 0.05
+N_GREEDY = 8
+MIN_SPEARMAN = 0.995
+MAX_MAD_PER_TOKEN = 0.10
+MIN_ARGMAX_EQUAL = 0.97
 MIN_FLAGS_EQUAL = 0.99
 
 
@@ -37,6 +44,20 @@ def _spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+def _greedy_targets(hf, reqs: list[ScoreRequest]) -> list[ScoreRequest]:
+    """The prefixes of ``reqs`` (all 50 tokens, so no padding) with the 16 tokens that
+    transformers decodes greedily after each, in one batched ``generate``."""
+    import torch
+
+    prefix = torch.tensor([list(r.context_ids) for r in reqs])
+    with torch.inference_mode():
+        out = hf.model.generate(input_ids=prefix, attention_mask=torch.ones_like(prefix),
+                                do_sample=False, max_new_tokens=16, min_new_tokens=16,
+                                pad_token_id=hf.tokenizer.eos_token_id, repetition_penalty=1.0)
+    return [ScoreRequest(context_ids=r.context_ids, target_ids=tuple(row[prefix.shape[1]:]))
+            for r, row in zip(reqs, out.tolist(), strict=True)]
+
+
 def test_llamacpp_and_transformers_agree(smollm2_file, smollm2_hf, window_texts, windows_of):
     llama = LlamaCppBackend.scorer_from_config({"n_ctx": 512, "n_threads": 1}, smollm2_file)
     try:
@@ -47,15 +68,24 @@ def test_llamacpp_and_transformers_agree(smollm2_file, smollm2_hf, window_texts,
         reqs = reqs[:N_WINDOWS]
         assert len(reqs) == N_WINDOWS
         lp = _scores(llama, reqs)
+        hp = _scores(smollm2_hf, reqs)
+        greedy = _greedy_targets(smollm2_hf, reqs[:N_GREEDY])
+        lg, hg = _scores(llama, greedy), _scores(smollm2_hf, greedy)
     finally:
         llama.close()
-    hp = _scores(smollm2_hf, reqs)
     a, b = [x.log_pz for x in lp], [x.log_pz for x in hp]
     mad = float(np.mean([np.mean(np.abs(np.subtract(x.logprobs, y.logprobs)))
                          for x, y in zip(lp, hp, strict=True)]))
-    flags = float(np.mean([x.greedy_match == y.greedy_match for x, y in zip(lp, hp)]))
+    assert all(x.greedy_match for x in hg)  # transformers' own greedy decoding
+    flags = float(np.mean([x.greedy_match == y.greedy_match
+                           for x, y in zip(lp + lg, hp + hg, strict=True)]))
+    argmax = float(np.mean([np.mean(np.equal(x.argmax, y.argmax)) for x, y in zip(lp, hp)]))
+    print(f"llama.cpp greedy on {sum(x.greedy_match for x in lg)}/{len(lg)} greedy targets; "
+          f"Spearman {_spearman(a, b):.5f}, MAD/token {mad:.5f}, flags {flags:.3f}, "
+          f"argmax per token {argmax:.4f}")
     assert _spearman(a, b) >= MIN_SPEARMAN, _spearman(a, b)
     assert mad <= MAX_MAD_PER_TOKEN, mad
+    assert argmax >= MIN_ARGMAX_EQUAL, argmax
     assert flags >= MIN_FLAGS_EQUAL, flags
     # the windows are not all alike: the ranks mean something
     assert max(a) - min(a) > 20
