@@ -13,9 +13,14 @@ The same token ids go to every engine and path, so tokenizer differences do not 
    dequantised to float32): Spearman of per-window log p_z, mean absolute difference per
    token in nats (median and p95 over windows), greedy-flag agreement.
 3. transformers ``one_pass`` against ``stepwise`` (the fp32 exactness the tests assert).
+4. Greedy-match flags on greedy targets (no 50-token suffix of real text is greedy for a 135M
+   model, so stage 2's flag agreement is trivial): the 16 tokens transformers decodes greedily
+   after each of ``--greedy-targets`` prefixes, scored by both engines (``--greedy-only`` runs
+   this stage alone).
 
     python benchmarks/scoring_exactness.py [--windows 200] [--stepwise-windows 100]
                                            [--hf-stepwise-windows 10] [--threads 1]
+                                           [--greedy-targets 48] [--greedy-only]
 """
 
 from __future__ import annotations
@@ -105,6 +110,31 @@ def gap_line(label: str, a: list[TokenScores], b: list[TokenScores]) -> None:
           f"argmax flags per token equal {argmax:.2%}")
 
 
+def greedy_agreement(llama, hf, reqs: list[ScoreRequest]) -> None:
+    """Stage 4: transformers' greedy 16 tokens after each prefix, flags of both engines."""
+    import torch
+
+    greedy: list[ScoreRequest] = []
+    for i in range(0, len(reqs), 8):
+        prefix = torch.tensor([list(r.context_ids) for r in reqs[i:i + 8]])
+        with torch.inference_mode():
+            out = hf.model.generate(input_ids=prefix, attention_mask=torch.ones_like(prefix),
+                                    do_sample=False, max_new_tokens=16, min_new_tokens=16,
+                                    pad_token_id=hf.tokenizer.eos_token_id,
+                                    repetition_penalty=1.0)
+        greedy += [ScoreRequest(context_ids=r.context_ids, target_ids=tuple(row[50:]))
+                   for r, row in zip(reqs[i:i + 8], out.tolist(), strict=True)]
+    hg, _ = score(hf, greedy, "one_pass")
+    lg, _ = score(llama, greedy, "one_pass")
+    ls, _ = score(llama, greedy, "stepwise")
+    print(f"4. greedy targets (16 tokens transformers decodes greedily) over {len(greedy)} "
+          f"prefixes: transformers greedy on {sum(x.greedy_match for x in hg)}, llama.cpp "
+          f"one_pass on {sum(x.greedy_match for x in lg)}, stepwise on "
+          f"{sum(x.greedy_match for x in ls)}; per-token argmax equal "
+          f"{np.mean([np.mean(np.equal(x.argmax, y.argmax)) for x, y in zip(lg, hg)]):.2%} "
+          "(one_pass)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--windows", type=int, default=200)
@@ -113,6 +143,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="llama.cpp and torch threads (1: on a loaded machine llama.cpp's "
                          "spinning threads make 2 many times slower than 1)")
+    ap.add_argument("--greedy-targets", type=int, default=48)
+    ap.add_argument("--greedy-only", action="store_true", help="run stage 4 alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         mf = materialise(SMOLLM2, Path(tmp))
@@ -123,6 +155,11 @@ def main() -> None:
     print(f"{len(reqs)} windows ({sum(k.startswith('licence') for k, _ in items)} licence, "
           f"{sum(k.startswith('wikipedia') for k, _ in items)} Wikipedia), prefix {PREFIX}, "
           f"suffix {SUFFIX}; SmolLM2-135M-Instruct Q4_1, {args.threads} thread(s)", flush=True)
+    if args.greedy_only:
+        hf = HFBackend.from_config({"batch_size": 8, "n_threads": args.threads}, mf)
+        greedy_agreement(llama, hf, reqs[::max(1, len(reqs) // args.greedy_targets)]
+                         [:args.greedy_targets])
+        return
     lp, t_lp = score(llama, reqs, "one_pass")
     print(f"llama.cpp one_pass: {t_lp:.1f} s ({len(reqs) / t_lp:.2f} windows/s); median "
           f"log p_z {np.median([x.log_pz for x in lp]):.2f}", flush=True)
@@ -141,7 +178,6 @@ def main() -> None:
     gap_line("3. transformers one_pass vs stepwise", hp[:n_hs], hs)
     worst = max(abs(x.log_pz - y.log_pz) / abs(y.log_pz) for x, y in zip(hp, hs))
     print(f"  largest relative gap {worst:.2e} (tests assert 1e-4)", flush=True)
-    hf.close()
 
     n_step = min(args.stepwise_windows, len(reqs))
     ls, t_ls = score(llama, reqs[:n_step], "stepwise")
@@ -152,6 +188,9 @@ def main() -> None:
           f"one_pass higher on {np.mean(np.array(signed) > 0):.0%}")
     gap_line("   llama.cpp stepwise vs transformers one_pass", ls, hp[:n_step])
     assert all(math.isfinite(x.log_pz) for x in lp + ls + hp + hs)
+    greedy_agreement(llama, hf, reqs[::max(1, len(reqs) // args.greedy_targets)]
+                     [:args.greedy_targets])
+    hf.close()
     llama.close()
 
 

@@ -12,8 +12,11 @@ cache keys are unchanged), and ``scores[i]`` are the logits that predict token `
 ``stepwise`` runs on the generation instance exactly as decoding does: the prefix in one
 evaluation, then one target token per evaluation, reading the last position's logits
 (``llama_get_logits_ith(ctx, -1)``). The two are not bit-equal (batched and single-token
-kernels round differently; benchmarks/scoring_exactness.py measures the gap), so every score
-records its path. Each instance is loaded when first needed; llama.cpp maps the weights
+kernels round differently), so every score records its path: over 100 windows (50-token
+suffixes of licence texts and Wikipedia leads, SmolLM2-135M Q4_1) the absolute gap of log p_z
+is 0.60 nats median, 1.95 p95, 0.083 nats per token on average, with no sign (one_pass higher
+on half of the windows); against transformers in float32 on the same GGUF, ``one_pass`` is
+the closer of the two (0.080 against 0.099 nats per token; benchmarks/scoring_exactness.py). Each instance is loaded when first needed; llama.cpp maps the weights
 (mmap), so a second instance costs its KV cache and logits buffer, not another copy of the
 weights. The chat template of a text-level request is the GGUF's own
 (``tokenizer.chat_template``), rendered by llama-cpp-python's ``Jinja2ChatFormatter`` as its
