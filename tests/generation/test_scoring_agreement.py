@@ -6,11 +6,15 @@ and Wikipedia leads, 2026-12-01) and asserted here, with a margin, on 40 windows
 packaged control documents, cut in llama.cpp's tokens and given to both engines as the same
 token ids. Measured over the 200 windows: Spearman of log p_z 0.99917, mean absolute
 difference per token 0.080 nats (median over windows 0.070, p95 0.140: above the 0.05 the
-issue hoped for; the Q4_1 kernels of llama.cpp quantise activations, transformers computes
-the dequantised weights in float32), argmax flags equal on 98.1% of target tokens. On these
-40 windows: 0.99869, 0.058 nats, 98.95%. No 50-token suffix of real text is greedy for this
-135M model, so the greedy flags are compared on greedy targets too: 16 tokens that
-transformers decodes greedily after 8 of the prefixes.
+issue hoped for; llama.cpp's Q4_1 kernels quantise the activations, transformers computes the
+dequantised weights in float32), argmax equal on 98.1% of target tokens, greedy-match flags
+equal on 100% of the windows, but only because no 50-token suffix of real text is greedy for
+this 135M model. On greedy targets (16 tokens that transformers decodes greedily after a
+prefix) the flags differ often: of 48, transformers' one pass calls 47 greedy (one near-tie
+flips between a batch of 8 in ``generate`` and the scoring batch), llama.cpp 27 (per-token
+argmax agreement 96.4%, and 0.964^16 = 0.56). So a greedy-match flag is a property of the
+engine and its quantisation, not of the weights alone. On the 40 windows here: Spearman
+0.99869, 0.058 nats per token, argmax 98.95%; llama.cpp greedy on 6 of the 8 greedy targets.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ N_GREEDY = 8
 MIN_SPEARMAN = 0.995
 MAX_MAD_PER_TOKEN = 0.10
 MIN_ARGMAX_EQUAL = 0.97
-MIN_FLAGS_EQUAL = 0.99
+MIN_LLAMA_GREEDY = 4  # of the N_GREEDY greedy targets (measured 6; 27 of 48 in the benchmark)
 
 
 def _scores(backend, reqs):
@@ -76,16 +80,13 @@ def test_llamacpp_and_transformers_agree(smollm2_file, smollm2_hf, window_texts,
     a, b = [x.log_pz for x in lp], [x.log_pz for x in hp]
     mad = float(np.mean([np.mean(np.abs(np.subtract(x.logprobs, y.logprobs)))
                          for x, y in zip(lp, hp, strict=True)]))
-    assert all(x.greedy_match for x in hg)  # transformers' own greedy decoding
-    flags = float(np.mean([x.greedy_match == y.greedy_match
-                           for x, y in zip(lp + lg, hp + hg, strict=True)]))
+    flags = float(np.mean([x.greedy_match == y.greedy_match for x, y in zip(lp, hp)]))
     argmax = float(np.mean([np.mean(np.equal(x.argmax, y.argmax)) for x, y in zip(lp, hp)]))
-    print(f"llama.cpp greedy on {sum(x.greedy_match for x in lg)}/{len(lg)} greedy targets; "
-          f"Spearman {_spearman(a, b):.5f}, MAD/token {mad:.5f}, flags {flags:.3f}, "
-          f"argmax per token {argmax:.4f}")
     assert _spearman(a, b) >= MIN_SPEARMAN, _spearman(a, b)
     assert mad <= MAX_MAD_PER_TOKEN, mad
     assert argmax >= MIN_ARGMAX_EQUAL, argmax
-    assert flags >= MIN_FLAGS_EQUAL, flags
+    assert flags == 1.0, flags  # real-text windows: greedy for neither engine
+    assert sum(x.greedy_match for x in hg) >= N_GREEDY - 1  # its own greedy decoding
+    assert sum(x.greedy_match for x in lg) >= MIN_LLAMA_GREEDY
     # the windows are not all alike: the ranks mean something
     assert max(a) - min(a) > 20
