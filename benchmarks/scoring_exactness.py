@@ -18,6 +18,18 @@ The same token ids go to every engine and path, so tokenizer differences do not 
    after each of ``--greedy-targets`` prefixes, scored by both engines (``--greedy-only`` runs
    this stage alone).
 
+Measured 2026-12-01 on 2 shared cores, 1 thread (200 windows; stepwise on the first 100):
+
+    1. llama.cpp one_pass vs stepwise: |gap log p_z| median 0.60, p95 1.95, max 2.46 nats;
+       0.083 nats per token; signed mean +0.03 (one_pass higher on 50%); Spearman 0.998
+    2. llama.cpp one_pass vs transformers: |gap| median 0.57, p95 2.39 nats; per token
+       0.080 (median 0.070, p95 0.140); Spearman 0.99917; argmax equal on 98.1% of tokens;
+       greedy flags equal on 100% (no window greedy for either). llama.cpp stepwise vs
+       transformers: 0.099 nats per token, Spearman 0.998
+    3. transformers one_pass vs stepwise (10 windows): largest relative gap 5.1e-07
+    4. greedy targets, 48: transformers one_pass greedy on 47, llama.cpp one_pass on 27,
+       stepwise on 26; per-token argmax agreement 96.4%
+
     python benchmarks/scoring_exactness.py [--windows 200] [--stepwise-windows 100]
                                            [--hf-stepwise-windows 10] [--threads 1]
                                            [--greedy-targets 48] [--greedy-only]
