@@ -17,7 +17,7 @@ def smollm2_hf(smollm2_file):
     pytest.importorskip("gguf")
     from copyprobe.generation.hf import HFBackend
 
-    backend = HFBackend.from_config({"batch_size": 4, "n_threads": 1}, smollm2_file)
+    backend = HFBackend.from_config({"batch_size": 4}, smollm2_file)  # torch threads: its default
     yield backend
     backend.close()
 

@@ -2,7 +2,7 @@
 transformers (dequantised to float32) gives per-window log p_z that agree.
 
 The tolerances are measured (benchmarks/scoring_exactness.py, 200 windows of licence texts
-and Wikipedia leads, 2026-12-01) and asserted here, with a margin, on 40 windows of the
+and Wikipedia leads, 2026-12-01) and asserted here, with a margin, on 24 windows of the
 packaged control documents, cut in llama.cpp's tokens and given to both engines as the same
 token ids. Measured over the 200 windows: Spearman of log p_z 0.99917, mean absolute
 difference per token 0.080 nats (median over windows 0.070, p95 0.140: above the 0.05 the
@@ -13,8 +13,8 @@ this 135M model. On greedy targets (16 tokens that transformers decodes greedily
 prefix) the flags differ often: of 48, transformers' one pass calls 47 greedy (one near-tie
 flips between a batch of 8 in ``generate`` and the scoring batch), llama.cpp 27 (per-token
 argmax agreement 96.4%, and 0.964^16 = 0.56). So a greedy-match flag is a property of the
-engine and its quantisation, not of the weights alone. On the 40 windows here: Spearman
-0.99869, 0.058 nats per token, argmax 98.95%; llama.cpp greedy on 6 of the 8 greedy targets.
+engine and its quantisation, not of the weights alone. On the 24 windows here: Spearman
+0.99739, 0.058 nats per token, argmax 99.2%; llama.cpp greedy on 5 of the 6 greedy targets.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from copyprobe.generation.scoring import ScoreRequest, TokenScores
 
 pytestmark = pytest.mark.slow
 
-N_WINDOWS = 40
-N_GREEDY = 8
+N_WINDOWS = 24
+N_GREEDY = 6
 MIN_SPEARMAN = 0.995
 MAX_MAD_PER_TOKEN = 0.10
 MIN_ARGMAX_EQUAL = 0.97
-MIN_LLAMA_GREEDY = 4  # of the N_GREEDY greedy targets (measured 6; 27 of 48 in the benchmark)
+MIN_LLAMA_GREEDY = 3  # of the N_GREEDY greedy targets (27 of 48 in the benchmark)
 
 
 def _scores(backend, reqs):
