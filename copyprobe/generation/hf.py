@@ -601,7 +601,8 @@ class HFBackend(BatchedBackend, ScoringBackend):
                            argmax=tuple(argmax), path=path, n_context_tokens=n_context,
                            token_texts=texts)
 
-    def _one_pass(self, chunk: list[tuple[int, list[int], int]]) -> list[TokenScores | BackendError]:
+    def _one_pass(self,
+                  chunk: list[tuple[int, list[int], int]]) -> list[TokenScores | BackendError]:
         """One forward pass over a right-padded batch; on CUDA out-of-memory, halves."""
         torch = self.torch
         width = max(len(ids) for _, ids, _ in chunk)

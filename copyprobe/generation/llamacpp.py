@@ -16,9 +16,11 @@ kernels round differently), so every score records its path: over 100 windows (5
 suffixes of licence texts and Wikipedia leads, SmolLM2-135M Q4_1) the absolute gap of log p_z
 is 0.60 nats median, 1.95 p95, 0.083 nats per token on average, with no sign (one_pass higher
 on half of the windows); against transformers in float32 on the same GGUF, ``one_pass`` is
-the closer of the two (0.080 against 0.099 nats per token; benchmarks/scoring_exactness.py). Each instance is loaded when first needed; llama.cpp maps the weights
-(mmap), so a second instance costs its KV cache and logits buffer, not another copy of the
-weights. The chat template of a text-level request is the GGUF's own
+the closer of the two (0.080 against 0.099 nats per token; benchmarks/scoring_exactness.py).
+``from_config`` loads the generation instance as before and the first ``one_pass`` loads
+the scoring one; ``scorer_from_config`` (what a score runner's factory calls) loads neither
+until a path needs it. llama.cpp maps the weights (mmap), so the second instance costs its KV
+cache and logits buffer, not another copy of the weights. The chat template of a text-level request is the GGUF's own
 (``tokenizer.chat_template``), rendered by llama-cpp-python's ``Jinja2ChatFormatter`` as its
 chat completion does.
 """
