@@ -20,12 +20,22 @@ its own defaults: ``repetition_penalty`` is always passed, and when sampling ``t
 The identity records the device class (``backend_device``): greedy outputs can differ between CPU
 and GPU kernels (as between vLLM and transformers), so one comparison must never mix backends
 or devices.
+
+Scoring (:class:`~copyprobe.generation.scoring.ScoringBackend`): ``one_pass`` is one forward
+pass per batch of up to ``batch_size`` sequences, right-padded with an attention mask (real
+tokens keep positions 0..n-1 and never attend to the padding after them), the logits of only
+the positions that predict target tokens kept (``logits_to_keep``) and log-softmaxed in
+float64. ``stepwise`` is the incremental forward that decoding runs: the prefix once, then one
+target token at a time with ``past_key_values``. In float32 the two agree to about 1e-6
+(tests/generation/test_scoring_hf.py). ``tokenizer_from_config`` loads the tokenizer only
+(for a GGUF file, ``AutoTokenizer.from_pretrained(dir, gguf_file=name)``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import inspect
 import io
 import logging
 import re
@@ -41,6 +51,13 @@ from copyprobe.generation.base import (
     BatchedBackend,
     Completion,
     Decoding,
+)
+from copyprobe.generation.scoring import (
+    ScoreRequest,
+    ScoringBackend,
+    TokenScores,
+    first_target_token,
+    logit_scores,
 )
 from copyprobe.models import ModelFile, sha256_file
 from copyprobe.prompt import Prompt, image_bytes
@@ -157,9 +174,38 @@ def _text_content(content: Any, *, allow_images: bool) -> str:
     return "\n".join(parts)
 
 
+def _load_dir(model_file: ModelFile | None,
+              model_id: str) -> tuple[str, str | None]:
+    """(the directory or Hub id to load from, the GGUF file name or None)."""
+    if model_file is not None:
+        return str(model_file.path.parent), model_file.path.name
+    local = Path(model_id).expanduser()
+    return (str(local) if local.is_dir() else model_id), None
+
+
+class HFTokenizer:
+    """The :class:`~copyprobe.generation.scoring.Tokenizer` of a transformers tokenizer:
+    plain text, no special tokens added."""
+
+    def __init__(self, tok: Any) -> None:
+        self.tok = tok
+        plain = tok("a", add_special_tokens=False)["input_ids"]
+        full = tok("a")["input_ids"]
+        self.add_bos = (tok.bos_token_id is not None and len(full) > len(plain)
+                        and full[0] == tok.bos_token_id)
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tok(text, add_special_tokens=False)["input_ids"])
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return str(self.tok.decode(list(ids), skip_special_tokens=False,
+                                   clean_up_tokenization_spaces=False))
+
+
 @BACKENDS.register("hf")
-class HFBackend(BatchedBackend):
+class HFBackend(BatchedBackend, ScoringBackend):
     name = "hf"
+    score_paths = ("one_pass", "stepwise")
 
     def __init__(self, *, model_id: str, revision: str, weights_sha256: str,
                  load_dir: str, gguf_file: str | None, dtype: str = "float32",
@@ -218,6 +264,8 @@ class HFBackend(BatchedBackend):
             eos_ids.add(tok.eos_token_id)
         self.eos_ids = sorted(eos_ids)
         self.max_context = self._max_context()
+        self.max_score_batch = self.max_batch_size
+        self._scoring_tokenizer: HFTokenizer | None = None
 
     # -- config --------------------------------------------------------------------------------
     @classmethod
@@ -249,17 +297,28 @@ class HFBackend(BatchedBackend):
 
             # CPU threads of this process's torch kernels: the cores the job reserved
             torch.set_num_threads(int(spec["n_threads"]))
-        if model_file is not None:
-            load_dir, gguf_file = str(model_file.path.parent), model_file.path.name
-        else:
-            local = Path(model_id).expanduser()
-            load_dir, gguf_file = (str(local) if local.is_dir() else model_id), None
+        load_dir, gguf_file = _load_dir(model_file, model_id)
         return cls(model_id=model_id, revision=revision, weights_sha256=weights,
                    load_dir=load_dir, gguf_file=gguf_file,
                    dtype=spec.get("dtype", "float32"), device_map=spec.get("device_map"),
                    batch_size=int(spec.get("batch_size", 8)),
                    trust_remote_code=bool(spec.get("trust_remote_code", False)),
                    vision=bool(spec.get("vision", False)))
+
+    @classmethod
+    def tokenizer_from_config(cls, spec: Mapping[str, Any],
+                              model_file: ModelFile | None) -> HFTokenizer:
+        _check_spec(spec, model_file)
+        model_id, revision, _weights = _spec_model(spec, model_file)
+        load_dir, gguf_file = _load_dir(model_file, model_id)
+        import transformers
+
+        kw: dict[str, Any] = {"trust_remote_code": bool(spec.get("trust_remote_code", False))}
+        if gguf_file:
+            kw["gguf_file"] = gguf_file
+        elif revision:
+            kw["revision"] = revision
+        return HFTokenizer(transformers.AutoTokenizer.from_pretrained(load_dir, **kw))
 
     def _max_context(self) -> int | None:
         cfg = self.model.config
@@ -463,6 +522,138 @@ class HFBackend(BatchedBackend):
                                       completion_tokens=len(tokens),
                                       finish_reason="length" if stop is None else "stop"))
         return results
+
+    # -- scoring -------------------------------------------------------------------------------
+    def _tokens(self) -> HFTokenizer:
+        if self._scoring_tokenizer is None:
+            self._scoring_tokenizer = HFTokenizer(self.tokenizer)
+        return self._scoring_tokenizer
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._tokens().tokenize(text)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self._tokens().detokenize(ids)
+
+    def _sequence(self, req: ScoreRequest) -> tuple[list[int], int]:
+        """The scored sequence and how many of its tokens precede the target."""
+        tok = self.tokenizer
+        bos = [tok.bos_token_id] if self._tokens().add_bos else []
+        if req.token_level:
+            context = bos + list(req.context_ids or ())
+            return context + list(req.target_ids or ()), len(context)
+        assert req.prompt is not None and req.target is not None
+        if self.vision:
+            raise BackendError("hf: scoring a vision model is not supported", permanent=True,
+                               error_class="UnsupportedInputError")
+        if req.prompt.format == "chat":
+            if not getattr(tok, "chat_template", None):
+                raise BackendError(f"{self.model_id} has no chat template: use completion "
+                                   "prompts", permanent=True, error_class="BadRequestError")
+            messages = [{"role": m["role"], "content": _text_content(m.get("content"),
+                                                                       allow_images=False)}
+                        for m in req.prompt.messages]
+            before, bos = self._apply_template(tok, messages), []  # the template has its BOS
+        else:
+            before = req.prompt.text
+        enc = tok(before + req.target, add_special_tokens=False, return_offsets_mapping=True)
+        ends = [int(end) for _start, end in enc["offset_mapping"]]
+        return bos + list(enc["input_ids"]), len(bos) + first_target_token(ends, len(before))
+
+    def score_batch(self, requests: Sequence[ScoreRequest], *,
+                    path: str | None = None) -> list[TokenScores | BackendError]:
+        path = self.check_score_path(path)
+        results: list[TokenScores | BackendError | None] = [None] * len(requests)
+        todo: list[tuple[int, list[int], int]] = []
+        for i, req in enumerate(requests):
+            try:
+                ids, n_context = self._sequence(req)
+            except BackendError as exc:
+                results[i] = exc
+                continue
+            if n_context == 0 or n_context == len(ids):
+                results[i] = BackendError(
+                    f"nothing to score: {n_context} tokens before the target and "
+                    f"{len(ids) - n_context} in it", permanent=True, error_class="BadRequestError")
+            elif self.max_context is not None and len(ids) > self.max_context:
+                results[i] = BackendError(
+                    f"a sequence of {len(ids)} tokens does not fit the model's context of "
+                    f"{self.max_context} tokens", permanent=True, error_class="ContextLengthError")
+            else:
+                todo.append((i, ids, n_context))
+        if path == "one_pass":
+            for start in range(0, len(todo), self.max_batch_size):
+                chunk = todo[start:start + self.max_batch_size]
+                for (i, _, _), res in zip(chunk, self._one_pass(chunk), strict=True):
+                    results[i] = res
+        else:
+            for i, ids, n_context in todo:
+                results[i] = self._stepwise(ids, n_context)
+        return [r if r is not None else BackendError("no result", permanent=True)
+                for r in results]
+
+    def _token_scores(self, rows: Any, target: list[int], path: str,
+                      n_context: int) -> TokenScores:
+        logprobs, argmax = logit_scores(rows.float().cpu().numpy(), target)
+        texts = tuple(self.tokenizer.decode([t], skip_special_tokens=False,
+                                            clean_up_tokenization_spaces=False) for t in target)
+        return TokenScores(token_ids=tuple(target), logprobs=tuple(logprobs),
+                           argmax=tuple(argmax), path=path, n_context_tokens=n_context,
+                           token_texts=texts)
+
+    def _one_pass(self,
+                  chunk: list[tuple[int, list[int], int]]) -> list[TokenScores | BackendError]:
+        """One forward pass over a right-padded batch; on CUDA out-of-memory, halves."""
+        torch = self.torch
+        width = max(len(ids) for _, ids, _ in chunk)
+        # the logits of the positions that predict a target token: from the earliest
+        # (n_context - 1) of the batch to the end
+        keep = width - min(n_context - 1 for _, _, n_context in chunk)
+        ids = [seq + [self.pad_id] * (width - len(seq)) for _, seq, _ in chunk]
+        mask = [[1] * len(seq) + [0] * (width - len(seq)) for _, seq, _ in chunk]
+        device = self.model.device
+        kwargs: dict[str, Any] = {
+            "input_ids": torch.tensor(ids, dtype=torch.long, device=device),
+            "attention_mask": torch.tensor(mask, dtype=torch.long, device=device)}
+        if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
+            kwargs["logits_to_keep"] = keep
+        else:
+            keep = width
+        try:
+            with torch.inference_mode():
+                logits = self.model(**kwargs, use_cache=False).logits
+        except torch.cuda.OutOfMemoryError as exc:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if len(chunk) == 1:
+                return [BackendError(f"out of GPU memory: {exc}", permanent=True,
+                                     error_class="OutOfMemoryError")]
+            half = len(chunk) // 2
+            return self._one_pass(chunk[:half]) + self._one_pass(chunk[half:])
+        out: list[TokenScores | BackendError] = []
+        offset = width - keep  # logits[:, j] predicts the token at offset + j + 1
+        for row, (_, seq, n_context) in enumerate(chunk):
+            rows = logits[row, n_context - 1 - offset:len(seq) - 1 - offset]
+            out.append(self._token_scores(rows, seq[n_context:], "one_pass", n_context))
+        return out
+
+    def _stepwise(self, ids: list[int], n_context: int) -> TokenScores:
+        """The prefix once, then one target token per forward with ``past_key_values``."""
+        torch = self.torch
+        device = self.model.device
+        # transformers 5 names the KV cache ``cache`` (``past_key_values`` before)
+        name = ("cache" if "cache" in inspect.signature(self.model.forward).parameters
+                else "past_key_values")
+        rows = []
+        with torch.inference_mode():
+            out = self.model(input_ids=torch.tensor([ids[:n_context]], device=device),
+                             use_cache=True)
+            rows.append(out.logits[0, -1])
+            for tok in ids[n_context:-1]:
+                out = self.model(input_ids=torch.tensor([[tok]], device=device),
+                                 use_cache=True, **{name: out[name]})
+                rows.append(out.logits[0, -1])
+        return self._token_scores(torch.stack(rows), ids[n_context:], "stepwise", n_context)
 
     def close(self) -> None:
         for attr in ("model", "tokenizer", "processor"):

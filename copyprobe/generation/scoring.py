@@ -179,6 +179,50 @@ class ScoringBackend:
         """The model's tokenizer, as light as the engine allows (windows are cut in it before
         any score is computed, so a fully cached run loads no weights)."""
 
+    @classmethod
+    def scorer_from_config(cls, spec: Mapping[str, Any],
+                           model_file: ModelFile | None) -> ScoringBackend:
+        """The backend loaded for scoring (a score runner's factory calls this). The default
+        is ``from_config``; an engine that needs another instance to score (llama.cpp: the
+        logits of every position) loads only that one here."""
+        return cls.from_config(spec, model_file)  # type: ignore[attr-defined, no-any-return]
+
+    def check_score_path(self, path: str | None) -> str:
+        """``path`` or the default path, or a permanent error naming the backend's paths."""
+        path = path or self.default_score_path
+        if path not in self.score_paths:
+            raise BackendError(f"{type(self).__name__} cannot score on path {path!r} (its "
+                               f"paths: {', '.join(self.score_paths)})", permanent=True,
+                               error_class="ConfigError")
+        return path
+
+
+def first_target_token(token_ends: Sequence[int], boundary: int) -> int:
+    """The index of the first target token of a sequence tokenised whole: the first token
+    that ends after ``boundary`` (the length of the text before the target, in the units of
+    ``token_ends``: characters or bytes). A token that straddles the boundary is a target
+    token; tokens of zero width (special tokens at the start) stay with the prompt."""
+    for i, end in enumerate(token_ends):
+        if end > boundary:
+            return i
+    return len(token_ends)
+
+
+def logit_scores(logits: Any, target_ids: Sequence[int]) -> tuple[list[float], list[bool]]:
+    """Per row of ``logits`` (an array-like of shape (len(target_ids), vocab), the logits
+    that predict each target token): its log-probability, by log-softmax in float64, and
+    whether it is the argmax of the row."""
+    import numpy as np
+
+    rows = np.asarray(logits, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[0] != len(target_ids):
+        raise ValueError(f"logit_scores: {rows.shape} logits for {len(target_ids)} targets")
+    ids = np.asarray(target_ids, dtype=np.int64)
+    peak = rows.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(rows - peak).sum(axis=1)) + peak[:, 0]
+    logprobs = rows[np.arange(len(ids)), ids] - lse
+    return [float(x) for x in logprobs], [bool(x) for x in rows.argmax(axis=1) == ids]
+
 
 def load_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Tokenizer:
     """The tokenizer of a model entry's backend (see :meth:`ScoringBackend.
