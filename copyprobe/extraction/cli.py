@@ -52,11 +52,13 @@ def validated(name: str, entry: dict[str, Any], args: argparse.Namespace) -> dic
     windows = {k: v for k, v in (("prefix_tokens", args.prefix_tokens),
                                  ("suffix_tokens", args.suffix_tokens),
                                  ("stride", args.stride)) if v is not None}
+    mc = {k: v for k, v in (("max_samples", args.max_samples), ("batch", args.batch))
+          if v is not None}
     entry = {"cutoff": "1970-01-01", **entry, "studies": ["extraction"]}
     cfg = {"cache_dir": str(args.cache_dir), "sources": {"text": {"kind": "local",
                                                                   "path": "."}},
            "datasets": {"text": ["text"]}, "models": {name: entry},
-           "extraction": {"windows": windows}}
+           "extraction": {"windows": windows, "monte_carlo": mc}}
     try:
         return validate_config(cfg)
     except ConfigError as exc:
@@ -137,6 +139,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--prefix-tokens", type=int, help="tokens of each prefix (default 50)")
     s.add_argument("--suffix-tokens", type=int, help="tokens of each suffix (default 50)")
     s.add_argument("--stride", type=int, help="tokens between window starts (default 50)")
+    s.add_argument("--max-samples", type=int,
+                   help="method monte_carlo: samples of a window at most (default 100)")
+    s.add_argument("--batch", type=int, help="method monte_carlo: samples between two looks "
+                   "of the sequential test (default 10)")
     s.add_argument("--cache-dir", default=DEFAULT_CACHE,
                    help="the call cache, shared with the workflow's")
     s.add_argument("--figure", help="also draw the text's extraction map (PNG)")

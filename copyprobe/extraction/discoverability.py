@@ -173,9 +173,12 @@ def window_verdicts(windows: pd.DataFrame, ns: Sequence[int] = DEFAULT_N,
 
 
 def _scored_mask(windows: pd.DataFrame) -> np.ndarray:
-    """Rows that carry a score: status ``scored`` and a finite ``log_pz`` (a ``scored`` row
-    without a finite score counts as failed)."""
-    finite = np.isfinite(windows["log_pz"].to_numpy(dtype=float))
+    """Rows that carry a score: status ``scored`` and a ``log_pz`` that is finite or -inf (a
+    Monte Carlo estimate with no hit: p_z estimated 0, extractable nowhere; exact scores are
+    always finite, the score runner fails the others); a ``scored`` row with NaN counts as
+    failed."""
+    lp = windows["log_pz"].to_numpy(dtype=float)
+    finite = np.isfinite(lp) | np.isneginf(lp)
     if "status" not in windows.columns:
         return finite
     status = windows["status"].astype(str)

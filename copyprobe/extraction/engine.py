@@ -7,7 +7,8 @@ extraction-map``; the model is loaded only when a request is not cached."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from copyprobe.generation.runner import (
     run_generation,
 )
 from copyprobe.generation.score_runner import run_scoring
-from copyprobe.generation.scoring import load_tokenizer
+from copyprobe.generation.scoring import Tokenizer, can_score, load_tokenizer
 from copyprobe.models import ModelFile
 
 
@@ -66,14 +67,83 @@ def score_with_model(docs: pd.DataFrame, spec: Mapping[str, Any],
     decoding = mc_decoding(mc, settings["windows"]["suffix_tokens"])
     run = dataclasses.replace(RunSettings.from_config(spec), max_tokens_per_reference_word=None)
 
+    shared = _SharedBackend(lambda: build_backend(spec, model_file))
+
     def generate(prompts: pd.DataFrame, samples: int) -> pd.DataFrame:
         df, _ = run_generation(prompts, model=name, backend_name=spec["backend"],
-                               identity=identity,
-                               backend_factory=lambda: build_backend(spec, model_file),
+                               identity=identity, backend_factory=shared.get,
                                decoding=decoding, cache=GenerationCache(cache_dir / "generations"),
                                settings=run, samples=samples, shard="extraction")
         return df
 
-    tokenizer = load_tokenizer(spec, model_file)
-    return score_documents(docs, tokenizer, settings, model=name, exact=exact,
-                           generate=generate)
+    try:
+        tokenizer = window_tokenizer(spec, model_file, settings["method"])
+        return score_documents(docs, tokenizer, settings, model=name, exact=exact,
+                               generate=generate)
+    finally:
+        shared.close()
+
+
+def window_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None,
+                     method: str) -> Tokenizer:
+    """The tokenizer windows are cut in: the model's own, or, for a Monte Carlo model whose
+    backend has none (an API such as OpenAI's chat models, whose tokenizer is not served),
+    whitespace-delimited words (:class:`WordTokenizer`: the window lengths then count words)."""
+    if method == "monte_carlo" and not can_score(spec):
+        return WordTokenizer()
+    return load_tokenizer(spec, model_file)
+
+
+class WordTokenizer:
+    """Words as tokens, for models whose tokenizer is not available: a token is a run of
+    non-space characters with the whitespace before it, so detokenising a window gives back
+    its text exactly. Ids index the pieces seen so far (per instance)."""
+
+    add_bos = False
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._pieces: list[str] = []
+
+    def tokenize(self, text: str) -> list[int]:
+        out = []
+        for piece in re.findall(r"\s*\S+", text):
+            if piece not in self._ids:
+                self._ids[piece] = len(self._pieces)
+                self._pieces.append(piece)
+            out.append(self._ids[piece])
+        return out
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return "".join(self._pieces[i] for i in ids)
+
+
+class _SharedBackend:
+    """One backend for every round of a Monte Carlo run: the generation runner closes the
+    backend it was given after each call, so it gets a view whose ``close`` does nothing, and
+    the model is loaded once (when the first uncached sample needs it) and closed at the end."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._backend: Any = None
+
+    def get(self) -> Any:
+        if self._backend is None:
+            self._backend = self._factory()
+        return _Unclosable(self._backend)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+
+class _Unclosable:
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+    def close(self) -> None:
+        """The owner (:class:`_SharedBackend`) closes the backend."""

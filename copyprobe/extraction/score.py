@@ -126,10 +126,10 @@ def score_exact(jobs: Sequence[WindowJob], fmt: str, path: str,
 
 
 def mc_log_pz(hits: int, samples: int) -> float:
-    """The Monte Carlo estimate of log p_z, log(hits / samples); NaN with no hit (p_z is
-    below what the samples resolve: the interval's upper end, mc_hi, bounds it), so that no
-    (n,p) verdict counts such a window as extractable."""
-    return math.log(hits / samples) if hits else math.nan
+    """The Monte Carlo estimate of log p_z, log(hits / samples); -inf with no hit (p_z
+    estimated 0: no (n,p) verdict counts the window as extractable, and the interval's upper
+    end, mc_hi, says how small p_z is known to be)."""
+    return math.log(hits / samples) if hits else -math.inf
 
 
 class _NeedMore(Exception):
