@@ -111,3 +111,33 @@ def test_copyright_paper_example_plans_the_benchmark(tmp_path, workflow_copy):
     prompts = set(re.findall(r"results/prompts/([\w.-]+)/main/copyright\.paper\.parquet", out))
     assert prompts == set(load_config(PAPER)["models"])
     assert "copyright_manifest" in out and "collect_corpus" in out
+
+
+BOOKS = ROOT / "config" / "examples" / "extraction_books.yaml"
+
+
+def test_extraction_example_plans_every_model_on_every_book_source(tmp_path, workflow_copy):
+    """The books example validates (exact models on scoring backends, the API model on the
+    Monte Carlo path) and plans one scoring job per model and source of its datasets."""
+    cfg = load_config(BOOKS)
+    methods = {m: s.get("method", "exact") for m, s in cfg["models"].items()}
+    assert methods["gpt-4o-mini"] == "monte_carlo"
+    assert {m for m, v in methods.items() if v == "exact"} == {
+        "llama-3.1-8b", "llama-3.1-70b", "pythia-6.9b", "olmo-2-7b", "llama-3.1-8b-server"}
+    wd = workflow_copy(tmp_path, documents=1, folder="unused")
+    books = wd / "data" / "gutenberg"
+    books.mkdir(parents=True)
+    (books / "pg1342.txt").write_text("It is a truth universally acknowledged ...\n")
+    (books / "metadata.csv").write_text("file,title,published\n"
+                                        "pg1342.txt,Pride and Prejudice,1813-01-28\n")
+    shutil.copy(BOOKS, wd / "config" / "books.yaml")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
+         "config/books.yaml", "--replace-workflow-config"],
+        cwd=wd, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "COPYPROBE_USER_AGENT": "copyprobe-tests/1.0 (tests@example.org)"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    scored = set(re.findall(r"results/extraction/windows/([\w.-]+)/([\w.-]+)\.parquet", out))
+    sources = {"gutenberg", "openstax_pre", "openstax_post"}
+    assert scored == {(m, s) for m in cfg["models"] for s in sources}
