@@ -26,7 +26,7 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai": ("openai", ("api",)),
     "aiohttp": ("aiohttp", ("api",)),
     "torch": ("torch", ("hf", "vllm")),
-    "transformers": ("transformers", ("hf",)),
+    "transformers": ("transformers", ("hf", "vllm")),
     "accelerate": ("accelerate", ("hf",)),
     "gguf": ("gguf", ("hf",)),
     "huggingface_hub": ("huggingface-hub", ("hf",)),

@@ -42,10 +42,10 @@ GREEDY = Decoding(max_tokens=16)
 
 
 @pytest.fixture(scope="module")
-def hf(smollm2_file):
-    backend = HFBackend.from_config({"batch_size": 4}, smollm2_file)
-    yield backend
-    backend.close()
+def hf(smollm2_hf):
+    """The session's SmolLM2 through transformers (tests/generation/conftest.py: batches of 4),
+    loaded once for these tests and the scoring tests."""
+    return smollm2_hf
 
 
 @pytest.fixture(scope="module")
