@@ -11,8 +11,9 @@ from copyprobe.extraction.study import all_stats as extraction_all_stats
 extraction_inputs = ExtractionInputs(config)
 
 
-# One job per (model, source), reserving cores and resources as a generation job does: its
-# scores (and Monte Carlo samples) are cached per window, so a killed job resumes.
+# One job per (model, source, shard), reserving cores and resources as a generation job does:
+# its scores (and Monte Carlo samples) are cached per window, so a killed job resumes. The
+# documents go to shard hash(doc_id) mod extraction.shards; the shards are then merged.
 rule extraction_score:
     input:
         corpus=paths.CORPUS,
@@ -20,11 +21,11 @@ rule extraction_score:
         model=paths.MODEL_MANIFEST,
         library=library("extraction_score", shared.model_registry_parts),
     output:
-        extraction_paths.WINDOWS,
+        extraction_paths.WINDOWS_SHARD,
     log:
-        "logs/extraction_score/{model}/{source}.log",
+        "logs/extraction_score/{model}/{source}/{shard}.log",
     benchmark:
-        "logs/benchmarks/extraction_score/{model}/{source}.tsv"
+        "logs/benchmarks/extraction_score/{model}/{source}/{shard}.tsv"
     conda:
         shared.generate_env
     threads: shared.generate_threads
@@ -38,6 +39,20 @@ rule extraction_score:
         extraction=extraction_inputs.score_params,
     script:
         "../workflow_scripts/extraction_score.py"
+
+
+rule extraction_merge:
+    input:
+        shards=extraction_inputs.window_shards,
+        library=library("extraction_merge"),
+    output:
+        extraction_paths.WINDOWS,
+    log:
+        "logs/extraction_merge/{model}/{source}.log",
+    conda:
+        "../envs/library.yaml"
+    script:
+        "../workflow_scripts/extraction_merge.py"
 
 
 rule extraction_documents:

@@ -1,12 +1,13 @@
-"""Rule extraction_score: every window of one model's curated documents of one source,
-scored exactly or estimated by Monte Carlo, through the call cache (copyprobe.extraction)."""
+"""Rule extraction_score: every window of one model's curated documents of one source (those
+of the job's shard), scored exactly or estimated by Monte Carlo, through the call cache
+(copyprobe.extraction)."""
 
 import json
 from pathlib import Path
 
 from copyprobe.artifacts import CORPUS, CURATED, provenance, read_table, write_table
 from copyprobe.extraction.engine import score_with_model
-from copyprobe.extraction.score import read_documents
+from copyprobe.extraction.score import read_documents, shard_documents
 from copyprobe.extraction.tables import WINDOWS
 from copyprobe.generation.base import backend_facts
 from copyprobe.workflow import setup_logging
@@ -19,10 +20,12 @@ if not backend_facts(spec["backend"])["remote"]:
 manifest = json.loads(Path(snakemake.input.model).read_text())  # noqa: F821
 docs = read_documents(read_table(snakemake.input.corpus, CORPUS),  # noqa: F821
                       read_table(snakemake.input.curated, CURATED))  # noqa: F821
+docs = shard_documents(docs, snakemake.wildcards.shard)  # noqa: F821
 df = score_with_model(docs, spec, manifest, settings)
 status = df["status"].value_counts().to_dict()
 write_table(df, snakemake.output[0], WINDOWS,  # noqa: F821
-            provenance("extraction_score", settings, status=status))
+            provenance("extraction_score", settings, status=status,
+                       shard=snakemake.wildcards.shard))  # noqa: F821
 log.info("%d documents, windows: %s", len(docs), status)
 for row in df[df["status"] == "skipped"].itertuples():
     log.info("skipped %s: %s", row.doc_id, row.error)

@@ -37,6 +37,12 @@ class ExtractionInputs:
     def dataset_corpora(self, wildcards: Any) -> list[str]:
         return [CORPUS.format(source=s) for s in self.config["datasets"][wildcards.dataset]]
 
+    def window_shards(self, wildcards: Any) -> list[str]:
+        """The scoring jobs' tables of a (model, source): ``extraction.shards`` of them."""
+        n = int(self.config["extraction"]["shards"])
+        return [P.WINDOWS_SHARD.format(model=wildcards.model, source=wildcards.source,
+                                       shard=f"{i:05d}-of-{n:05d}") for i in range(n)]
+
     def curated(self, wildcards: Any) -> str:
         return CURATED.format(model=wildcards.model, source=wildcards.source)
 

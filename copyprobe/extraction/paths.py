@@ -4,6 +4,8 @@ documents are MSR's curated tables (copyprobe.msr.paths.CURATED) and the shared 
 
 #: Every window of a model's curated documents of one source, scored (the WINDOWS table).
 WINDOWS = "results/extraction/windows/{model}/{source}.parquet"
+#: One scoring job's part of it (``extraction.shards``; names as the generation layer's).
+WINDOWS_SHARD = "results/extraction/windows/{model}/{source}/shards/{shard}.parquet"
 #: Per document of a (model, dataset): extractable fractions, longest runs, max p_z, split.
 DOCUMENTS = "results/extraction/documents/{model}/{dataset}.parquet"
 #: D_pre vs D_post on the per-document measures, beside the blind baseline (JSON).

@@ -21,6 +21,7 @@ table, one row per window.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from copyprobe.extraction.montecarlo import MCResult, SequentialTest, run_sequen
 from copyprobe.extraction.tables import WINDOWS
 from copyprobe.extraction.windows import Window, WindowSpec, cut_windows, skip_reason
 from copyprobe.generation.scoring import ScoreRequest, Tokenizer
+from copyprobe.generation.shards import parse_shard
 from copyprobe.prompt import Prompt
 
 __all__ = ["WindowJob", "cut_documents", "score_documents", "score_exact", "score_monte_carlo"]
@@ -232,3 +234,33 @@ def read_documents(corpus: pd.DataFrame, curated: pd.DataFrame) -> pd.DataFrame:
     docs = corpus.merge(kept, on="doc_id", how="inner", validate="one_to_one")
     return docs[["source", "doc_id", "split", "text"]]
 
+
+
+def shard_of(doc_id: str, count: int) -> int:
+    """The scoring shard of a document: the first 8 bytes of sha256(doc_id) mod ``count``
+    (stable across runs, machines and Python versions, unlike ``hash``)."""
+    return int.from_bytes(hashlib.sha256(doc_id.encode("utf-8")).digest()[:8], "big") % count
+
+
+def shard_documents(docs: pd.DataFrame, shard: str) -> pd.DataFrame:
+    """The documents of ``shard`` (``"00002-of-00005"``, as the generation layer names them)."""
+    i, n = parse_shard(shard)
+    keep = [shard_of(str(d), n) == i for d in docs["doc_id"]]
+    return docs[keep].reset_index(drop=True)
+
+
+def merge_window_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The shards' WINDOWS tables as one, by document and window; a document in two shards is
+    an error (the shards were made with different counts: rerun them)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=WINDOWS.columns)
+    seen: dict[str, int] = {}
+    for k, f in enumerate(frames):
+        for doc in f["doc_id"].unique():
+            if doc in seen:
+                raise ValueError(f"document {doc!r} is in shards {seen[doc]} and {k}: the shard "
+                                 "tables come from different shard counts")
+            seen[doc] = k
+    df = pd.concat(frames, ignore_index=True)
+    return df.sort_values(["doc_id", "window_index"], kind="stable").reset_index(drop=True)

@@ -68,3 +68,4 @@ def test_an_undecided_window_draws_batch_after_batch_up_to_the_cap():
     assert calls == [10, 20, 30, 40][:len(calls)] and calls[-1] <= 40
     assert row["mc_samples"] == calls[-1] and row["mc_hits"] == calls[-1] // 2
     assert row["status"] == "scored"
+

@@ -60,9 +60,13 @@ def _jobs(proc: subprocess.CompletedProcess) -> dict[str, int]:
 def test_the_workflow_plans_the_study_and_stops_at_a_bad_setting(wd):
     plan = _jobs(_dry_run(wd, _config(datasets=["two"])))
     assert plan == {"collect_corpus": 2, "prepare_model": 2, "curate": 4, "environment": 1,
-                    "extraction_score": 4, "extraction_documents": 2, "extraction_stats": 2,
+                    "extraction_score": 4, "extraction_merge": 4,
+                    "extraction_documents": 2, "extraction_stats": 2,
                     "extraction_figures": 2, "extraction_table": 1, "report_page": 2,
                     "all": 1}
+    # three shards: three scoring jobs per (model, source), one merge each
+    sharded = _jobs(_dry_run(wd, _config(datasets=["two"], shards=3)))
+    assert sharded["extraction_score"] == 12 and sharded["extraction_merge"] == 4
     proc = _dry_run(wd, _config(headline={"n": 3}))
     assert proc.returncode != 0
     assert ("copyprobe: config key 'extraction.headline.n': 3 is not one of extraction.ns"
