@@ -56,6 +56,8 @@ demo: $(STAMP)
 	@echo "Figures: results/figures/<model>/<variant>/<dataset>_fk.png, _per_document.png, _helm.png;"
 	@echo "         results/figures/<dataset>_fk_models.png; results/figures/experiments/"
 	@echo "Stats:   results/stats/<model>/<variant>/<dataset>.json (variant main: no override)"
+	@echo "Extraction (p_z per window, Gemma-3-270M on the licences): results/tables/extraction_table.md,"
+	@echo "         results/extraction/figures/gemma3-270m/licences_{log_pz,np_curves,map}.png"
 
 demo-copyright: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config/copyright_demo.yaml \
