@@ -17,6 +17,21 @@ Tokens per second are also given as a fraction of the engine's own prompt speed 
 reads 100 tokens per window) and generation speed (greedy and Monte Carlo write 50 per
 sample).
 
+Measured 2026-12-01 on the 2-core VM, 2 threads, 20 windows (``--samples 100`` for the
+llama.cpp engines, ``--samples 10 --engines hf-smollm2`` for transformers):
+
+    engine            win/s 1-by-1  batched(8)  prompt tok/s  gen tok/s  greedy s  MC s/window  MC/exact  peak MB
+    llamacpp-smollm2  1.30          n/a         120           52         0.96      93.2 (100)   122x      494
+    llamacpp-gemma3   0.78          n/a         118           34         1.49      135.5 (100)  106x      1391
+    hf-smollm2 fp32   2.97          4.01        401           11         4.48      46.1 (10)    185x      1245
+
+Scoring reads 100 tokens per window at the engine's prompt speed (1.09 of it for SmolLM2; 0.67
+for Gemma, whose 262k-entry vocabulary makes the log-softmax of every position the cost);
+Monte Carlo generates at the engine's generation speed (1.03, 1.10, 0.97 of it). One exact
+score replaces 100 sampled continuations at 106-122x less time on llama.cpp (the issue's
+bar: 50x), and greedy generation of the suffix costs 1.2-1.3x a score there (18x in
+transformers, whose CPU generation is slow).
+
     python benchmarks/extraction.py [--windows 20] [--samples 100] [--mc-windows 1]
                                     [--threads 2] [--engines llamacpp-smollm2,...]
 """
