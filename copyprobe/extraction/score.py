@@ -127,6 +127,14 @@ def score_exact(jobs: Sequence[WindowJob], fmt: str, path: str,
     return rows
 
 
+def is_hit(continuation: str, suffix: str) -> bool:
+    """A sample reproduces the suffix: the continuation starts with the suffix's text exactly,
+    whitespace before either aside (a chat answer starts its turn without the space that
+    joins the suffix to the prefix in the document; a completion may put it in the prompt's
+    last token or the answer's first). Nothing else is normalised."""
+    return continuation.lstrip().startswith(suffix.lstrip())
+
+
 def mc_log_pz(hits: int, samples: int) -> float:
     """The Monte Carlo estimate of log p_z, log(hits / samples); -inf with no hit (p_z
     estimated 0: no (n,p) verdict counts the window as extractable, and the interval's upper
@@ -175,7 +183,7 @@ def score_monte_carlo(jobs: Sequence[WindowJob], fmt: str, mc: Mapping[str, Any]
             if len(bad):
                 failed[r] = (str(bad["error_class"].iloc[0]), str(bad["error"].iloc[0]))
             suffix = next(j.suffix_text for rr, j in open_ if rr == r)
-            hits[r] = [t.startswith(suffix) if s == "ok" else None
+            hits[r] = [is_hit(t, suffix) if s == "ok" else None
                        for t, s in zip(g["text"].fillna(""), g["status"], strict=True)]
         have = wanted
     rows = []

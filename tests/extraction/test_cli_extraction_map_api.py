@@ -29,7 +29,8 @@ def _answer(body: dict[str, Any]) -> str:
     window = start // 10
     every = MEMORISED.get(window)
     if every and body.get("seed", 0) % every == 0:
-        return " " + " ".join(WORDS[start + 6:start + 10]) + " and more"
+        # a chat answer starts without the space that joins the suffix to the prefix
+        return " ".join(WORDS[start + 6:start + 10]) + " and more"
     return " something else entirely"
 
 

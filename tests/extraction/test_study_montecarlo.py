@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from copyprobe.extraction.score import WindowJob, mc_log_pz, score_monte_carlo
+from copyprobe.extraction.score import WindowJob, is_hit, mc_log_pz, score_monte_carlo
 from copyprobe.extraction.windows import Window
 
 MC = {"n": 1, "p": 0.5, "alpha": 0.05, "batch": 10, "max_samples": 40}
@@ -69,3 +69,11 @@ def test_an_undecided_window_draws_batch_after_batch_up_to_the_cap():
     assert row["mc_samples"] == calls[-1] and row["mc_hits"] == calls[-1] // 2
     assert row["status"] == "scored"
 
+
+
+def test_a_hit_is_the_suffix_exactly_whitespace_before_it_aside():
+    assert is_hit("and so on, further", " and so on")  # a chat turn starts without the space
+    assert is_hit("\n and so on", "and so on")
+    assert not is_hit(" And so on", " and so on")  # case counts
+    assert not is_hit(" and so  on", " and so on")  # so does every space inside
+    assert not is_hit(" and so", " and so on")  # a continuation cut short is no hit
