@@ -109,10 +109,12 @@ def plot_np_curves(windows: pd.DataFrame, path: str | Path, *, ns: Sequence[int]
 
 def plot_extraction_map(windows: pd.DataFrame, path: str | Path, *, top: int = 8,
                         threshold: tuple[int, float] | None = (1, 0.5),
-                        title: str = "") -> Figure:
+                        title: str = "", scale: str = "auto") -> Figure:
     """One row per document (the ``top`` by largest p_z): p_z of each window against the
     token offset where its suffix starts; windows at or above the (n, p) threshold's p_z are
-    drawn dark. Failed windows are marked by an x on the axis."""
+    drawn dark. Failed windows are marked by an x on the axis. ``scale``: ``linear`` (p_z
+    from 0 to 1, Cooper et al.'s picture), ``log`` (log10 p_z, where every p_z is small, as
+    for small models) or ``auto`` (linear when some window reaches p_z 0.05, else log)."""
     from copyprobe.extraction.discoverability import pz_threshold
 
     real = windows[windows["window_index"] >= 0]
@@ -123,6 +125,11 @@ def plot_extraction_map(windows: pd.DataFrame, path: str | Path, *, top: int = 8
     fig, axes = plt.subplots(rows, 1, figsize=(8.0, 0.9 + 1.1 * rows), sharex=False,
                              squeeze=False)
     cut = pz_threshold(*threshold) if threshold else None
+    if scale == "auto":
+        scale = "linear" if len(best) and math.exp(best.max()) >= 0.05 else "log"
+    if scale not in ("linear", "log"):
+        raise ValueError(f"plot_extraction_map: scale {scale!r} is not linear, log or auto")
+    floor = min(-12.0, math.floor(float(w["log_pz"].min()) / math.log(10))) if len(w) else -12.0
     if not len(best):
         _note(axes[0][0], "no scored window")
     for ax, (doc, top_lp) in zip(axes[:, 0], best.items(), strict=False):
@@ -132,17 +139,27 @@ def plot_extraction_map(windows: pd.DataFrame, path: str | Path, *, top: int = 8
         pz = np.exp(ok["log_pz"].astype(float).to_numpy())
         width = float(d["n_tokens"].max() or 1)
         colors = ["C3" if cut is not None and v >= cut else "C0" for v in pz]
-        ax.bar(x, pz, width=width, align="edge", color=colors, linewidth=0)
         bad = d[d["status"] == "failed"]
-        if len(bad):
-            ax.plot(bad["start_token"] + bad["n_prefix_tokens"], np.zeros(len(bad)), "kx",
-                    markersize=4)
-        if cut is not None:
-            ax.axhline(cut, color="gray", linewidth=0.6, linestyle=":")
-        ax.set_ylim(0, 1)
-        ax.set_yticks([0, 0.5, 1])
+        bad_x = bad["start_token"] + bad["n_prefix_tokens"]
+        if scale == "linear":
+            ax.bar(x, pz, width=width, align="edge", color=colors, linewidth=0)
+            ax.plot(bad_x, np.zeros(len(bad)), "kx", markersize=4)
+            if cut is not None:
+                ax.axhline(cut, color="gray", linewidth=0.6, linestyle=":")
+            ax.set_ylim(0, 1)
+            ax.set_yticks([0, 0.5, 1])
+            ax.set_ylabel("p_z", fontsize="small")
+        else:
+            with np.errstate(divide="ignore"):
+                lg = np.maximum(np.log10(pz), floor)
+            ax.bar(x, lg - floor, bottom=floor, width=width, align="edge", color=colors,
+                   linewidth=0)
+            ax.plot(bad_x, np.full(len(bad), floor), "kx", markersize=4)
+            if cut is not None:
+                ax.axhline(math.log10(cut), color="gray", linewidth=0.6, linestyle=":")
+            ax.set_ylim(floor, 0)
+            ax.set_ylabel("log10 p_z", fontsize="small")
         split = split_label(str(d["split"].iloc[0]))
-        ax.set_ylabel("p_z", fontsize="small")
         ax.set_title(f"{doc} ({split}): {len(ok)} windows, max p_z {math.exp(top_lp):.3g}",
                      fontsize="small", loc="left")
     axes[-1][0].set_xlabel("token offset of the window's suffix in the document")

@@ -4,8 +4,11 @@ table draws a note instead of failing."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
+
+import pytest
 
 from copyprobe.extraction.figures import plot_extraction_map, plot_log_pz, plot_np_curves
 
@@ -31,7 +34,17 @@ def test_the_three_figures(tmp_path):
     assert titles[1].startswith("doc2 (D_pre)")  # 0.8, the next likeliest
     dark = [p.get_facecolor() for p in fig.axes[0].patches]
     assert len(dark) == 4 and dark[0] == dark[1] != dark[2]  # 0.9, 0.6 reach p_z 0.5
-    for name in ("log_pz.png", "np.png", "map.png"):
+    assert fig.axes[0].get_ylabel() == "p_z"  # some window reaches 0.05: Cooper et al.'s axis
+    # where every p_z is small (small models) the map is drawn in log10 p_z, same colours
+    small = w.assign(log_pz=w["log_pz"] - 20.0)
+    fig = plot_extraction_map(small, tmp_path / "small.png", top=2)
+    assert fig.axes[0].get_ylabel() == "log10 p_z"
+    low, high = fig.axes[0].get_ylim()
+    assert high == 0 and low <= math.log10(0.9) - 20 / math.log(10)
+    assert len({p.get_facecolor() for p in fig.axes[0].patches}) == 1  # none reaches 0.5
+    with pytest.raises(ValueError, match="scale"):
+        plot_extraction_map(w, tmp_path / "x.png", scale="sqrt")
+    for name in ("log_pz.png", "np.png", "map.png", "small.png"):
         assert (tmp_path / name).read_bytes().startswith(PNG)
 
 
