@@ -3,11 +3,12 @@ of the job's shard), scored exactly or estimated by Monte Carlo, through the cal
 (copyprobe.extraction)."""
 
 import json
+import sys
 from pathlib import Path
 
 from copyprobe.artifacts import CORPUS, CURATED, provenance, read_table, write_table
 from copyprobe.extraction.engine import score_with_model
-from copyprobe.extraction.score import read_documents, shard_documents
+from copyprobe.extraction.score import failure_report, read_documents, shard_documents
 from copyprobe.extraction.tables import WINDOWS
 from copyprobe.generation.base import backend_facts
 from copyprobe.workflow import setup_logging
@@ -31,3 +32,9 @@ for row in df[df["status"] == "skipped"].itertuples():
     log.info("skipped %s: %s", row.doc_id, row.error)
 for cls, n in df.loc[df["status"] == "failed", "error_class"].value_counts().items():
     log.warning("failed %d window(s): %s", n, cls)
+report = failure_report(df, spec.get("requests", {}).get("max_failure_share", 0.05))
+if report is not None:
+    # as rule generate: logged to the job's log (--show-failed-logs prints it), then a plain
+    # exit status; the scores received are cached, so a rerun asks only for the others
+    log.error(report)
+    sys.exit(1)

@@ -272,3 +272,20 @@ def merge_window_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
             seen[doc] = k
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values(["doc_id", "window_index"], kind="stable").reset_index(drop=True)
+
+
+def failure_report(windows: pd.DataFrame, max_failure_share: float) -> str | None:
+    """Why a scoring job fails, when more than ``max_failure_share`` of its windows (skipped
+    documents aside) have no score: the share and, per error class, the count and the first
+    message; None when the job may pass (the model's ``requests.max_failure_share``, as for
+    generation). The scores already received are cached, so a rerun asks only for the rest."""
+    tried = windows[windows["status"] != "skipped"]
+    failed = tried[tried["status"] == "failed"]
+    share = len(failed) / len(tried) if len(tried) else 0.0
+    if share <= max_failure_share:
+        return None
+    lines = [f"{len(failed)} of {len(tried)} window(s) have no score ({share:.1%} > "
+             f"max_failure_share {max_failure_share:.1%})"]
+    for cls, group in failed.groupby("error_class", sort=True):
+        lines.append(f"  {cls}: {len(group)}, first: {str(group['error'].iloc[0])[:500]}")
+    return "\n".join(lines)

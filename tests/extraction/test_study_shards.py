@@ -1,5 +1,6 @@
-"""Scoring shards (``extraction.shards``): documents go to a shard by sha256 of their id,
-every document to exactly one, and the shards' window tables merge back into one."""
+"""Scoring jobs: documents go to a shard (``extraction.shards``) by sha256 of their id, every
+document to exactly one, the shards' window tables merge back into one, and a job with more
+failed windows than the model's ``max_failure_share`` fails, naming the errors."""
 
 from __future__ import annotations
 
@@ -25,3 +26,17 @@ def test_shards_split_documents_stably_and_merge_back():
     with pytest.raises(ValueError, match="doc-0.* shards 0 and 1"):
         merge_window_shards([frames[0].iloc[:1].assign(doc_id="doc-0"),
                              frames[1].iloc[:1].assign(doc_id="doc-0")])
+
+
+def test_a_job_with_too_many_failed_windows_fails_naming_the_errors():
+    from copyprobe.extraction.score import failure_report
+
+    w = pd.DataFrame({"status": ["scored"] * 18 + ["failed", "failed", "skipped"],
+                      "error_class": [""] * 18 + ["RateLimitError", "RateLimitError", "TooShort"],
+                      "error": [""] * 18 + ["429 after 6 attempts", "429 again", "12 tokens"]})
+    assert failure_report(w, 0.2) is None  # 2 of 20 windows; the skipped document aside
+    report = failure_report(w, 0.05)
+    assert report.splitlines()[0] == ("2 of 20 window(s) have no score (10.0% > "
+                                      "max_failure_share 5.0%)")
+    assert "RateLimitError: 2, first: 429 after 6 attempts" in report
+    assert failure_report(w[w["status"] == "skipped"], 0.0) is None
