@@ -159,15 +159,19 @@ def describe(target: str) -> str:
 
 def backends() -> list[Entry]:
     from copyprobe.generation.base import BACKENDS, backend_facts
+    from copyprobe.generation.scoring import scoring_facts
 
     out = []
     for decl in BACKENDS.declarations():
         name, target = decl.name, decl.target
         f = backend_facts(name)
+        scores = scoring_facts(name)["scores"]
         facts = ["remote" if f["remote"] else "local", *(["gpu"] if f["gpu"] else []),
                  *(["model_file"] if f["needs_model_file"] else []),
                  *([f"key {f['api_key_env']}" + (" (optional)" if f["key_optional"] else "")]
-                   if f["api_key_env"] else [])]
+                   if f["api_key_env"] else []),
+                 *(["scores" + (" (with echo_logprobs)" if scores == "echo_logprobs" else "")]
+                   if scores else [])]
         out.append(Entry(name, describe(target), tuple(facts),
                          extras_needed([target.split(":")[0]])))
     return out

@@ -25,7 +25,11 @@ def test_backends_one_line_each_with_facts_and_extra():
     assert list(lines) == BACKENDS.names()
     assert lines["llamacpp"].split()[1] == "[local]" and "model_file" in lines["llamacpp"]
     assert lines["openai"].split()[1] == "[api]"
-    assert "(remote, key OPENAI_API_KEY (optional))" in lines["openai"]
+    assert ("(remote, key OPENAI_API_KEY (optional), scores (with echo_logprobs))"
+            in lines["openai"])
+    # which backends can score a given continuation (the extraction study's exact method)
+    assert [b for b, line in lines.items() if "scores" in line] == ["hf", "llamacpp", "openai",
+                                                                    "vllm"]
     assert lines["hf"].split()[1] == "[hf]" and "gpu" in lines["hf"]
     assert lines["ocr_cascade"].split()[1] == "[ocr]"
     # it imports torch too, which the vllm extra holds
