@@ -41,7 +41,7 @@ from copyprobe.matching.substrings import (
     _shared_counts,
 )
 
-__all__ = ["WordMatch", "normalize_words", "word_fk", "word_match"]
+__all__ = ["WordMatch", "normalize_words", "normalize_words_with_spans", "word_fk", "word_match"]
 
 _APOSTROPHES = "'\u2019\u02bc"
 
@@ -77,6 +77,77 @@ def normalize_words(text: str) -> list[str]:
     if any(a in text for a in _APOSTROPHES):
         text = inner_apostrophe.sub("", text)
     return token.findall(text)
+
+
+def _joins_previous(ch: str) -> bool:
+    """Whether NFKC can compose ``ch`` with the character before it: combining marks, Hangul
+    medial vowels and final consonants, and the half-width voiced sound marks."""
+    cp = ord(ch)
+    return (unicodedata.category(ch).startswith("M") or 0x1160 <= cp <= 0x11FF
+            or 0xD7B0 <= cp <= 0xD7FF or cp in (0xFF9E, 0xFF9F))
+
+
+def _clusters(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each base character with the characters that may compose with it:
+    the units NFKC composes within."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(text) + 1):
+        if i == len(text) or not _joins_previous(text[i]):
+            out.append((start, i))
+            start = i
+    return out
+
+
+def _chunks(text: str) -> list[tuple[int, int]]:
+    """Whitespace-separated chunks and the whitespace between them (coarser units)."""
+    return [m.span() for m in re.finditer(r"\s+|\S+", text)]
+
+
+def _tokens_in(text: str, clusters: list[tuple[int, int]]
+               ) -> tuple[list[str], list[int], list[int]]:
+    inner_apostrophe, token = _patterns()
+    pieces: list[str] = []
+    owner: list[int] = []  # normalised char -> cluster index
+    for k, (a, b) in enumerate(clusters):
+        piece = unicodedata.normalize("NFKC", text[a:b]).casefold().replace("_", " ")
+        pieces.append(piece)
+        owner.extend([k] * len(piece))
+    norm = "".join(pieces)
+    if any(a in norm for a in _APOSTROPHES):
+        drop = {m.start() for m in inner_apostrophe.finditer(norm)}
+        if drop:
+            keep = [i for i in range(len(norm)) if i not in drop]
+            norm = "".join(norm[i] for i in keep)
+            owner = [owner[i] for i in keep]
+    tokens, starts, ends = [], [], []
+    for m in token.finditer(norm):
+        tokens.append(m.group())
+        starts.append(clusters[owner[m.start()]][0])
+        ends.append(clusters[owner[m.end() - 1]][1])
+    return tokens, starts, ends
+
+
+def normalize_words_with_spans(text: str) -> tuple[list[str], list[int], list[int]]:
+    """:func:`normalize_words` with each token's character range in ``text`` (the original,
+    unnormalised string): ``(tokens, starts, ends)``, ``text[starts[i]:ends[i]]`` being the
+    characters token ``i`` came from.
+
+    Normalisation runs cluster by cluster (a base character and what may compose with it)
+    with an offset map. Where that gives other tokens than the whole-string
+    :func:`normalize_words` (a composition the clusters do not foresee), whitespace-separated
+    chunks are the units instead (a token's range is then its chunk), and failing that the
+    whole text: the tokens always equal :func:`normalize_words` exactly.
+
+    >>> normalize_words_with_spans("Don't ﬁx it")
+    (['dont', 'fix', 'it'], [0, 6, 9], [5, 8, 11])
+    """
+    expected = normalize_words(text)
+    for clusters in (_clusters, _chunks):
+        tokens, starts, ends = _tokens_in(text, clusters(text))
+        if tokens == expected:
+            return tokens, starts, ends
+    return expected, [0] * len(expected), [len(text)] * len(expected)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,24 @@
+"""Span index: every long verbatim span of a text found in a user's corpora.
+
+A core package (it knows no study): a corpus (any CORPUS-schema Parquet, JSONL or a folder of
+text files) is cut into contiguous shards, each indexed byte-level with the ``infini-gram``
+package's suffix arrays; :class:`~copyprobe.spans.index.SpanIndex` opens the shards (after
+validating every file itself: the 2.6.0 engine's asserts are compiled out) and answers
+:meth:`count` and :meth:`find_spans`.  The studies build attribution tables and the guard its
+output-side check on it.
+
+Modules, one concern each:
+
+* :mod:`~copyprobe.spans.types`: :class:`Span`, :class:`DocHit`, :class:`Tokens`, the
+  :class:`SpanLookup` protocol every index implements;
+* :mod:`~copyprobe.spans.encoding`: the indexed unit (``words`` or ``whitespace``), tokens
+  with character offsets, the byte encoding of a document and of a query;
+* :mod:`~copyprobe.spans.corpus`: reading corpora (Parquet, JSONL, a folder) as documents;
+* :mod:`~copyprobe.spans.build`: writing the shards and the manifest, the suffix arrays;
+* :mod:`~copyprobe.spans.index`: opening and validating an index, counts, occurrences;
+* :mod:`~copyprobe.spans.find`: the maximal spans of at least L words (the exact algorithm);
+* :mod:`~copyprobe.spans.stream`: incremental words and the window matcher (the streaming
+  output guard);
+* :mod:`~copyprobe.spans.reference`: a brute-force in-memory index, the tests' oracle;
+* :mod:`~copyprobe.spans.cli`: ``copyprobe index build`` and ``copyprobe index find``.
+"""
