@@ -352,3 +352,68 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     md = pq.read_schema(path).metadata or {}
     raw = md.get(METADATA_KEY)
     return json.loads(raw) if raw else {}
+
+
+# ---- span attribution (issue 19): the maximal verbatim spans of every generation found in a
+# span index (copyprobe.spans.attribution), and a summary per generation.
+
+#: A span's documents (the first ``max_docs`` in index order).
+SPAN_DOC = pa.struct([("source", pa.string()), ("doc_id", pa.string()), ("title", pa.string()),
+                      ("url", pa.string()), ("word_start", pa.int64())])
+
+#: One row per maximal span of at least ``min_words`` words of a generation found in an index.
+SPANS = TableSpec(
+    "spans",
+    pa.schema(
+        [
+            ("request_id", pa.string()),
+            ("model", pa.string()),
+            ("source", pa.string()),
+            ("sample_index", pa.int32()),
+            ("span_ix", pa.int32()),
+            # words of the index's unit in the generation (end exclusive), and its characters
+            ("word_start", pa.int32()),
+            ("word_end", pa.int32()),
+            ("n_words", pa.int32()),
+            ("char_start", pa.int64()),
+            ("char_end", pa.int64()),
+            ("text", pa.string()),
+            # occurrences in the whole index; distinct documents (exact when n_docs_exact)
+            ("count", pa.int64()),
+            ("n_docs", pa.int32()),
+            ("n_docs_exact", pa.bool_()),
+            ("docs", pa.list_(SPAN_DOC)),
+            ("index", pa.string()),
+            ("index_digest", pa.string()),
+        ]
+    ),
+)
+
+#: One row per generation: how much of it the index covers. A failed generation is a row with
+#: its status and empty measures, never scored text.
+ATTRIBUTION = TableSpec(
+    "attribution",
+    pa.schema(
+        [
+            ("request_id", pa.string()),
+            ("model", pa.string()),
+            ("source", pa.string()),
+            ("sample_index", pa.int32()),
+            ("status", pa.string()),
+            ("generation_words", pa.int32()),
+            ("n_spans", pa.int32()),
+            ("longest_span_words", pa.int32()),
+            # words of the generation inside at least one span, and their share of its words
+            ("covered_words", pa.int32()),
+            ("coverage", pa.float64()),
+            # "source:doc_id" of the document the most span words are found in ("" for none)
+            ("top_doc", pa.string()),
+            ("find_s", pa.float64()),
+            ("index", pa.string()),
+            ("index_digest", pa.string()),
+        ]
+    ),
+)
+
+#: The attribution's time per generation is a timing too.
+VOLATILE_COLUMNS = VOLATILE_COLUMNS | frozenset({"find_s"})
