@@ -56,7 +56,7 @@ def test_spans_coverage_top_doc_and_failed_rows(index):
 
 
 def test_max_docs_caps_the_list_not_the_count(index):
-    spans, _ = attribute(gens(("r", "ok", A[:40])), index, min_words=4, max_docs=1)
+    spans, _ = attribute(gens(("r", "ok", A[:39])), index, min_words=4, max_docs=1)
     assert spans.iloc[0]["n_docs"] == 2 and len(spans.iloc[0]["docs"]) == 1
 
 
