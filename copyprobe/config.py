@@ -185,6 +185,7 @@ def _shared_checks(cfg: dict[str, Any]) -> None:
     from copyprobe.sources.base import SOURCES
 
     check_names(cfg, ("sources", "models"))
+    _check_span_indexes(cfg)
     for name, spec in cfg["sources"].items():
         if spec["kind"] not in SOURCES:
             raise ConfigError(f"config key 'sources.{name}.kind': unknown source kind "
@@ -210,6 +211,28 @@ def _shared_checks(cfg: dict[str, Any]) -> None:
                 locate(spec["model_file"], key=f"{key}.model_file")
             except ModelFileError as exc:
                 raise ConfigError(f"config key {exc}") from None
+
+
+def _check_span_indexes(cfg: Mapping[str, Any]) -> None:
+    """``spans.indexes``: names usable in paths (and not read as an engine file kind), corpora
+    that are sources or existing paths (after the studies' expand: MSR datasets are sources
+    by then)."""
+    from copyprobe.spans.config import FORBIDDEN_IN_NAMES, indexes
+
+    for name, spec in indexes(cfg).items():
+        key = f"spans.indexes.{name}"
+        if not NAME_RE.match(name):
+            raise ConfigError(f"config key '{key}': names may use letters, digits, '_', '.', "
+                              "'-' only")
+        bad = [w for w in FORBIDDEN_IN_NAMES if w in name.lower()]
+        if bad:
+            raise ConfigError(f"config key '{key}': an index name may not contain {bad[0]!r} "
+                              "(the infini-gram engine tells its files apart by such words in "
+                              "their path)")
+        for i, item in enumerate(spec["corpora"]):
+            if item not in cfg["sources"] and not Path(item).exists():
+                raise ConfigError(f"config key '{key}.corpora.{i}': {item!r} is neither a "
+                                  "source (sources), a dataset, nor an existing file or folder")
 
 
 def _duplicate_keys(node: yaml.Node, path: list[Any], where: str, seen: set[int]) -> None:

@@ -40,6 +40,21 @@ def judge_on_head_node(cfg: Mapping[str, Any]) -> bool:
                 and backend_facts(judge["backend"])["remote"])
 
 
+def index_name(benchmark: str) -> str:
+    """The span index over a benchmark's materials (its attribution and the output guard's)."""
+    return f"copyright-{benchmark}"
+
+
+def add_material_indexes(cfg: dict[str, Any]) -> None:
+    """Each benchmark brings the span index ``copyright-<benchmark>`` over its materials
+    (copyrighted and open alike), unless ``spans.indexes`` names one so itself."""
+    from copyprobe.spans.config import index_entry
+
+    spans = cfg.setdefault("spans", {}).setdefault("indexes", {})
+    for name, bench in cfg.get(STUDY, {}).get("benchmarks", {}).items():
+        spans.setdefault(index_name(name), index_entry(bench["materials"]))
+
+
 def check_config(cfg: Mapping[str, Any]) -> None:
     """The copyright block: benchmark names, material sources, seed files, the judge's backend,
     and at least one model in the study when a benchmark is configured."""
@@ -113,6 +128,9 @@ class CopyrightStudy(Study):
     listers = {"metrics": "copyprobe.copyright.listing:metrics"}
     rule_file = "rules/copyright.smk"
     runs_models = True
+
+    def expand(self, cfg: dict[str, Any]) -> None:
+        add_material_indexes(cfg)
 
     def check(self, cfg: Mapping[str, Any]) -> None:
         check_config(cfg)

@@ -77,3 +77,28 @@ def check_config(cfg: Mapping[str, Any]) -> None:
         for i, s in enumerate(spec.get("sources", [])):
             if s not in cfg["sources"]:
                 raise ConfigError(f"config key '{key}.sources.{i}': unknown source {s!r}")
+
+
+def expand_index_corpora(cfg: dict[str, Any]) -> None:
+    """A span index's corpora may name an MSR dataset: it stands for the dataset's sources (a
+    name that is a source stays the source)."""
+    for spec in cfg.get("spans", {}).get("indexes", {}).values():
+        corpora: list[str] = []
+        for item in spec["corpora"]:
+            if item not in cfg["sources"] and item in cfg["datasets"]:
+                corpora.extend(cfg["datasets"][item])
+            else:
+                corpora.append(item)
+        spec["corpora"] = list(dict.fromkeys(corpora))
+
+
+def check_attribution(cfg: Mapping[str, Any]) -> None:
+    """``msr.attribution.index`` names a configured span index."""
+    att = cfg["msr"].get("attribution")
+    if att is None:
+        return
+    known = cfg.get("spans", {}).get("indexes", {})
+    if att["index"] not in known:
+        raise ConfigError(f"config key 'msr.attribution.index': no span index "
+                          f"{att['index']!r} under spans.indexes (known: "
+                          f"{', '.join(sorted(known)) or 'none'})")

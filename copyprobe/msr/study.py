@@ -8,7 +8,13 @@ from typing import Any
 
 from copyprobe.msr import experiments as cpx
 from copyprobe.msr import paths as P
-from copyprobe.msr.config import check_config, msr_models, take_msr_settings
+from copyprobe.msr.config import (
+    check_attribution,
+    check_config,
+    expand_index_corpora,
+    msr_models,
+    take_msr_settings,
+)
 from copyprobe.studies import STUDIES, ReportPage, Study
 
 
@@ -86,9 +92,13 @@ class MSRStudy(Study):
     runs_models = True
     default_for_models = True
 
+    def expand(self, cfg: dict[str, Any]) -> None:
+        expand_index_corpora(cfg)
+
     def check(self, cfg: Mapping[str, Any]) -> None:
         check_config(cfg)
         cpx.check(cfg)
+        check_attribution(cfg)
 
     def slice_model(self, cfg: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
         return {"msr": take_msr_settings(cfg, spec)}
