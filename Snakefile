@@ -18,6 +18,7 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/generation.smk"
+include: "rules/spans.smk"
 
 
 # Each registered study's rule file (copyprobe.studies: msr, copyright, guard, ...).

@@ -152,3 +152,27 @@ rule copyright_tables:
         statistics=config["statistics"],
     script:
         "../workflow_scripts/copyright_tables.py"
+
+
+# Attribution (copyright.attribution): which materials each response reproduces verbatim, over
+# the benchmark's span index copyright-<benchmark> (rules/spans.smk).
+rule copyright_attribution:
+    input:
+        manifest=copyright_paths.MANIFEST,
+        generations=copyright_paths.GENERATIONS,
+        index=copyright_inputs.attribution_index,
+        library=library("copyright_attribution", NO_MODEL),
+    output:
+        spans=copyright_paths.ATTRIBUTION_SPANS,
+        summary=copyright_paths.ATTRIBUTION_SUMMARY,
+        table=copyright_paths.ATTRIBUTION_MD,
+    log:
+        "logs/copyright_attribution/{benchmark}/{model}.log",
+    conda:
+        "../envs/library.yaml"
+    resources:
+        mem_mb=4000,
+    params:
+        attribution=copyright_inputs.attribution_params,
+    script:
+        "../workflow_scripts/copyright_attribution.py"

@@ -266,5 +266,53 @@ rule make_table:
         "../workflow_scripts/make_table.py"
 
 
+# Attribution (msr.attribution): each run's generations against a span index (rules/spans.smk):
+# spans copied from documents other than the prompt's own, and D_post generations with spans of
+# D_pre documents; the table over every run.
+if config["msr"]["attribution"] is not None:
+    from copyprobe.msr.inputs import AttributionInputs
+
+    msr_attribution_inputs = AttributionInputs(config)
+
+    rule msr_attribution:
+        input:
+            generations=msr_attribution_inputs.generations,
+            prompts=msr_attribution_inputs.prompts,
+            curated=msr_attribution_inputs.curated,
+            index=msr_attribution_inputs.index,
+            library=library("msr_attribution"),
+        output:
+            spans=msr_paths.ATTRIBUTION_SPANS,
+            summary=msr_paths.ATTRIBUTION_SUMMARY,
+        log:
+            "logs/msr_attribution/{model}/{variant}/{dataset}.log",
+        conda:
+            "../envs/library.yaml"
+        resources:
+            mem_mb=4000,
+        params:
+            attribution=msr_attribution_inputs.params,
+        script:
+            "../workflow_scripts/msr_attribution.py"
+
+    rule msr_attribution_table:
+        input:
+            spans=msr_attribution_inputs.runs("spans"),
+            summaries=msr_attribution_inputs.runs("summary"),
+            library=library("msr_attribution_table"),
+        output:
+            csv=msr_paths.ATTRIBUTION_CSV,
+            md=msr_paths.ATTRIBUTION_MD,
+        log:
+            "logs/msr_attribution_table/all.log",
+        localrule: True
+        conda:
+            "../envs/report.yaml"
+        params:
+            attribution=msr_attribution_inputs.table_params(),
+        script:
+            "../workflow_scripts/msr_attribution_table.py"
+
+
 onsuccess:
     print_table(jobs_run(workflow))

@@ -84,3 +84,20 @@ class CopyrightInputs:
     def model_main(self, wildcards: Any) -> dict[str, Any]:
         """A copyright model's slice (its variant main: the study runs no variants)."""
         return cpc.run_slice(self.config, wildcards.model, cpc.MAIN)
+
+    # ---- attribution (copyright.attribution)
+    def attribution_index(self, wildcards: Any) -> str:
+        """The manifest of the benchmark's index copyright-<benchmark>."""
+        from copyprobe.copyright.study import index_name
+        from copyprobe.spans.paths import INDEX_MANIFEST
+
+        return INDEX_MANIFEST.format(index=index_name(wildcards.benchmark))
+
+    def attribution_params(self, wildcards: Any) -> dict[str, Any]:
+        from copyprobe.copyright.study import index_name
+        from copyprobe.spans.config import index_spec
+
+        name = index_name(wildcards.benchmark)
+        return {**self.block["attribution"], "index": name,
+                "unit": index_spec(self.config, name)["unit"],
+                "benchmark": wildcards.benchmark}

@@ -21,3 +21,8 @@ FIG8 = "results/copyright/{benchmark}/figures/fig8.png"
 TABLE = "results/copyright/{benchmark}/tables/{table}.md"
 TABLE_NAMES = ("table1", "by_notice_form", "by_category", "table5", "over_refusal")
 PAGE = "results/report/copyright/{benchmark}/{table}.html"
+#: Attribution (copyright.attribution): a model's responses against the benchmark's index
+#: copyright-<benchmark>: every span, one row per response, the table by task and notice form.
+ATTRIBUTION_SPANS = "results/copyright/{benchmark}/attribution/{model}/spans.parquet"
+ATTRIBUTION_SUMMARY = "results/copyright/{benchmark}/attribution/{model}/summary.parquet"
+ATTRIBUTION_MD = "results/copyright/{benchmark}/tables/attribution_{model}.md"

@@ -93,10 +93,18 @@ def check_config(cfg: Mapping[str, Any]) -> None:
         check_backend(judge, "copyright.judge")
 
 
+def attribution_tables(cfg: Mapping[str, Any]) -> list[str]:
+    """With ``copyright.attribution``: each (benchmark, model)'s attribution table."""
+    if cfg[STUDY].get("attribution") is None:
+        return []
+    return [P.ATTRIBUTION_MD.format(benchmark=b, model=m) for b in cfg[STUDY]["benchmarks"]
+            for m in copyright_models(cfg)]
+
+
 def targets(cfg: Mapping[str, Any]) -> list[str]:
-    """Each benchmark's Table 1, Figure 6 and refusal agreement."""
-    return [p.format(benchmark=b) for b in cfg[STUDY]["benchmarks"]
-            for p in (P.TABLE1, P.FIG6, P.AGREEMENT)]
+    """Each benchmark's Table 1, Figure 6 and refusal agreement (and attribution tables)."""
+    return [*(p.format(benchmark=b) for b in cfg[STUDY]["benchmarks"]
+              for p in (P.TABLE1, P.FIG6, P.AGREEMENT)), *attribution_tables(cfg)]
 
 
 #: The report's row label of each of a benchmark's tables (P.TABLE_NAMES).
@@ -112,10 +120,18 @@ TABLE_LABELS = {
 def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
     """The pages of each benchmark's tables (rule copyright_tables makes them all with
     Table 1), listed under the benchmark."""
-    return {P.PAGE.format(benchmark=b, table=t): ReportPage(
+    pages = {P.PAGE.format(benchmark=b, table=t): ReportPage(
         P.TABLE.format(benchmark=b, table=t), f"copyright_{t}", "Copyright tables",
         {"table": TABLE_LABELS[t]}, subcategory=b, facts={"benchmark": b})
         for b in cfg[STUDY]["benchmarks"] for t in P.TABLE_NAMES}
+    if cfg[STUDY].get("attribution") is not None:
+        for b in cfg[STUDY]["benchmarks"]:
+            for m in copyright_models(cfg):
+                pages[P.PAGE.format(benchmark=b, table=f"attribution_{m}")] = ReportPage(
+                    P.ATTRIBUTION_MD.format(benchmark=b, model=m), "copyright_attribution",
+                    "Copyright tables", {"table": f"attribution of {m}"}, subcategory=b,
+                    facts={"benchmark": b, "model": m})
+    return pages
 
 
 @STUDIES.register("copyright")

@@ -92,3 +92,56 @@ def print_table(jobs_run: Iterable[tuple[str, Any]]) -> None:
         table = Path(P.TABLE_MD)
         if table.is_file():
             print(f"\n{table}:\n\n{table.read_text()}", flush=True)
+
+
+class AttributionInputs:
+    """The input and params functions of rules msr_attribution and msr_attribution_table
+    (``msr.attribution`` set)."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.config["msr"]["attribution"]
+
+    def _sources(self, wildcards: Any) -> list[str]:
+        return self.config["datasets"][wildcards.dataset]
+
+    def generations(self, wildcards: Any) -> list[str]:
+        from copyprobe.paths import GENERATIONS
+
+        return [GENERATIONS.format(model=wildcards.model, variant=wildcards.variant, source=s)
+                for s in self._sources(wildcards)]
+
+    def prompts(self, wildcards: Any) -> list[str]:
+        from copyprobe.paths import PROMPTS
+
+        return [PROMPTS.format(model=wildcards.model, variant=wildcards.variant, source=s)
+                for s in self._sources(wildcards)]
+
+    def curated(self, wildcards: Any) -> list[str]:
+        return [P.CURATED.format(model=wildcards.model, source=s)
+                for s in self._sources(wildcards)]
+
+    def index(self, wildcards: Any) -> str:
+        from copyprobe.spans.paths import INDEX_MANIFEST
+
+        return INDEX_MANIFEST.format(index=self.settings["index"])
+
+    def params(self, wildcards: Any) -> dict[str, Any]:
+        """The settings, the index's name and unit, and the run's dataset and variant."""
+        from copyprobe.spans.config import index_spec
+
+        name = self.settings["index"]
+        return {**self.settings, "unit": index_spec(self.config, name)["unit"],
+                "dataset": wildcards.dataset, "variant": wildcards.variant}
+
+    def runs(self, kind: str) -> list[str]:
+        """The spans or summary table of every (model, variant, dataset) run."""
+        pattern = P.ATTRIBUTION_SPANS if kind == "spans" else P.ATTRIBUTION_SUMMARY
+        return [pattern.format(model=m, variant=v, dataset=d) for m, v, d in cpx.runs(self.config)]
+
+    def table_params(self) -> dict[str, Any]:
+        return {**self.settings, "index": {d: self.settings["index"]
+                                           for d in self.config["datasets"]}}

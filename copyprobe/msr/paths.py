@@ -25,3 +25,10 @@ COMPARISONS_MD = "results/tables/comparisons.md"
 TABLE_PAGE = "results/report/msr/msr_table.html"
 SWEEP_PAGE = "results/report/msr/sweep_{experiment}.html"
 COMPARISONS_PAGE = "results/report/msr/comparisons.html"
+#: Attribution (msr.attribution): a run's spans found in the span index, one row per span and
+#: one per generation, and the table over every run.
+ATTRIBUTION_SPANS = "results/attribution/{model}/{variant}/{dataset}/spans.parquet"
+ATTRIBUTION_SUMMARY = "results/attribution/{model}/{variant}/{dataset}/summary.parquet"
+ATTRIBUTION_CSV = "results/tables/msr_attribution.csv"
+ATTRIBUTION_MD = "results/tables/msr_attribution.md"
+ATTRIBUTION_PAGE = "results/report/msr/msr_attribution.html"

@@ -46,7 +46,8 @@ def curation_reports(cfg: Mapping[str, Any]) -> list[str]:
 
 def targets(cfg: Mapping[str, Any]) -> list[str]:
     """Table 1, each run's figures, the per-dataset model figures, the experiments' figures
-    and tables, and each model's curation report."""
+    and tables, each model's curation report, and with ``msr.attribution`` the attribution
+    table."""
     runs = cpx.runs(cfg)
     figures = [P.FIGURE.format(model=m, variant=v, dataset=d, kind=kind) for m, v, d in runs
                for kind in P.FIGURE_KINDS]
@@ -55,8 +56,11 @@ def targets(cfg: Mapping[str, Any]) -> list[str]:
               for p in (P.SWEEP_CSV, P.SWEEP_MD)]
     comparisons = [P.COMPARISONS_CSV, P.COMPARISONS_MD]
     msr_table = [P.TABLE_CSV, P.TABLE_MD]
+    attribution = ([P.ATTRIBUTION_CSV, P.ATTRIBUTION_MD]
+                   if runs and cfg["msr"].get("attribution") else [])
     return [*(msr_table if runs else []), *figures, *models, *experiment_figures(cfg),
-            *sweeps, *(comparisons if all_comparisons(cfg) else []), *curation_reports(cfg)]
+            *sweeps, *(comparisons if all_comparisons(cfg) else []), *curation_reports(cfg),
+            *attribution]
 
 
 def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
@@ -73,6 +77,8 @@ def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         pages[P.SWEEP_PAGE.format(experiment=n)] = ReportPage(
             P.SWEEP_MD.format(experiment=n), "sweep_table", tables,
             {"table": f"sweep {n} (Table 2)"}, facts={"experiment": n})
+    pages[P.ATTRIBUTION_PAGE] = ReportPage(P.ATTRIBUTION_MD, "msr_attribution", tables,
+                                           {"table": "attribution: spans found in the corpus"})
     for m in msr_models(cfg):
         pages[P.CURATION_PAGE.format(model=m)] = ReportPage(
             P.CURATION_REPORT.format(model=m), "curation", "Curation", {"model": m},

@@ -1,0 +1,74 @@
+"""The input, params and resource functions of rules/spans.smk, bound to the workflow's config
+(Snakemake calls each with the job's wildcards ``index`` and ``shard``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from copyprobe.spans import paths as P
+from copyprobe.spans.config import corpus_paths, index_spec, indexes
+
+
+class SpanInputs:
+    """``SpanInputs(config).shard_inputs`` is an input function of the rule file."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config  # the workflow's validated config (the same object)
+
+    def names(self) -> list[str]:
+        """Every configured index (those the studies add included)."""
+        return list(indexes(self.config))
+
+    def spec(self, name: str) -> dict[str, Any]:
+        return index_spec(self.config, name)
+
+    # ---- span_index_prepare_<name> (one rule per index: its shard files are static)
+    @staticmethod
+    def prepare_rule(name: str) -> str:
+        return f"span_index_prepare_{name}"
+
+    def corpora(self, name: str) -> list[str]:
+        """The corpus tables, files and folders an index reads (a changed one reruns it)."""
+        return corpus_paths(self.config, name)
+
+    def prepared(self, name: str) -> list[str]:
+        """The step-1 files of every shard of an index."""
+        return P.shard_files(name, self.spec(name)["shards"], P.STEP1_FILES)
+
+    # ---- span_index_shard
+    def shard_inputs(self, wildcards: Any) -> list[str]:
+        folder = self.shard_dir(wildcards)
+        return [f"{folder}/{f}" for f in P.STEP1_FILES]
+
+    def shard_dir(self, wildcards: Any) -> str:
+        return P.SHARD_DIR.format(index=wildcards.index, shard=wildcards.shard)
+
+    def shard_threads(self, wildcards: Any) -> int:
+        return int(self.spec(wildcards.index)["cpus"])
+
+    def shard_mem_mb(self, wildcards: Any) -> int:
+        return int(float(self.spec(wildcards.index)["mem_gb"]) * 1024)
+
+    def shard_params(self, wildcards: Any) -> dict[str, Any]:
+        """Memory of the build (GiB), and where built suffix arrays are kept by content."""
+        return {"mem_gb": self.spec(wildcards.index)["mem_gb"],
+                "store": str(Path(self.config["cache_dir"]) / P.STORE)}
+
+    # ---- span_index
+    def index_shards(self, wildcards: Any) -> list[str]:
+        """Every shard's suffix array (the count comes from the config: static paths)."""
+        n = self.spec(wildcards.index)["shards"]
+        return P.shard_files(wildcards.index, n, P.SA_FILES)
+
+    def index_dir(self, wildcards: Any) -> str:
+        return P.INDEX_DIR.format(index=wildcards.index)
+
+    def index_unit(self, wildcards: Any) -> str:
+        return self.spec(wildcards.index)["unit"]
+
+    def index_names(self) -> str:
+        """The ``{index}`` wildcard's constraint: exactly the configured indexes."""
+        import re
+
+        return "|".join(re.escape(n) for n in self.names()) or "(?!)"

@@ -1,0 +1,152 @@
+"""The span index's steps as the workflow runs them (rules/spans.smk), with content-keyed reuse.
+
+Snakemake reruns a job when an input is newer than its outputs, so a corpus table written
+again with the same documents (a source collected again) would build every suffix array
+again. The expensive step, a shard's suffix array, is therefore kept by content: its key is
+the sha256 of the shard's tokenized bytes (with the infini-gram version and this module's
+:data:`FORMAT`), and :func:`build_shard_stored` reuses a stored build of the same key instead
+of building (hard links where the file system allows, else copies). A shard whose documents
+changed has another key and is built; the shards of an index whose corpus did not change are
+all reused, whatever the files' times.
+
+The steps themselves are the core's (:func:`copyprobe.spans.build.prepare_index`,
+:func:`~copyprobe.spans.build.build_shard`, :func:`~copyprobe.spans.build.finalize_index`);
+:func:`finalize` also opens the finished index (:meth:`copyprobe.spans.index.SpanIndex.open`,
+which validates every file) before its manifest counts as made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from copyprobe.spans.paths import SA_FILES, STEP1_FILES
+from copyprobe.spans.types import SpanIndexError
+from copyprobe.store import KeyedStore, content_key
+
+log = logging.getLogger(__name__)
+
+#: Bumped when what a stored build holds, or how it is keyed, changes.
+FORMAT = 1
+
+
+def _sha256_file(path: Path, block: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _engine_version() -> str:
+    try:
+        return metadata.version("infini-gram")
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def shard_key(shard_dir: str | os.PathLike[str]) -> str:
+    """The content key of a shard's suffix array: its tokenized bytes decide it."""
+    tokenized = Path(shard_dir) / STEP1_FILES[0]
+    if not tokenized.is_file():
+        raise SpanIndexError(f"{tokenized}: missing (rule span_index_prepare writes it)")
+    return content_key({"format": FORMAT, "infini_gram": _engine_version(),
+                        "tokenized_sha256": _sha256_file(tokenized)})
+
+
+def _place(src: Path, dst: Path) -> None:
+    """``dst`` becomes a hard link to ``src`` (a copy across file systems)."""
+    if dst.exists():
+        dst.unlink()
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def prepare(corpora: Sequence[str], out_dir: str | os.PathLike[str], *, unit: str,
+            shards: int) -> dict[str, Any]:
+    """Step 1 of every shard (:func:`copyprobe.spans.build.prepare_index`), then a check that
+    each shard folder holds the files the rule declares."""
+    from copyprobe.spans.build import prepare_index
+    from copyprobe.spans.paths import shard_names
+
+    out = Path(out_dir)
+    result = prepare_index(list(corpora), out, unit=unit, shards=shards)
+    for shard in shard_names(shards):
+        for name in STEP1_FILES:
+            if not (out / f"shard-{shard}" / name).is_file():
+                raise SpanIndexError(f"{out / f'shard-{shard}' / name}: not written by "
+                                     "prepare_index (the rule declares it)")
+    return result if isinstance(result, dict) else {}
+
+
+def build_shard_stored(shard_dir: str | os.PathLike[str], store_root: str | os.PathLike[str],
+                       *, cpus: int, mem_gb: float) -> str:
+    """Give ``shard_dir`` its suffix array: the stored build of its content key, else a new
+    build (:func:`copyprobe.spans.build.build_shard`), which is then stored. Returns
+    ``"reused"`` or ``"built"``."""
+    shard = Path(shard_dir)
+    key = shard_key(shard)
+    store = KeyedStore(store_root, suffix="")
+    stored = store.path(key)
+    if all((stored / name).is_file() for name in SA_FILES):
+        for f in sorted(stored.iterdir()):
+            _place(f, shard / f.name)
+        log.info("%s: reused the stored suffix array %s", shard, key)
+        return "reused"
+    from copyprobe.spans.build import build_shard
+
+    before = {p.name for p in shard.iterdir()}
+    build_shard(shard, cpus=cpus, mem_gb=mem_gb)
+    made = sorted(p for p in shard.iterdir() if p.name not in before and p.is_file())
+    missing = [n for n in SA_FILES if not (shard / n).is_file()]
+    if missing:
+        raise SpanIndexError(f"{shard}: build_shard did not write {missing}")
+    tmp = stored.with_name(f".tmp-{stored.name}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for f in made:
+        _place(f, tmp / f.name)
+    try:
+        os.replace(tmp, stored)
+    except OSError:  # another job stored the same key first: keep its entry
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("%s: built the suffix array (%s), stored as %s", shard,
+             ", ".join(p.name for p in made), key)
+    return "built"
+
+
+def finalize(out_dir: str | os.PathLike[str], *, unit: str) -> dict[str, Any]:
+    """The manifest (:func:`copyprobe.spans.build.finalize_index`), kept only once the index
+    opens and validates in ``unit``; else it is removed and the error raised."""
+    from copyprobe.spans.build import finalize_index
+    from copyprobe.spans.index import SpanIndex
+
+    out = Path(out_dir)
+    manifest = finalize_index(out)
+    try:
+        index = SpanIndex.open(out, unit=unit)
+        try:
+            n_docs = index.n_docs
+        finally:
+            index.close()
+    except Exception:
+        (out / "index.json").unlink(missing_ok=True)
+        raise
+    log.info("%s: %d documents, unit %s", out, n_docs, unit)
+    return manifest
+
+
+def open_index(manifest: str | os.PathLike[str], *, unit: str | None = None) -> Any:
+    """The :class:`~copyprobe.spans.index.SpanIndex` whose manifest is ``manifest`` (a rule's
+    input ``results/spans/NAME/index.json``)."""
+    from copyprobe.spans.index import SpanIndex
+
+    return SpanIndex.open(Path(manifest).parent, unit=unit)

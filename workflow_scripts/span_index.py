@@ -1,0 +1,9 @@
+"""Rule span_index: the index's manifest, written once every shard validates."""
+
+from copyprobe.spans.workflow import finalize
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+p = snakemake.params  # noqa: F821
+finalize(p.out_dir, unit=p.unit)
+log.info("index %s: manifest %s", p.out_dir, snakemake.output[0])  # noqa: F821

@@ -1,0 +1,11 @@
+"""Rule span_index_shard: one shard's suffix array, reused from the store when its documents
+are unchanged."""
+
+from copyprobe.spans.workflow import build_shard_stored
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+p = snakemake.params  # noqa: F821
+how = build_shard_stored(p.shard_dir, p.build["store"], cpus=snakemake.threads,  # noqa: F821
+                         mem_gb=p.build["mem_gb"])
+log.info("shard %s: %s", p.shard_dir, how)
