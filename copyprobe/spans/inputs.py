@@ -33,8 +33,9 @@ class SpanInputs:
         return corpus_paths(self.config, name)
 
     def prepared(self, name: str) -> list[str]:
-        """The step-1 files of every shard of an index."""
-        return P.shard_files(name, self.spec(name)["shards"], P.STEP1_FILES)
+        """The plan and the step-1 files of every shard of an index."""
+        return [P.INDEX_PLAN.format(index=name),
+                *P.shard_files(name, self.spec(name)["shards"], P.STEP1_FILES)]
 
     # ---- span_index_shard
     def shard_inputs(self, wildcards: Any) -> list[str]:
@@ -48,7 +49,7 @@ class SpanInputs:
         return int(self.spec(wildcards.index)["cpus"])
 
     def shard_mem_mb(self, wildcards: Any) -> int:
-        return int(float(self.spec(wildcards.index)["mem_gb"]) * 1024)
+        return int(self.spec(wildcards.index)["mem_gb"]) * 1024
 
     def shard_params(self, wildcards: Any) -> dict[str, Any]:
         """Memory of the build (GiB), and where built suffix arrays are kept by content."""
@@ -57,9 +58,11 @@ class SpanInputs:
 
     # ---- span_index
     def index_shards(self, wildcards: Any) -> list[str]:
-        """Every shard's suffix array (the count comes from the config: static paths)."""
+        """The plan and every shard's suffix array (the count comes from the config: static
+        paths)."""
         n = self.spec(wildcards.index)["shards"]
-        return P.shard_files(wildcards.index, n, P.SA_FILES)
+        return [P.INDEX_PLAN.format(index=wildcards.index),
+                *P.shard_files(wildcards.index, n, P.SA_FILES)]
 
     def index_dir(self, wildcards: Any) -> str:
         return P.INDEX_DIR.format(index=wildcards.index)

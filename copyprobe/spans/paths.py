@@ -8,11 +8,14 @@ manifest, written last (:func:`~copyprobe.spans.build.finalize_index`)."""
 
 INDEX_DIR = "results/spans/{index}"
 INDEX_MANIFEST = "results/spans/{index}/index.json"
+#: The plan prepare_index writes beside the shards (finalize_index reads it).
+INDEX_PLAN = "results/spans/{index}/prepare.json"
 SHARD_DIR = "results/spans/{index}/shard-{shard}"
 #: The files rule span_index_prepare writes in each shard folder (the engine's step 1 and the
-#: documents' table), and those rule span_index_shard adds (the suffix array).
+#: documents' table), and those rule span_index_shard adds (the suffix array and its build
+#: record).
 STEP1_FILES = ("tokenized.0", "offset.0", "metadata.0", "metaoff.0", "docs.parquet")
-SA_FILES = ("table.0",)
+SA_FILES = ("table.0", "build.json")
 #: Suffix-array builds kept by content (the sha256 of a shard's tokenized bytes), so that a
 #: shard whose documents did not change is never built again: under the cache directory.
 STORE = "spans/shards"

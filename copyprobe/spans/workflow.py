@@ -88,7 +88,7 @@ def prepare(corpora: Sequence[str], out_dir: str | os.PathLike[str], *, unit: st
 
 
 def build_shard_stored(shard_dir: str | os.PathLike[str], store_root: str | os.PathLike[str],
-                       *, cpus: int, mem_gb: float) -> str:
+                       *, cpus: int, mem_gb: int) -> str:
     """Give ``shard_dir`` its suffix array: the stored build of its content key, else a new
     build (:func:`copyprobe.spans.build.build_shard`), which is then stored. Returns
     ``"reused"`` or ``"built"``."""
