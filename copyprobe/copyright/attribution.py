@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from copyprobe.artifacts import ATTRIBUTION, TableSpec
+from copyprobe.copyright.study import copyright_source
 from copyprobe.spans.attribution import attribute
 from copyprobe.spans.types import SpanLookup
 
@@ -71,7 +72,7 @@ def attribute_responses(generations: pd.DataFrame, manifest: pd.DataFrame,
         raise ValueError(f"responses refer to request_id(s) not in the manifest of "
                          f"{benchmark!r}: {sorted(missing)[:5]}")
     spans, summary = attribute(generations, index, min_words=min_words, max_docs=max_docs,
-                               name=name)
+                               name=name, source=copyright_source(benchmark))
     by_gen = {key: g for key, g in spans.groupby(["request_id", "sample_index"])}
     out = []
     for r in summary.to_dict("records"):

@@ -122,6 +122,8 @@ def attribute_run(generations: pd.DataFrame, prompts: pd.DataFrame, curated: pd.
     missing = set(generations["request_id"]) - set(ready.index)
     if missing:
         raise ValueError(f"generations refer to unknown request_id(s): {sorted(missing)[:5]}")
+    if "source" not in generations.columns:  # a GENERATIONS table: its prompt's source
+        generations = generations.assign(source=generations["request_id"].map(ready["source"]))
     spans, summary = attribute(generations, index, min_words=min_words, max_docs=max_docs,
                                name=name)
     pre = pre_documents(curated)

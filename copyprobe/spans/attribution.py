@@ -28,8 +28,9 @@ import pandas as pd
 from copyprobe.artifacts import ATTRIBUTION, SPANS
 from copyprobe.spans.types import Span, SpanLookup
 
-#: The generation columns :func:`attribute` reads.
-GENERATION_COLUMNS = ("request_id", "model", "source", "sample_index", "status", "text")
+#: The generation columns :func:`attribute` reads (and ``source``, or its ``source=``: a
+#: GENERATIONS table has none, its file is per source).
+GENERATION_COLUMNS = ("request_id", "model", "sample_index", "status", "text")
 
 
 def doc_key(source: str, doc_id: str) -> str:
@@ -70,15 +71,20 @@ def _check_columns(generations: pd.DataFrame) -> None:
 
 
 def attribute(generations: pd.DataFrame, index: SpanLookup, *, min_words: int,
-              max_docs: int, name: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
+              max_docs: int, name: str = "", source: str | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(spans, summary)`` of ``generations`` in ``index`` (named ``name`` in the tables'
     ``index`` column): the :data:`SPANS` and :data:`ATTRIBUTION` tables, in the order of
-    ``generations``."""
+    ``generations``. ``source`` fills the ``source`` column where ``generations`` has none."""
     if min_words < 1:
         raise ValueError(f"min_words must be >= 1, got {min_words}")
     if max_docs < 0:
         raise ValueError(f"max_docs must be >= 0, got {max_docs}")
     _check_columns(generations)
+    if "source" not in generations.columns:
+        if source is None:
+            raise ValueError("generations table has no source column: pass source=")
+        generations = generations.assign(source=source)
     digest = index.digest
     span_rows: list[dict[str, Any]] = []
     summary_rows: list[dict[str, Any]] = []

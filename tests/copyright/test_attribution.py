@@ -37,8 +37,7 @@ def test_materials_coverage_and_own_material():
              "r2": "I cannot help with that request.",
              "r3": "Here: the harbour master kept a log of every ship and more",  # not its own
              "r4": None}
-    gens = pd.DataFrame([{"request_id": r, "model": "m", "source": "copyright.b",
-                          "sample_index": 0, "status": "ok" if t else "failed", "text": t}
+    gens = pd.DataFrame([{"request_id": r, "model": "m", "sample_index": 0, "status": "ok" if t else "failed", "text": t}
                          for r, t in texts.items()])
     spans, att = attribute_responses(gens, manifest, index, min_words=6, max_docs=5,
                                      name="copyright-b", benchmark="b")
@@ -51,6 +50,7 @@ def test_materials_coverage_and_own_material():
     assert not by.loc["r3", "reproduces_own_material"] and by.loc["r3", "own_covered_words"] == 0
     assert by.loc["r4", "status"] == "failed" and by.loc["r4", "materials"] is None
     assert by.loc["r2", "notice_form"] == "image_generic"  # image prompts alike
+    assert set(att["source"]) == {"copyright.b"} and set(spans["source"]) == {"copyright.b"}
 
     table = task_form_table([att]).set_index(["task", "notice_form"])
     rep = table.loc[("repetition", "none")]

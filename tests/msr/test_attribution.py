@@ -50,8 +50,8 @@ def run():
         # echo of its prompt's quotation (also in p2), then p1's reference: a leak
         ("m:q1", "ok", f"{SHARED} xx {words('w', 12, 21)}"),
     ]
-    generations = pd.DataFrame([{"request_id": r, "model": "m", "source": r.split(":")[1][0],
-                                 "sample_index": 0, "status": st, "text": t}
+    generations = pd.DataFrame([{"request_id": r, "model": "m", "sample_index": 0,
+                                 "status": st, "text": t}
                                 for r, st, t in gens])
     curated = pd.DataFrame([{"source": s, "doc_id": d, "split": SPLIT[d], "kept": True}
                             for s, d in DOCS])
@@ -82,6 +82,7 @@ def test_summary_counts_and_the_leak(run):
     assert by.loc["m:q1", "post_to_pre_leak"] and by.loc["m:q1", "leak_docs"] == ["wiki:p1"]
     assert by.loc["m:q1", "longest_cross_doc_words"] == 9
     assert by.loc["m:p2", "status"] == "failed" and pd.isna(by.loc["m:p2", "n_cross_doc"])
+    assert by["source"].to_dict() == {"m:p1": "wiki", "m:p2": "wiki", "m:q1": "ctrl"}
 
 
 def test_the_table_and_its_markdown(run):

@@ -72,5 +72,8 @@ def test_coverage_is_the_union_of_overlapping_spans():
 def test_bad_arguments_are_errors(index):
     with pytest.raises(ValueError, match="min_words"):
         attribute(gens(("r", "ok", "x")), index, min_words=0, max_docs=1)
+    with pytest.raises(ValueError, match="no source column"):
+        attribute(gens(("r", "ok", "x")).drop(columns="source"), index, min_words=3,
+                  max_docs=1)
     with pytest.raises(ValueError, match="lacks column"):
         attribute(pd.DataFrame({"request_id": ["r"]}), index, min_words=3, max_docs=1)

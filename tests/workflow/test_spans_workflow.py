@@ -1,0 +1,143 @@
+"""Span indexes and MSR attribution through Snakemake, on a tiny config whose model is a
+scripted loopback chat server (no model run): the dry run plans one job per shard, the run
+builds a 2-shard index and the attribution table (a cross-document span, an echo of the
+prompt, a post-to-pre leak), and a corpus written again with the same documents builds no
+suffix array again while a changed one rebuilds only the shard that changed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from copyprobe.artifacts import read_table
+from copyprobe.msr.attribution import MSR_ATTRIBUTION, MSR_SPANS
+
+pytestmark = pytest.mark.slow
+
+
+def words(prefix: str, a: int, b: int) -> str:
+    return " ".join(f"{prefix}{i}" for i in range(a, b))
+
+
+#: source -> file -> (published, text): two D_pre documents and one D_post document
+DOCS = {"pre": {"a.txt": ("2020-01-01", words("aa", 0, 60)),
+                "b.txt": ("2020-01-01", words("bb", 0, 60))},
+        "post": {"c.txt": ("2025-01-01", words("cc", 0, 60))}}
+
+
+def answer(body: dict) -> str:
+    shown = " ".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
+    if "aa0 " in shown:  # a: b's words (cross-document), then its own held-out words
+        return f"Here it is: {words('bb', 20, 40)} and {words('aa', 30, 42)}"
+    if "bb0 " in shown:  # b: an echo of its prompt
+        return words("bb", 10, 30)
+    return f"Well. {words('aa', 40, 60)}"  # c (D_post): a's words, a leak
+
+
+def snakemake(wd: Path, *args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=wd,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "SPANS_TEST_KEY": "unused"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return proc.stdout + proc.stderr
+
+
+def shard_logs(wd: Path, index: str) -> dict[str, str]:
+    out = {}
+    for log in sorted((wd / "logs/span_index_shard" / index).glob("*.log")):
+        text = log.read_text()
+        out[log.stem] = "reused" if "reused the stored" in text else (
+            "built" if "built the suffix array" in text else "?")
+    return out
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory, workflow_copy, server_module):
+    wd = workflow_copy(tmp_path_factory.mktemp("spans-wf"), documents=0, folder="unused")
+    for source, files in DOCS.items():
+        (wd / source).mkdir()
+        for name, (_, text) in files.items():
+            (wd / source / name).write_text(text + "\n")
+        pd.DataFrame([{"file": f, "title": f, "published": p} for f, (p, _) in files.items()]
+                     ).to_csv(wd / source / "metadata.csv", index=False)
+    extra = pd.DataFrame({"doc_id": ["x1", "x2", "x3", "x4"],
+                          "text": [words(f"x{k}y", 0, 400) for k in range(4)]})
+    extra.to_parquet(wd / "extra.parquet")
+    with server_module("scripted_chat").ScriptedChatServer(answer, latency=0.0) as srv:
+        cfg = {
+            "cache_dir": str(wd / "cache"),
+            "statistics": {"n_boot": 200},
+            "sources": {s: {"kind": "local", "path": s} for s in DOCS},
+            "datasets": {"d": ["pre", "post"]},
+            "msr": {"n": 2, "attribution": {"index": "msr-ix", "min_words": 8}},
+            "spans": {"indexes": {"msr-ix": {"corpora": ["d"], "shards": 2},
+                                  "extra": {"corpora": ["extra.parquet"], "shards": 2}}},
+            "models": {"api": {"backend": "openai", "base_url": srv.base_url,
+                               "api_key_env": "SPANS_TEST_KEY", "model_id": "scripted",
+                               "cutoff": "2024-06-30"}},
+        }
+        (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+        plan = snakemake(wd, "-n")
+        first = snakemake(wd, "all", "results/spans/extra/index.json")
+    return wd, plan, first
+
+
+def test_the_dry_run_plans_one_job_per_shard(ran):
+    _, plan, _ = ran
+    counts = dict(re.findall(r"^(\w[\w.-]*)\s+(\d+)$", plan, flags=re.MULTILINE))
+    assert counts["span_index_shard"] == "2" and counts["span_index"] == "1"
+    assert counts["span_index_prepare_msr-ix"] == "1" and "span_index_prepare_extra" not in counts
+    assert counts["msr_attribution"] == "1" and counts["msr_attribution_table"] == "1"
+
+
+def test_the_index_and_the_attribution_table(ran):
+    wd, _, _ = ran
+    ix = wd / "results/spans/msr-ix"
+    assert (ix / "index.json").is_file()
+    assert sorted(p.name for p in ix.glob("shard-*")) == ["shard-00000-of-00002",
+                                                         "shard-00001-of-00002"]
+    assert shard_logs(wd, "msr-ix") == {"00000-of-00002": "built", "00001-of-00002": "built"}
+    spans = read_table(wd / "results/attribution/api/main/d/spans.parquet", MSR_SPANS)
+    summary = read_table(wd / "results/attribution/api/main/d/summary.parquet", MSR_ATTRIBUTION)
+    assert len(summary) == 3 and set(summary["status"]) == {"ok"}
+    flags = {r.text.split()[0]: (r.in_prompt, r.cross_doc, r.pre_doc)
+             for r in spans.itertuples()}
+    assert flags == {"bb20": (False, True, True), "aa30": (False, False, False),
+                     "bb10": (True, False, False), "aa40": (False, True, True)}
+    by = summary.set_index("doc_id")
+    assert list(by.loc[by["split"] == "post", "post_to_pre_leak"]) == [True]
+    assert not by.loc[by["split"] == "pre", "post_to_pre_leak"].any()
+    table = pd.read_csv(wd / "results/tables/msr_attribution.csv").set_index("split")
+    assert table.loc["post", "post_to_pre_leaks"] == 1
+    assert table.loc["pre", "cross_doc_spans"] == 1 and table.loc["pre", "in_prompt_spans"] == 1
+    md = (wd / "results/tables/msr_attribution.md").read_text()
+    assert "| d | api | main | post |" in md
+    assert (wd / "results/report/msr/msr_attribution.html").is_file()
+
+
+def test_an_unchanged_corpus_builds_nothing_and_a_changed_shard_rebuilds(ran):
+    wd, _, _ = ran
+    target = "results/spans/extra/index.json"
+    assert shard_logs(wd, "extra") == {"00000-of-00002": "built", "00001-of-00002": "built"}
+    extra = pd.read_parquet(wd / "extra.parquet")
+    extra.to_parquet(wd / "extra.parquet")  # the same documents, a newer file
+    snakemake(wd, target)
+    assert shard_logs(wd, "extra") == {"00000-of-00002": "reused", "00001-of-00002": "reused"}
+    extra.loc[3, "text"] = extra.loc[3, "text"].replace("x3y7 ", "x3z7 ")  # same bytes
+    extra.to_parquet(wd / "extra.parquet")
+    snakemake(wd, target)
+    assert shard_logs(wd, "extra") == {"00000-of-00002": "reused", "00001-of-00002": "built"}
+    from copyprobe.spans.workflow import open_index
+
+    index = open_index(wd / target)
+    try:
+        assert index.count(["x3z7", "x3y8"]) == 1 and index.count(["x3y7"]) == 0
+    finally:
+        index.close()
