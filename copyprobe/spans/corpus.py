@@ -41,13 +41,13 @@ _BATCH_ROWS = 4096
 def _kind(path: Path) -> str:
     if path.is_dir():
         return "folder"
+    if not path.exists():
+        raise SpanIndexError(f"{path}: no such corpus file or folder")
     name = path.name.lower()
     if name.endswith(".parquet"):
         return "parquet"
     if name.endswith(JSONL_SUFFIXES):
         return "jsonl"
-    if not path.exists():
-        raise SpanIndexError(f"{path}: no such corpus file or folder")
     raise SpanIndexError(f"{path}: not a corpus (a .parquet, .jsonl, .jsonl.gz file or a "
                          "folder of .txt/.md files)")
 
