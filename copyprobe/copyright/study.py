@@ -52,7 +52,8 @@ def add_material_indexes(cfg: dict[str, Any]) -> None:
 
     spans = cfg.setdefault("spans", {}).setdefault("indexes", {})
     for name, bench in cfg.get(STUDY, {}).get("benchmarks", {}).items():
-        spans.setdefault(index_name(name), index_entry(bench["materials"]))
+        if all(s in cfg["sources"] for s in bench["materials"]):  # else check_config says so
+            spans.setdefault(index_name(name), index_entry(bench["materials"]))
 
 
 def check_config(cfg: Mapping[str, Any]) -> None:

@@ -1,0 +1,72 @@
+"""The config of span indexes: spans.indexes entries get their defaults, an MSR dataset stands
+for its sources, a copyright benchmark brings copyright-<benchmark>, msr.attribution names a
+configured index, and bad names or corpora are errors naming the key; the rules' inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from copyprobe.config import ConfigError, validate_config
+from copyprobe.spans.inputs import SpanInputs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def cfg() -> dict:
+    raw = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    raw["datasets"]["both"] = ["licences", "controls"]
+    return raw
+
+
+def test_defaults_datasets_and_attribution(cfg, tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    cfg["spans"] = {"indexes": {"ix": {"corpora": ["both", "wikipedia", str(folder)],
+                                       "shards": 3}}}
+    cfg["msr"]["attribution"] = {"index": "ix"}
+    out = validate_config(cfg)
+    # "both" is a dataset (its sources), "wikipedia" a source (also a dataset's name)
+    assert out["spans"]["indexes"]["ix"] == {
+        "corpora": ["licences", "controls", "wikipedia", str(folder)], "unit": "words",
+        "shards": 3, "cpus": 1, "mem_gb": 2}
+    assert out["msr"]["attribution"] == {"index": "ix", "min_words": 8, "max_docs": 5}
+    inputs = SpanInputs(out)
+    assert inputs.corpora("ix") == ["results/corpus/licences.parquet",
+                                    "results/corpus/controls.parquet",
+                                    "results/corpus/wikipedia.parquet", str(folder)]
+    assert inputs.prepared("ix")[:2] == ["results/spans/ix/prepare.json",
+                                         "results/spans/ix/shard-00000-of-00003/tokenized.0"]
+    w = SimpleNamespace(index="ix", shard="00002-of-00003")
+    assert inputs.index_shards(w)[-1] == "results/spans/ix/shard-00002-of-00003/build.json"
+    assert inputs.shard_mem_mb(w) == 2048 and inputs.shard_threads(w) == 1
+
+
+@pytest.mark.parametrize("indexes, attribution, message", [
+    ({"ix": {"corpora": ["nope"]}}, None, r"'spans\.indexes\.ix\.corpora\.0': 'nope' is neither"),
+    ({"my-tables": {"corpora": ["licences"]}}, None, r"may not contain 'table'"),
+    ({"a b": {"corpora": ["licences"]}}, None, r"'spans\.indexes\.a b': names may use"),
+    ({"ix": {"corpora": []}}, None, r"spans\.indexes\.ix\.corpora"),
+    ({"ix": {"corpora": ["licences"], "unit": "bytes"}}, None, r"spans\.indexes\.ix\.unit"),
+    ({}, {"index": "ix"}, r"'msr\.attribution\.index': no span index 'ix'"),
+])
+def test_errors_name_the_key(cfg, indexes, attribution, message):
+    cfg["spans"] = {"indexes": indexes}
+    cfg["msr"]["attribution"] = attribution
+    with pytest.raises(ConfigError, match=message):
+        validate_config(cfg)
+
+
+def test_a_copyright_benchmark_brings_its_index_unless_given():
+    raw = yaml.safe_load((ROOT / "config" / "copyright_demo.yaml").read_text())
+    out = validate_config(raw)
+    bench = next(iter(out["copyright"]["benchmarks"]))
+    materials = out["copyright"]["benchmarks"][bench]["materials"]
+    assert out["spans"]["indexes"][f"copyright-{bench}"]["corpora"] == materials
+    assert out["copyright"]["attribution"] is None  # off unless asked for
+    raw["spans"] = {"indexes": {f"copyright-{bench}": {"corpora": materials, "shards": 2}}}
+    assert validate_config(raw)["spans"]["indexes"][f"copyright-{bench}"]["shards"] == 2
