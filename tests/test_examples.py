@@ -141,3 +141,29 @@ def test_extraction_example_plans_every_model_on_every_book_source(tmp_path, wor
     scored = set(re.findall(r"results/extraction/windows/([\w.-]+)/([\w.-]+)\.parquet", out))
     sources = {"gutenberg", "openstax_pre", "openstax_post"}
     assert scored == {(m, s) for m in cfg["models"] for s in sources}
+
+
+ATTRIBUTION = ROOT / "config" / "examples" / "attribution.yaml"
+
+
+@pytest.mark.slow
+def test_attribution_example_plans_the_indexes_and_both_studies_attribution(tmp_path,
+                                                                             workflow_copy):
+    """The attribution example validates (the copyright benchmark brings copyright-docs) and
+    plans one suffix-array job per shard of each index, one attribution per MSR run and per
+    copyright model, and both tables."""
+    cfg = load_config(ATTRIBUTION)
+    assert set(cfg["spans"]["indexes"]) == {"msr-corpus", "copyright-docs"}
+    wd = workflow_copy(tmp_path, documents=1, folder="unused")
+    shutil.copy(ATTRIBUTION, wd / "config" / "attribution.yaml")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
+         "config/attribution.yaml", "--replace-workflow-config"],
+        cwd=wd, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    counts = dict(re.findall(r"^(\w[\w.-]*)\s+(\d+)$", out, flags=re.MULTILINE))
+    assert counts["span_index_shard"] == "3" and counts["span_index"] == "2"
+    assert counts["msr_attribution"] == "2"  # one model x two datasets
+    assert counts["copyright_attribution"] == "1" and counts["msr_attribution_table"] == "1"
+    assert "results/copyright/docs/tables/attribution_smollm2-ocr-cascade.md" in out
