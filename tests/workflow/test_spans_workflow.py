@@ -1,9 +1,11 @@
 """Span indexes and MSR attribution through Snakemake, on a tiny config whose model is a
 scripted loopback chat server (no model run): the run plans one job per shard, builds a
 2-shard index and the attribution table (a cross-document span, an echo of the prompt, a
-post-to-pre leak); then one document changes, its source is collected again (a new corpus
-file, new retrieval times) and the index rebuilds the suffix array of that document's shard
-only: the other shard's documents are the same, and its stored build is reused."""
+post-to-pre leak) and a copyright benchmark's attribution over its implicit index (the
+responses reproduce their material); then one document changes, its source is collected again
+(a new corpus file, new retrieval times) and the index rebuilds the suffix array of that
+document's shard only: the other shard's documents are the same, and its stored build is
+reused."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 import yaml
 
 from copyprobe.artifacts import read_table
+from copyprobe.copyright.attribution import COPYRIGHT_ATTRIBUTION
 from copyprobe.msr.attribution import MSR_ATTRIBUTION, MSR_SPANS
 
 pytestmark = pytest.mark.slow
@@ -27,14 +30,20 @@ def words(prefix: str, a: int, b: int) -> str:
     return " ".join(f"{prefix}{i}" for i in range(a, b))
 
 
-#: source -> file -> (published, text): two D_pre documents and one D_post document
-DOCS = {"pre": {"a.txt": ("2020-01-01", words("aa", 0, 60)),
-                "b.txt": ("2020-01-01", words("bb", 0, 60))},
-        "post": {"c.txt": ("2025-01-01", words("cc", 0, 60))}}
+#: file -> (published, text): two D_pre documents and one D_post document of one source, which
+#: are the copyright benchmark's materials too
+DOCS = {"a.txt": ("2020-01-01", words("aa", 0, 60)),
+        "b.txt": ("2020-01-01", words("bb", 0, 60)),
+        "c.txt": ("2025-01-01", words("cc", 0, 60))}
 
 
 def answer(body: dict) -> str:
-    shown = " ".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
+    messages = body["messages"]
+    shown = " ".join(m["content"] if isinstance(m["content"], str)
+                     else " ".join(p.get("text", "") for p in m["content"]) for m in messages)
+    if all(m["role"] != "system" for m in messages):  # a copyright request: its material
+        prefix = next(p for p in ("aa", "bb", "cc") if f"{p}0 " in shown)
+        return f"Sure. {words(prefix, 0, 20)}"
     if "aa0 " in shown:  # a: b's words (cross-document), then its own held-out words
         return f"Here it is: {words('bb', 20, 40)} and {words('aa', 30, 42)}"
     if "bb0 " in shown:  # b: an echo of its prompt
@@ -62,34 +71,40 @@ def shard_logs(wd: Path, index: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory, workflow_copy, server_module):
     wd = workflow_copy(tmp_path_factory.mktemp("spans-wf"), documents=0, folder="unused")
-    for source, files in DOCS.items():
-        (wd / source).mkdir()
-        for name, (_, text) in files.items():
-            (wd / source / name).write_text(text + "\n")
-        pd.DataFrame([{"file": f, "title": f, "published": p} for f, (p, _) in files.items()]
-                     ).to_csv(wd / source / "metadata.csv", index=False)
+    (wd / "docs").mkdir()
+    for name, (_, text) in DOCS.items():
+        (wd / "docs" / name).write_text(text + "\n")
+    pd.DataFrame([{"file": f, "title": f, "published": p} for f, (p, _) in DOCS.items()]
+                 ).to_csv(wd / "docs" / "metadata.csv", index=False)
     with server_module("scripted_chat").ScriptedChatServer(answer, latency=0.0) as srv:
         cfg = {
             "cache_dir": str(wd / "cache"),
             "statistics": {"n_boot": 200},
-            "sources": {s: {"kind": "local", "path": s} for s in DOCS},
-            "datasets": {"d": ["pre", "post"]},
+            "sources": {"docs": {"kind": "local", "path": "docs"}},
+            "datasets": {"d": ["docs"]},
+            "copyright": {"benchmarks": {"b": {"materials": ["docs"], "per_task": 1,
+                                               "benign": False, "forms": ["none"],
+                                               "images": False}},
+                          "attribution": {"min_words": 8}},
             "msr": {"n": 2, "attribution": {"index": "msr-ix", "min_words": 8}},
             "spans": {"indexes": {"msr-ix": {"corpora": ["d"], "shards": 2}}},
             "models": {"api": {"backend": "openai", "base_url": srv.base_url,
                                "api_key_env": "SPANS_TEST_KEY", "model_id": "scripted",
-                               "cutoff": "2024-06-30"}},
+                               "cutoff": "2024-06-30", "studies": ["msr", "copyright"]}},
         }
         (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
-        first = snakemake(wd, "results/tables/msr_attribution.md")
+        first = snakemake(wd, "results/tables/msr_attribution.md",
+                          "results/copyright/b/tables/attribution_api.md")
     return wd, first
 
 
 def test_the_run_plans_one_job_per_shard(ran):
     _, first = ran
     counts = dict(re.findall(r"^(\w[\w.-]*)\s+(\d+)$", first, flags=re.MULTILINE))
-    assert counts["span_index_shard"] == "2" and counts["span_index"] == "1"
+    # msr-ix's two shards and copyright-b's one
+    assert counts["span_index_shard"] == "3" and counts["span_index"] == "2"
     assert counts["span_index_prepare_msr-ix"] == "1"
+    assert counts["span_index_prepare_copyright-b"] == "1"
     assert counts["msr_attribution"] == "1" and counts["msr_attribution_table"] == "1"
 
 
@@ -117,14 +132,26 @@ def test_the_index_and_the_attribution_table(ran):
     assert "| d | api | main | post |" in md
 
 
+def test_copyright_attribution_over_the_benchmarks_index(ran):
+    wd, _ = ran
+    att = read_table(wd / "results/copyright/b/attribution/api/summary.parquet",
+                     COPYRIGHT_ATTRIBUTION)
+    assert len(att) == 12 and set(att["status"]) == {"ok"}  # 3 materials x 4 tasks
+    assert att["reproduces_own_material"].all()
+    assert (att["materials"].map(list) == att["material_id"].map(lambda m: [m])).all()
+    assert (att["coverage"] == 20 / 21).all() and set(att["index"]) == {"copyright-b"}
+    md = (wd / "results/copyright/b/tables/attribution_api.md").read_text()
+    assert "| repetition | none | 3 | 0 | 3 | 1.000 | 1.000 |" in md
+
+
 def test_only_the_changed_shard_is_built_again(ran):
     wd, _ = ran
     ix = wd / "results/spans/msr-ix"
     assert shard_logs(wd, "msr-ix") == {"00000-of-00002": "built", "00001-of-00002": "built"}
-    holder = {s.name.removeprefix("shard-"): set(pd.read_parquet(s / "docs.parquet")["source"])
+    holder = {s.name.removeprefix("shard-"): set(pd.read_parquet(s / "docs.parquet")["title"])
               for s in ix.glob("shard-*")}
-    changed = next(name for name, sources in holder.items() if "post" in sources)
-    c = wd / "post" / "c.txt"
+    changed = next(name for name, titles in holder.items() if "c.txt" in titles)
+    c = wd / "docs" / "c.txt"
     c.write_text(c.read_text().replace("cc7 ", "cz7 "))  # the same length: the same cuts
     out = snakemake(wd, "results/spans/msr-ix/index.json")
     assert "collect_corpus" in out and "build_prompts" not in out
