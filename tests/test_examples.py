@@ -146,6 +146,18 @@ def test_extraction_example_plans_every_model_on_every_book_source(tmp_path, wor
 ATTRIBUTION = ROOT / "config" / "examples" / "attribution.yaml"
 
 
+def _plan_only(wd: Path, example: Path) -> str:
+    """The dry run of ``example`` alone in the workflow copy ``wd`` (its output)."""
+    shutil.copy(example, wd / "config" / example.name)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1",
+                           "--configfile", f"config/{example.name}",
+                           "--replace-workflow-config"],
+                          cwd=wd, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    return out
+
+
 @pytest.mark.slow
 def test_attribution_example_plans_the_indexes_and_both_studies_attribution(tmp_path,
                                                                              workflow_copy):
@@ -155,13 +167,7 @@ def test_attribution_example_plans_the_indexes_and_both_studies_attribution(tmp_
     cfg = load_config(ATTRIBUTION)
     assert set(cfg["spans"]["indexes"]) == {"msr-corpus", "copyright-docs"}
     wd = workflow_copy(tmp_path, documents=1, folder="unused")
-    shutil.copy(ATTRIBUTION, wd / "config" / "attribution.yaml")
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
-         "config/attribution.yaml", "--replace-workflow-config"],
-        cwd=wd, capture_output=True, text=True, timeout=300)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
+    out = _plan_only(wd, ATTRIBUTION)
     counts = dict(re.findall(r"^(\w[\w.-]*)\s+(\d+)$", out, flags=re.MULTILINE))
     assert counts["span_index_shard"] == "3" and counts["span_index"] == "2"
     assert counts["msr_attribution"] == "2"  # one model x two datasets

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from copyprobe.artifacts import ATTRIBUTION, TableSpec
 from copyprobe.copyright.study import copyright_source
-from copyprobe.spans.attribution import attribute
+from copyprobe.spans.attribution import attribute, covered_words
 from copyprobe.spans.types import SpanLookup
 
 #: The manifest columns carried into the attribution table.
@@ -50,15 +50,9 @@ COPYRIGHT_ATTRIBUTION = TableSpec(
 
 
 def _own_covered(spans: pd.DataFrame, own: str) -> int:
-    covered, end = 0, 0
-    for s in spans.sort_values("word_start").itertuples():
-        if not any(d["doc_id"] == own for d in s.docs):
-            continue
-        start = max(s.word_start, end)
-        if s.word_end > start:
-            covered += s.word_end - start
-            end = s.word_end
-    return covered
+    """Words of the response inside spans found in the material ``own``."""
+    return covered_words(s for s in spans.itertuples()
+                         if any(d["doc_id"] == own for d in s.docs))
 
 
 def attribute_responses(generations: pd.DataFrame, manifest: pd.DataFrame,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -38,8 +38,9 @@ def doc_key(source: str, doc_id: str) -> str:
     return f"{source}:{doc_id}"
 
 
-def covered_words(spans: Sequence[Span]) -> int:
-    """Words inside at least one span (the union of their word ranges)."""
+def covered_words(spans: Iterable[Any]) -> int:
+    """Words inside at least one span (the union of their word ranges): of spans,
+    or of anything with ``word_start`` and ``word_end`` (rows of a SPANS table)."""
     covered = 0
     end = 0
     for s in sorted(spans, key=lambda s: s.word_start):

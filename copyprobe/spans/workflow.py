@@ -17,7 +17,6 @@ which validates every file) before its manifest counts as made.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -26,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from copyprobe.models import sha256_file
 from copyprobe.spans.paths import SA_FILES, STEP1_FILES
 from copyprobe.spans.types import SpanIndexError
 from copyprobe.store import KeyedStore, content_key
@@ -34,14 +34,6 @@ log = logging.getLogger(__name__)
 
 #: Bumped when what a stored build holds, or how it is keyed, changes.
 FORMAT = 1
-
-
-def _sha256_file(path: Path, block: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(block):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _engine_version() -> str:
@@ -57,7 +49,7 @@ def shard_key(shard_dir: str | os.PathLike[str]) -> str:
     if not tokenized.is_file():
         raise SpanIndexError(f"{tokenized}: missing (rule span_index_prepare writes it)")
     return content_key({"format": FORMAT, "infini_gram": _engine_version(),
-                        "tokenized_sha256": _sha256_file(tokenized)})
+                        "tokenized_sha256": sha256_file(tokenized)})
 
 
 def _place(src: Path, dst: Path) -> None:

@@ -37,7 +37,8 @@ def test_materials_coverage_and_own_material():
              "r2": "I cannot help with that request.",
              "r3": "Here: the harbour master kept a log of every ship and more",  # not its own
              "r4": None}
-    gens = pd.DataFrame([{"request_id": r, "model": "m", "sample_index": 0, "status": "ok" if t else "failed", "text": t}
+    gens = pd.DataFrame([{"request_id": r, "model": "m", "sample_index": 0,
+                          "status": "ok" if t else "failed", "text": t}
                          for r, t in texts.items()])
     spans, att = attribute_responses(gens, manifest, index, min_words=6, max_docs=5,
                                      name="copyright-b", benchmark="b")
