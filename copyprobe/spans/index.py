@@ -4,7 +4,7 @@
 2.6.0 is compiled without its C++ asserts, so a missing or truncated file would otherwise be
 read out of bounds or answer 0 for every query (never a silent empty result here). Checked:
 the manifest (``index.json``: format, unit, normaliser version, token type), every shard's
-files (exactly :data:`~copyprobe.spans.build.SHARD_FILES`; a stray file such as
+files (exactly :data:`~copyprobe.spans.layout.SHARD_FILES`; a stray file such as
 ``offsets.parquet`` would be taken for one of the engine's by its name), their sizes against
 the manifest (``table.0`` = ptr_size x ``tokenized.0``, ``offset.0`` = ``metaoff.0`` = 8 x
 n_docs = 8 x rows of ``docs.parquet``), the first byte (the 0xFF separator), with ``verify``
@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from copyprobe.spans import build
+from copyprobe.spans import layout
+from copyprobe.spans.find import find_spans
 from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_query, tokenize
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 
@@ -77,14 +78,14 @@ class _Shard:
 
     def doc_table(self):
         if self.docs is None:
-            self.docs = pq.read_table(self.path / build.DOCS,
+            self.docs = pq.read_table(self.path / layout.DOCS,
                                       columns=["source", "doc_id", "title", "url"])
         return self.docs
 
 
 def _links(paths: list[Path]) -> tuple[Path, list[str]]:
     """A neutral temporary folder holding one symlink per shard folder."""
-    folder = build._neutral_dir()
+    folder = layout.neutral_dir()
     out = []
     for k, p in enumerate(paths):
         link = folder / f"s{k:05d}"
@@ -124,7 +125,7 @@ class SpanIndex:
         from infini_gram.engine import InfiniGramEngine
 
         root = Path(path).resolve()
-        mpath = Path(manifest_path) if manifest_path else root / build.MANIFEST
+        mpath = Path(manifest_path) if manifest_path else root / layout.MANIFEST
         manifest = _read_manifest(mpath, unit)
         folders = [_check_shard(root, s, mpath, verify) for s in manifest["shards"]]
         link_dir, links = _links(folders)
@@ -142,7 +143,7 @@ class SpanIndex:
                 tok=np.memmap(folder / "tokenized.0", dtype=np.uint8, mode="r"),
                 table=np.memmap(folder / "table.0", dtype=np.uint8, mode="r"),
                 offsets=np.memmap(folder / "offset.0", dtype=np.uint64, mode="r"),
-                ptr_size=build.ptr_size(s["bytes"]), first_doc_ix=s["first_doc_ix"],
+                ptr_size=layout.ptr_size(s["bytes"]), first_doc_ix=s["first_doc_ix"],
                 n_docs=s["n_docs"]))
         index = cls(root, manifest, engine, shards)
         index._check_engine(mpath)
@@ -272,8 +273,6 @@ class SpanIndex:
 
     def find_spans(self, text: str, *, min_words: int, max_docs: int = 5,
                    scan_cap: int = 10_000) -> list[Span]:
-        from copyprobe.spans.find import find_spans
-
         return find_spans(self, text, min_words=min_words, max_docs=max_docs,
                           scan_cap=scan_cap)
 
@@ -305,11 +304,11 @@ def _read_manifest(path: Path, unit: str | None) -> dict:
         m = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SpanIndexError(f"{path}: unreadable span-index manifest ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != build.FORMAT:
+    if not isinstance(m, dict) or m.get("format") != layout.FORMAT:
         raise SpanIndexError(f"{path}: not a copyprobe span-index manifest")
-    if m.get("format_version") != build.FORMAT_VERSION:
+    if m.get("format_version") != layout.FORMAT_VERSION:
         raise SpanIndexError(f"{path}: span-index format version {m.get('format_version')!r}; "
-                             f"this copyprobe reads {build.FORMAT_VERSION} (rebuild it)")
+                             f"this copyprobe reads {layout.FORMAT_VERSION} (rebuild it)")
     for key in ("unit", "normalizer_version", "token_dtype", "digest", "n_docs", "shards"):
         if key not in m:
             raise SpanIndexError(f"{path}: the manifest has no {key!r}")
@@ -321,9 +320,9 @@ def _read_manifest(path: Path, unit: str | None) -> dict:
         raise SpanIndexError(f"{path}: the index was built with normaliser version "
                              f"{m['normalizer_version']}, this copyprobe tokenizes with "
                              f"{NORMALIZER_VERSION} (rebuild it)")
-    if m["token_dtype"] != build.TOKEN_DTYPE:
+    if m["token_dtype"] != layout.TOKEN_DTYPE:
         raise SpanIndexError(f"{path}: token_dtype {m['token_dtype']!r}, only "
-                             f"{build.TOKEN_DTYPE!r} is read")
+                             f"{layout.TOKEN_DTYPE!r} is read")
     if not m["shards"]:
         raise SpanIndexError(f"{path}: the manifest lists no shard")
     return m
@@ -334,17 +333,17 @@ def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
     if not folder.is_dir():
         raise SpanIndexError(f"{folder}: missing shard folder (listed in {mpath})")
     names = {p.name for p in folder.iterdir()}
-    for name in build.SHARD_FILES:
+    for name in layout.SHARD_FILES:
         if name not in names:
             raise SpanIndexError(f"{folder / name}: missing")
-    extra = sorted(names - set(build.SHARD_FILES))
+    extra = sorted(names - set(layout.SHARD_FILES))
     if extra:
-        kinds = [e for e in extra if any(k in e for k in build.ENGINE_KEYWORDS)]
+        kinds = [e for e in extra if any(k in e for k in layout.ENGINE_KEYWORDS)]
         why = (" (infini-gram would read it as one of its own files)" if kinds else "")
         raise SpanIndexError(f"{folder / extra[0]}: unexpected file in a span-index shard"
-                             f"{why}; a shard holds exactly {', '.join(build.SHARD_FILES)}")
+                             f"{why}; a shard holds exactly {', '.join(layout.SHARD_FILES)}")
     n_bytes, n_docs = int(s["bytes"]), int(s["n_docs"])
-    sizes = {"tokenized.0": n_bytes, "table.0": build.ptr_size(n_bytes) * n_bytes,
+    sizes = {"tokenized.0": n_bytes, "table.0": layout.ptr_size(n_bytes) * n_bytes,
              "offset.0": 8 * n_docs, "metaoff.0": 8 * n_docs}
     for name, want in sizes.items():
         got = (folder / name).stat().st_size
@@ -352,21 +351,21 @@ def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
             raise SpanIndexError(f"{folder / name}: {got} bytes, expected {want} (truncated "
                                  "or from another build)")
     with open(folder / "tokenized.0", "rb") as fh:
-        if fh.read(1) != build.DOC_SEP:
+        if fh.read(1) != layout.DOC_SEP:
             raise SpanIndexError(f"{folder / 'tokenized.0'}: does not start with a document "
                                  "separator (0xFF)")
     try:
-        rows = pq.ParquetFile(folder / build.DOCS).metadata.num_rows
+        rows = pq.ParquetFile(folder / layout.DOCS).metadata.num_rows
     except Exception as exc:  # not Parquet
-        raise SpanIndexError(f"{folder / build.DOCS}: unreadable ({exc})") from None
+        raise SpanIndexError(f"{folder / layout.DOCS}: unreadable ({exc})") from None
     if rows != n_docs:
-        raise SpanIndexError(f"{folder / build.DOCS}: {rows} rows, expected {n_docs}")
+        raise SpanIndexError(f"{folder / layout.DOCS}: {rows} rows, expected {n_docs}")
     if verify:
         sums = s.get("sha256")
         if not sums:
             raise SpanIndexError(f"{mpath}: no checksums recorded for {s['dir']} "
                                  "(built without them); cannot verify")
         for name, want in sums.items():
-            if build._sha256(folder / name) != want:
+            if layout.sha256(folder / name) != want:
                 raise SpanIndexError(f"{folder / name}: sha256 differs from the manifest")
     return folder
