@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_CAP_WORDS", "Searchable", "find_spans"]
 
 
 class _Shard(Protocol):
-    def lcp(self, rank: int, query: np.ndarray) -> int: ...
+    def lcp(self, rank: int, query: bytes) -> int: ...
 
 
 class Searchable(Protocol):
@@ -75,8 +75,7 @@ def _layout(tokens: list[str]) -> tuple[bytes, list[int]]:
     return b" " + b" ".join(parts) + b" ", pos
 
 
-def _reach(index: Searchable, buf: bytes, arr: np.ndarray, pos: list[int], i: int,
-           cap: list[int]) -> int:
+def _reach(index: Searchable, buf: bytes, pos: list[int], i: int, cap: list[int]) -> int:
     """``j(i)``: the end of the longest run of words from ``i`` that occurs in the index."""
     n = len(pos) - 1
     while True:
@@ -88,10 +87,9 @@ def _reach(index: Searchable, buf: bytes, arr: np.ndarray, pos: list[int], i: in
                 return n
             cap[0] *= 2  # the whole capped query occurs: look further
             continue
-        qa = arr[pos[i]:pos[end] + 1]
         m = 0
         for sh, (lo, _) in zip(index.shards, segs, strict=True):
-            m = max(m, sh.lcp(lo - 1, qa), sh.lcp(lo, qa))
+            m = max(m, sh.lcp(lo - 1, q), sh.lcp(lo, q))
         return i + q[1:m].count(b" ")
 
 
@@ -112,14 +110,13 @@ def find_spans(index: Searchable, text: str, *, min_words: int, max_docs: int = 
     if n < min_words:
         return []
     buf, pos = _layout(t)
-    arr = np.frombuffer(buf, dtype=np.uint8)
     cap = [cap_words]
     spans: list[Span] = []
     prev = 0
     for i in range(n - min_words + 1):
         if prev == n:
             break  # every later j(i) is n too: nothing maximal starts after i
-        j = max(_reach(index, buf, arr, pos, i, cap), i)
+        j = max(_reach(index, buf, pos, i, cap), i)
         if j > prev and j - i >= min_words:
             spans.append(_span(index, toks, buf, pos, i, j, max_docs, scan_cap))
         prev = max(prev, j)

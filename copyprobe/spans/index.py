@@ -20,10 +20,11 @@ longest common prefixes the span search needs (:mod:`~copyprobe.spans.find`).
 
 from __future__ import annotations
 
+import bisect
 import json
+import mmap
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,25 +35,61 @@ from copyprobe.spans.find import find_spans
 from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_query, tokenize
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 
-__all__ = ["SpanIndex"]
+__all__ = ["SEARCHES", "SpanIndex"]
+
+#: how :meth:`SpanIndex.segments` finds a query's ranks
+SEARCHES = ("mmap", "engine")
 
 
-@dataclass
+class _Keys:
+    """Rank ``r`` -> the first ``width`` bytes of the suffix at rank ``r``: a sequence
+    :mod:`bisect` searches (its loop runs in C, one ``__getitem__`` per step)."""
+
+    __slots__ = ("_tok", "_table", "_ps", "_n", "_width")
+
+    def __init__(self, shard: _Shard, width: int):
+        self._tok, self._table, self._ps = shard.raw_tok, shard.raw_table, shard.ptr_size
+        self._n, self._width = shard.n_bytes, width
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, r: int) -> bytes:
+        ps = self._ps
+        p = int.from_bytes(self._table[r * ps:r * ps + ps], "little")
+        return self._tok[p:p + self._width]
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo], a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 class _Shard:
-    """One shard's memory maps and document table."""
+    """One shard: its files memory-mapped (as bytes for the searches, as numpy arrays for
+    the bulk reads) and its document table."""
 
-    path: Path
-    tok: np.ndarray  # uint8, tokenized.0
-    table: np.ndarray  # uint8, table.0 (ptr_size bytes per rank, little-endian)
-    offsets: np.ndarray  # uint64, offset.0 (position of each document's 0xFF)
-    ptr_size: int
-    first_doc_ix: int
-    n_docs: int
-    docs: object = None  # pyarrow Table of docs.parquet, read on first use
-
-    @property
-    def n_bytes(self) -> int:
-        return len(self.tok)
+    def __init__(self, path: Path, ptr_size: int, first_doc_ix: int, n_docs: int):
+        self.path, self.ptr_size = path, ptr_size
+        self.first_doc_ix, self.n_docs = first_doc_ix, n_docs
+        self.raw_tok = _map(path / "tokenized.0")
+        self.raw_table = _map(path / "table.0")
+        #: uint8 views of tokenized.0 and table.0, the documents' offsets (uint64)
+        self.tok = np.frombuffer(self.raw_tok, dtype=np.uint8)
+        self.table = np.frombuffer(self.raw_table, dtype=np.uint8)
+        self.offsets = np.frombuffer(_map(path / "offset.0"), dtype=np.uint64)
+        self.n_bytes = len(self.raw_tok)
+        self._docs = None
 
     def ptrs(self, lo: int, hi: int) -> np.ndarray:
         """The pointers (byte offsets in ``tok``) of ranks ``lo .. hi-1``."""
@@ -62,25 +99,31 @@ class _Shard:
             out |= raw[:, k].astype(np.uint64) << np.uint64(8 * k)
         return out
 
-    def ptr(self, rank: int) -> int:
-        return int.from_bytes(
-            self.table[rank * self.ptr_size:(rank + 1) * self.ptr_size].tobytes(), "little")
+    def search(self, query: bytes) -> tuple[int, int]:
+        """``(lo, hi)``: the ranks of the suffixes starting with ``query`` (a binary search
+        of the memory maps, no engine call; ``lo == hi`` on a miss, the insertion rank)."""
+        keys = _Keys(self, len(query))
+        lo = bisect.bisect_left(keys, query)
+        if lo == self.n_bytes or keys[lo] != query:
+            return lo, lo
+        return lo, bisect.bisect_right(keys, query, lo)
 
-    def lcp(self, rank: int, query: np.ndarray) -> int:
+    def lcp(self, rank: int, query: bytes) -> int:
         """Bytes ``query`` shares with the suffix at ``rank`` (0 outside the shard)."""
-        if not 0 <= rank < len(self.tok):
+        if not 0 <= rank < self.n_bytes:
             return 0
-        p = self.ptr(rank)
-        seg = self.tok[p:p + len(query)]
-        n = len(seg)
-        diff = np.flatnonzero(seg != query[:n])
-        return int(diff[0]) if len(diff) else n
+        return _common_prefix(_Keys(self, len(query))[rank], query)
 
     def doc_table(self):
-        if self.docs is None:
-            self.docs = pq.read_table(self.path / layout.DOCS,
-                                      columns=["source", "doc_id", "title", "url"])
-        return self.docs
+        if self._docs is None:
+            self._docs = pq.read_table(self.path / layout.DOCS,
+                                       columns=["source", "doc_id", "title", "url"])
+        return self._docs
+
+
+def _map(path: Path) -> mmap.mmap:
+    with open(path, "rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _links(paths: list[Path]) -> tuple[Path, list[str]]:
@@ -102,7 +145,11 @@ class SpanIndex:
     (also as a context manager). Queries may run from several threads (the engine releases
     the GIL)."""
 
-    def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard]):
+    def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard],
+                 search: str = "mmap"):
+        if search not in SEARCHES:
+            raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
+        self._search = search
         self.path = path
         self.manifest = manifest
         self._engine = engine
@@ -112,11 +159,12 @@ class SpanIndex:
     # -- opening ------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, *, unit: str | None = None, verify: bool = False,
-             manifest_path: str | Path | None = None) -> SpanIndex:
+             search: str = "mmap", manifest_path: str | Path | None = None) -> SpanIndex:
         """Validate and open the index in ``path`` (a folder with ``index.json``).
 
         ``unit``: the unit the caller tokenizes in (the configured one); an index built in
         another is an error. ``verify``: also compare every file's sha256 with the manifest.
+        ``search``: how :meth:`segments` searches (``mmap`` or ``engine``; the same answers).
         ``manifest_path``: read the manifest from there instead (the build's last step
         validates before it publishes ``index.json``)."""
         from copyprobe.extras import require
@@ -136,16 +184,9 @@ class SpanIndex:
                                       od_prefetch_depth=0)
         finally:  # the engine has mapped its files and closed them: links are not needed
             shutil.rmtree(link_dir, ignore_errors=True)
-        shards = []
-        for folder, s in zip(folders, manifest["shards"], strict=True):
-            shards.append(_Shard(
-                path=folder,
-                tok=np.memmap(folder / "tokenized.0", dtype=np.uint8, mode="r"),
-                table=np.memmap(folder / "table.0", dtype=np.uint8, mode="r"),
-                offsets=np.memmap(folder / "offset.0", dtype=np.uint64, mode="r"),
-                ptr_size=layout.ptr_size(s["bytes"]), first_doc_ix=s["first_doc_ix"],
-                n_docs=s["n_docs"]))
-        index = cls(root, manifest, engine, shards)
+        shards = [_Shard(folder, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"])
+                  for folder, s in zip(folders, manifest["shards"], strict=True)]
+        index = cls(root, manifest, engine, shards, search)
         index._check_engine(mpath)
         return index
 
@@ -192,9 +233,12 @@ class SpanIndex:
 
     def segments(self, query: bytes) -> list[tuple[int, int]]:
         """``(lo, hi)`` rank range of ``query`` in each shard; on a miss ``lo == hi`` is the
-        rank it would be inserted at. (The engine's raw ``find``: ``query`` is bytes, so
-        every id is below 256 and the Python validator's per-byte loop is skipped.)"""
+        rank it would be inserted at. ``search="mmap"``: a binary search of the memory maps
+        per shard; ``"engine"``: the engine's raw ``find`` (``query`` is bytes, so every id
+        is below 256 and the Python validator's per-byte loop is skipped)."""
         self._require_open()
+        if self._search == "mmap":
+            return [sh.search(query) for sh in self._shards]
         res = self._engine.engine.find(input_ids=list(query))
         segs = [(int(lo), int(hi)) for lo, hi in res.segment_by_shard]
         if len(segs) != len(self._shards):
