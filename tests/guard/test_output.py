@@ -410,3 +410,114 @@ def test_non_streaming_answers_are_rewritten_per_choice():
     assert out["choices"][1] == {"index": 1, "message": {"role": "assistant",
                                                          "content": "fine"},
                                  "finish_reason": "stop"}
+
+
+# -- the proxy in front of a streaming upstream -------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def reciting_upstream(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """benchmarks/loopback_server.py (its own process, 127.0.0.1) answering every request with
+    ANSWER, streamed in deltas of 4 characters."""
+    import subprocess
+    import sys
+
+    answer = tmp_path_factory.mktemp("upstream") / "answer.txt"
+    answer.write_text(ANSWER, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "loopback_server.py"),
+                             "--latency", "0", "--answer-file", str(answer),
+                             "--chunk-chars", "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def output_proxy(reciting_upstream: str, tmp_path: Path) -> Any:
+    import threading
+
+    from copyprobe.guard.serve import ProxySettings, make_server
+
+    made = []
+
+    def make(action: str) -> str:
+        block = {"input": False, "output": {"min_words": L, "action": action}}
+        settings = ProxySettings(upstream=reciting_upstream, guard=block, port=0,
+                                 cache_dir=str(tmp_path / "guard"))
+        guard = Guard(block, components={"output": OutputGuard(INDEX, min_words=L,
+                                                               action=action)}).build()
+        server = make_server(settings, guard)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
+        made.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield make
+    for s in made:
+        s.shutdown()
+        s.server_close()
+
+
+def _post(url: str, body: dict) -> tuple[int, dict[str, str], bytes]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    try:
+        conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        conn.close()
+
+
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "Sing song A."}]}
+
+
+def test_proxy_stream_reciting_a_protected_passage_ends_with_content_filter(output_proxy: Any):
+    url = output_proxy("truncate")
+    status, headers, raw = _post(url, {**REQUEST, "stream": True})
+    assert status == 200 and headers["Content-Type"] == "text/event-stream"
+    text, finals, done = _parse(raw)
+    assert text == {0: BEFORE} and done and raw.endswith(b"data: [DONE]\n\n")
+    (final,) = finals
+    info = final["copyguard"]
+    assert (info["action"], info["words"], info["count"]) == ("truncate", L, 1)
+    assert info["span_text"] == " ".join(_expected_span_words())
+    assert info["docs"] == [{"source": "lyrics", "doc_id": "song-a", "title": "Song A"}]
+    assert info["message"].startswith("I can't provide this answer")
+    # no word of the passage reaches the client as content, and past its first L words
+    # (named in copyguard.span_text) none at all
+    assert not set(DOC_A[10:25]) & set(tokenize(text[0], "words").tokens)
+    assert not set(DOC_A[10 + L:25]) - set(DOC_A[10:10 + L]) & set(
+        tokenize(raw.decode(), "words").tokens)
+
+    # block, read with the openai client: the stream ends with the block message
+    import openai
+
+    client = openai.OpenAI(base_url=f"{output_proxy('block')}/v1", api_key="k", max_retries=0,
+                           timeout=10)
+    chunks = list(client.chat.completions.create(stream=True, **REQUEST))
+    assert chunks[-1].choices[0].finish_reason == "content_filter"
+    said = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert BEFORE.startswith(said[:len(said) - len(chunks[-1].choices[0].delta.content)])
+    assert chunks[-1].choices[0].delta.content.startswith("I can't provide this answer")
+
+
+def test_proxy_non_streaming_block(output_proxy: Any):
+    status, headers, raw = _post(output_proxy("block"), REQUEST)
+    assert status == 200 and headers["X-CopyGuard-Action"] == "pass"
+    obj = json.loads(raw)
+    choice = obj["choices"][0]
+    assert choice["finish_reason"] == "content_filter"
+    assert choice["message"]["content"].startswith("I can't provide this answer")
+    assert obj["copyguard"]["action"] == "block" and obj["copyguard"]["words"] == 15
+    assert obj["copyguard"]["docs"][0]["doc_id"] == "song-a"
+    status, _, raw = _post(output_proxy("truncate"), REQUEST)
+    assert json.loads(raw)["choices"][0]["message"]["content"] == BEFORE
