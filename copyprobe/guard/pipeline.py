@@ -65,7 +65,7 @@ ROLES = ("notice", "status", "risk")
 #: The output check's component (an :class:`~copyprobe.guard.output.OutputGuard`).
 OUTPUT = "output"
 #: The output block's keys (``index``: the span index's name, ``results/spans/<index>``).
-OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text")
+OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefilter")
 SPAN_INDEX_DIR = "results/spans/{index}"
 ON_ERROR = ("raise", "pass", "flag")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
@@ -278,6 +278,8 @@ class GuardSpec:
             d.pop("input")
         if d["output"] is None:
             d.pop("output")
+        else:  # the prefilter changes how fast the check is, not what it decides
+            d["output"].pop("prefilter", None)
         d["reminder_text"] = self.reminder_text or rem.REMINDER_TEXT
         d["block_text"] = self.block_text or rem.BLOCK_TEXT
         return {"guard": d, "copyprobe": __version__}

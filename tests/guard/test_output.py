@@ -521,3 +521,45 @@ def test_proxy_non_streaming_block(output_proxy: Any):
     assert obj["copyguard"]["docs"][0]["doc_id"] == "song-a"
     status, _, raw = _post(output_proxy("truncate"), REQUEST)
     assert json.loads(raw)["choices"][0]["message"]["content"] == BEFORE
+
+
+class CountingIndex:
+    """INDEX, counting its count() calls; ``collide`` makes a filter that holds every
+    window (as if every hash collided)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.docs = INDEX.docs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(INDEX, name)
+
+    def count(self, tokens: Any) -> int:
+        self.calls += 1
+        return INDEX.count(tokens)
+
+
+def test_the_prefilter_changes_the_cost_not_the_answer():
+    rng = random.Random(23)
+    texts = [ANSWER, BEFORE + " ".join(_words(40)), "Here: " + " ".join(DOC_B[:L])]
+    for text in texts:
+        pieces = _chunks(text, rng)
+        results = {}
+        for pre in (False, True):
+            idx = CountingIndex()
+            g = OutputGuard(idx, min_words=L, action="truncate", prefilter=pre)
+            assert (g.window_filter is not None) == pre
+            released, f = _run(g.stream(), pieces)
+            results[pre] = ("".join(released), f.action, f.span, idx.calls)
+        assert results[True][:3] == results[False][:3]
+        assert results[True][3] <= 1 < results[False][3]  # one confirming count on a hit
+
+    # a hash in the filter is only a candidate: the index decides
+    from copyprobe.spans.stream import WindowFilter
+
+    g = OutputGuard(INDEX, min_words=L, prefilter=False)
+    everything = WindowFilter([tokenize(ANSWER, "words").tokens], L)
+    g.window_filter = everything
+    released, f = _run(g.stream(), [ANSWER[:40], ANSWER[40:]])
+    assert f.span.word_start == len(tokenize(BEFORE, "words"))
+    assert OutputGuard(INDEX, min_words=L).window_filter is not None  # small: on by default
