@@ -563,3 +563,74 @@ def test_the_prefilter_changes_the_cost_not_the_answer():
     released, f = _run(g.stream(), [ANSWER[:40], ANSWER[40:]])
     assert f.span.word_start == len(tokenize(BEFORE, "words"))
     assert OutputGuard(INDEX, min_words=L).window_filter is not None  # small: on by default
+
+
+# -- on a real span index -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def span_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The protected documents built into a suffix-array index (infini-gram), once."""
+    from copyprobe.spans.build import build_index
+
+    root = tmp_path_factory.mktemp("spans")
+    src = root / "protected.jsonl"
+    src.write_text("".join(json.dumps({"source": d.source, "doc_id": d.doc_id, "title": d.title,
+                                       "text": d.text}) + "\n" for d in DOCS), encoding="utf-8")
+    out = root / "results" / "spans" / "prot"
+    build_index([src], out)
+    return out
+
+
+def test_on_a_span_index_the_guard_and_the_proxy_decide_as_on_the_oracle(
+        span_index_dir: Path, reciting_upstream: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch):
+    import threading
+
+    from copyprobe.guard.serve import ProxySettings, make_server
+    from copyprobe.spans.index import SpanIndex
+
+    with SpanIndex.open(span_index_dir) as index:
+        for pre in (False, True):
+            g = OutputGuard(index, min_words=L, action="truncate", prefilter=pre)
+            oracle = OutputGuard(INDEX, min_words=L, action="truncate")
+            got = g.check(ANSWER)
+            assert got == replace_s(oracle.check(ANSWER), got)
+            rng = random.Random(pre)
+            for _ in range(10):
+                pieces = _chunks(ANSWER, rng)
+                got, f = _run(g.stream(), pieces)
+                want, o = _run(oracle.stream(), pieces)
+                assert got == want and f.span == o.span and f.text == BEFORE
+
+    # the block's index name is results/spans/<name>, opened from the working directory
+    monkeypatch.chdir(span_index_dir.parents[2])
+    built = pipeline.build_output_guard({"index": "prot", "min_words": L})
+    assert built.check(ANSWER).action == "block"
+    built.index.close()
+
+    # the proxy opens the index named by --span-index
+    block = {"input": False, "output": {"min_words": L, "action": "truncate"}}
+    server = make_server(ProxySettings(upstream=reciting_upstream, guard=block, port=0,
+                                       cache_dir=str(tmp_path / "g"),
+                                       span_index=str(span_index_dir)))
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        text, finals, done = _parse(_post(url, {**REQUEST, "stream": True})[2])
+        assert text == {0: BEFORE} and done
+        assert finals[0]["copyguard"]["docs"][0]["doc_id"] == "song-a"
+        assert json.loads(_post(url, REQUEST)[2])["choices"][0]["message"]["content"] == BEFORE
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def replace_s(finding: Any, like: Any) -> Any:
+    """``finding`` with ``like``'s timing and document numbers (doc_ix is the index's own)."""
+    from dataclasses import replace
+
+    span = replace(finding.span, docs=tuple(replace(d, doc_ix=e.doc_ix) for d, e in
+                                            zip(finding.span.docs, like.span.docs,
+                                                strict=True)))
+    return replace(finding, span=span, check_s=like.check_s)
