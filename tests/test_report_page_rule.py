@@ -34,7 +34,9 @@ def shared() -> SharedInputs:
     cfg = validate_config({
         "sources": {"docs": {"kind": "local", "path": "docs"}},
         "datasets": {"d": ["docs"]},
-        "copyright": {"benchmarks": {"b": {"materials": ["docs"]}}},
+        "copyright": {"benchmarks": {"b": {"materials": ["docs"]}}, "attribution": {}},
+        "spans": {"indexes": {"ix": {"corpora": ["d"]}}},
+        "msr": {"attribution": {"index": "ix"}},
         "models": {"smol": {**API, "cutoff": "2024-06-30"}, "m": copy.deepcopy(COPYRIGHT),
                    "g": {**COPYRIGHT, "base": "m", "guard": {"policy": "block"}},
                    "x": {**API, "cutoff": "2024-06-30", "studies": ["extraction"],
@@ -83,6 +85,10 @@ PAGES = {
        for t in ("table1", "by_notice_form", "by_category", "table5", "over_refusal")},
     **{f"results/report/copyright/guard/{t}.html": ("Copyright tables", "guard", None)
        for t in ("table2", "table6", "ablation", "latency")},
+    "results/report/msr/msr_attribution.html": (
+        "MSR tables", None, {"table": "attribution: spans found in the corpus"}),
+    **{f"results/report/copyright/b/attribution_{m}.html": (
+        "Copyright tables", "b", {"table": f"attribution of {m}"}) for m in ("m", "g")},
     "results/report/extraction/extraction_table.html": (
         "Extraction tables", None, {"table": "extraction probabilities of every model"}),
 }
@@ -152,6 +158,13 @@ def test_every_page_has_a_caption_naming_its_settings(shared):
         assert "Benchmark: b: materials from docs (copyrighted)" in text
         assert "Models: m (openai), g (openai, guarded: block)." in text
         assert "Refusal: the rule detector only (no judge configured)." in text
+    text = captions["results/report/msr/msr_attribution.html"]
+    assert text.startswith("Where the generations' long verbatim spans come from")
+    assert "at least 8 words found in the span index ix (corpora docs; unit words)" in text
+    text = captions["results/report/copyright/b/attribution_g.html"]
+    assert text.startswith("Attribution of g's responses, per task and notice form")
+    assert "found in the index copyright-b over the benchmark's materials" in text
+    assert "Benchmark: b: materials from docs (copyrighted)" in text
     for t, opening in (("table2", "Table 2 of the copyright-compliance study"),
                        ("table6", "Table 6: over-refusal without and with the guard"),
                        ("ablation", "Guard ablation"),
