@@ -56,6 +56,7 @@ rule span_index_shard:
     threads: span_inputs.shard_threads
     resources:
         mem_mb=span_inputs.shard_mem_mb,
+        runtime=span_inputs.shard_runtime,
     params:
         build=span_inputs.shard_params,
         shard_dir=span_inputs.shard_dir,

@@ -49,7 +49,14 @@ class SpanInputs:
         return int(self.spec(wildcards.index)["cpus"])
 
     def shard_mem_mb(self, wildcards: Any) -> int:
-        return int(self.spec(wildcards.index)["mem_gb"]) * 1024
+        """The build's memory budget (``mem_gb``, what infini-gram plans its batches in) and
+        1 GiB for the Python around it."""
+        return (int(self.spec(wildcards.index)["mem_gb"]) + 1) * 1024
+
+    @staticmethod
+    def shard_runtime(wildcards: Any, attempt: int) -> int:
+        """Minutes a shard's build asks for: 4 hours, more on each retry."""
+        return 240 * attempt
 
     def shard_params(self, wildcards: Any) -> dict[str, Any]:
         """Memory of the build (GiB), and where built suffix arrays are kept by content."""

@@ -43,7 +43,8 @@ def test_defaults_datasets_and_attribution(cfg, tmp_path):
                                          "results/spans/ix/shard-00000-of-00003/tokenized.0"]
     w = SimpleNamespace(index="ix", shard="00002-of-00003")
     assert inputs.index_shards(w)[-1] == "results/spans/ix/shard-00002-of-00003/build.json"
-    assert inputs.shard_mem_mb(w) == 2048 and inputs.shard_threads(w) == 1
+    assert inputs.shard_mem_mb(w) == 3072 and inputs.shard_threads(w) == 1
+    assert inputs.shard_runtime(w, 2) == 480
 
 
 @pytest.mark.parametrize("indexes, attribution, message", [
