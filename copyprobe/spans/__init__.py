@@ -21,4 +21,13 @@ Modules, one concern each:
   output guard);
 * :mod:`~copyprobe.spans.reference`: a brute-force in-memory index, the tests' oracle;
 * :mod:`~copyprobe.spans.cli`: ``copyprobe index build`` and ``copyprobe index find``.
+
+The workflow's side (rules/spans.smk) and attribution:
+
+* :mod:`~copyprobe.spans.config`: the config block ``spans.indexes`` (corpora, unit, shards);
+* :mod:`~copyprobe.spans.paths`, :mod:`~copyprobe.spans.inputs`: where an index lies, the
+  rules' input and resource functions;
+* :mod:`~copyprobe.spans.workflow`: the build steps as jobs, suffix arrays reused by content;
+* :mod:`~copyprobe.spans.attribution`: every generation's spans in an index (the SPANS and
+  ATTRIBUTION tables the studies join with their own).
 """
