@@ -192,6 +192,8 @@ def attribution_table(summaries: Iterable[pd.DataFrame], spans: Iterable[pd.Data
         longest = cross.loc[cross["n_words"].idxmax()] if len(cross) else None
         leaks = s[s["pre_doc"] & (s["split"] == "post")].sort_values(
             ["n_words", "request_id"], ascending=[False, True]).head(top_leaks)
+        leak_docs = {(r.request_id, r.sample_index): set(r.leak_docs)
+                     for r in ok.itertuples() if r.post_to_pre_leak}
         rows.append({
             **dict(zip(keys, key)), "generations": len(ok), "failed": len(g) - len(ok),
             "with_span": int((ok["n_spans"] > 0).sum()),
@@ -200,19 +202,27 @@ def attribution_table(summaries: Iterable[pd.DataFrame], spans: Iterable[pd.Data
             "cross_doc_spans": len(cross),
             "in_prompt_spans": int(s["in_prompt"].sum()),
             "longest_cross_doc_words": int(longest["n_words"]) if longest is not None else 0,
-            "longest_cross_doc_doc": (doc_key(longest["docs"][0]["source"],
-                                              longest["docs"][0]["doc_id"])
-                                      if longest is not None and len(longest["docs"]) else ""),
+            "longest_cross_doc_doc": _other_doc(longest) if longest is not None else "",
             "longest_cross_doc_text": longest["text"] if longest is not None else "",
             "post_to_pre_leaks": int(ok["post_to_pre_leak"].fillna(False).astype(bool).sum()),
-            "top_leaks": "; ".join(f"{r.doc_id} -> {', '.join(_leak_docs(r))}: "
-                                   f"{r.n_words} words" for r in leaks.itertuples()),
+            "top_leaks": "; ".join(
+                f"{r.doc_id} -> {', '.join(_listed(r, leak_docs[(r.request_id, r.sample_index)]))}"
+                f": {r.n_words} words" for r in leaks.itertuples()),
         })
     return pd.DataFrame(rows)
 
 
-def _leak_docs(span: Any) -> list[str]:
-    return [doc_key(d["source"], d["doc_id"]) for d in span.docs]
+def _listed(span: Any, among: set[str]) -> list[str]:
+    """The span's listed documents that are in ``among``, in index order."""
+    return [k for d in span.docs if (k := doc_key(d["source"], d["doc_id"])) in among]
+
+
+def _other_doc(span: Mapping[str, Any]) -> str:
+    """The first listed document of a span that is not its prompt's own ("" if none is
+    listed: the other document lies beyond the first ``max_docs``)."""
+    own = doc_key(span["source"], span["doc_id"])
+    return next((k for d in span["docs"] if (k := doc_key(d["source"], d["doc_id"])) != own),
+                "")
 
 
 def _clip(text: str, words: int = 12) -> str:

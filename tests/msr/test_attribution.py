@@ -102,3 +102,12 @@ def test_shown_text_is_the_prompt_without_the_system_message():
     assert shown_text(prompt.to_json()) == "one two three four five six"
     prompt, _ = build_prompt(["one two", "three"], "completion", None)
     assert shown_text(prompt.to_json()) == "one two"
+
+
+def test_the_longest_cross_doc_span_names_a_document_other_than_the_prompts_own():
+    from copyprobe.msr.attribution import _other_doc
+
+    span = {"source": "wiki", "doc_id": "p1",
+            "docs": [{"source": "wiki", "doc_id": "p1"}, {"source": "wiki", "doc_id": "p2"}]}
+    assert _other_doc(span) == "wiki:p2"
+    assert _other_doc({**span, "docs": span["docs"][:1]}) == ""  # beyond the listed ones
