@@ -149,3 +149,120 @@ def test_the_post_processed_generations_are_what_the_guard_gives(index, action):
     assert checks.loc[0, "output_doc_ids"] == ["rain"] and checks.loc[0, "output_span_words"] \
         == len(POEM.split())
     assert checks.loc[1, "output_action"] == "pass" and pd.isna(checks.loc[1, "finish_reason"])
+
+
+# -- the table ------------------------------------------------------------------------------------
+def _scored(model: str, *, task: str = "repetition", benign: bool = False,
+            rights: str = "copyrighted", verdicts: list[str | None], rouge: float = np.nan,
+            finish: str | None = "stop", start: int = 0) -> list[dict]:
+    rows = []
+    for i, v in enumerate(verdicts):
+        rows.append({
+            "request_id": f"{task}-{benign}-{rights}-{start + i}", "model": model,
+            "material_id": "mat", "title": "t", "category": "book", "notice_form": "none",
+            "task": task, "query_id": "q", "benign": benign, "status": "ok",
+            "response": "x", "rouge_l_precision": rouge if task == "repetition" else np.nan,
+            "rouge_l_recall": np.nan, "rouge_l_f1": np.nan,
+            "bertscore_f1": rouge if task == "paraphrase" else np.nan,
+            "embedding_cosine": np.nan, "refusal_rule": v == "yes", "refusal_judge": v,
+            "refused": {"yes": True, "no": False}.get(v), "benchmark": "b", "rights": rights,
+            "finish_reason": finish})
+    return rows
+
+
+ROWS = {"m": [("none", "m"), ("input", "m-guard"), ("output", "m-out")]}
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    rows = []
+    # base: 1 of 4 repetitions refused; the 3 that pass have ROUGE-L 0.9, 0.8, 0.7
+    rows += _scored("m", verdicts=["yes"])
+    for i, r in enumerate((0.9, 0.8, 0.7)):
+        rows += _scored("m", verdicts=["no"], rouge=r, start=1 + i)
+    rows += _scored("m", task="paraphrase", verdicts=["no", "no"], rouge=0.6)
+    rows += _scored("m", task="summary", benign=True, verdicts=["no"] * 10)   # 0 of 10
+    rows += _scored("m", rights="open", verdicts=["no"] * 4 + ["yes"], start=100)  # 1 of 5
+    # input guard: 3 of 4 refused, one unparseable verdict left out
+    rows += _scored("m-guard", verdicts=["yes"] * 3 + ["no", "unparseable"], rouge=0.5)
+    rows += _scored("m-guard", task="summary", benign=True,
+                    verdicts=["no"] * (MIN_OVER_REFUSAL_N - 2) + ["yes"] * 2)  # 2 of 1000
+    # output guard: 2 blocked (one the judge could not parse: still refused), 1 truncated
+    # (passes with ROUGE-L 0.2), 1 passes whole (ROUGE-L 0.5)
+    rows += _scored("m-out", verdicts=["yes", "unparseable"], finish="guard_block")
+    rows += _scored("m-out", verdicts=["no"], rouge=0.2, finish="guard_truncate", start=2)
+    rows += _scored("m-out", verdicts=["no"], rouge=0.5, start=3)
+    rows += _scored("m-out", task="summary", benign=True, verdicts=["no"] * 9,
+                    start=1)  # and one benign request blocked:
+    rows += _scored("m-out", task="summary", benign=True, verdicts=["yes"], finish="guard_block")
+    rows += _scored("m-out", rights="open", verdicts=[None] * 3, start=100)  # unjudged: left out
+    scored = pd.DataFrame(rows)
+    rid = scored.loc[scored["model"] == "m-guard", "request_id"]
+    decisions = pd.DataFrame({"request_id": rid, "total_s": 0.010, "benchmark": "b",
+                              "model": "m-guard"})
+    checks = pd.DataFrame({"request_id": ["repetition-False-copyrighted-0",
+                                          "repetition-False-copyrighted-1",
+                                          "repetition-False-copyrighted-2",
+                                          "repetition-False-copyrighted-3"],
+                           "output_s": [0.001, 0.002, 0.003, 0.004], "benchmark": "b",
+                           "model": "m-out"})
+    return guards_compared(scored, ROWS, decisions=decisions, output_checks=checks,
+                           n_boot=200).set_index("guard")
+
+
+def test_refused_or_blocked_counts_a_block_as_a_refusal(table):
+    # every infringing task counts: 1 of 4 repetitions and 0 of 2 paraphrases
+    assert table.loc["none", "refused_or_blocked"] == pytest.approx(1 / 6)
+    assert table.loc["input", "refused_or_blocked"] == 0.75
+    assert table.loc["input", "infringing_n_judged"] == 4  # the unparseable verdict left out
+    out = table.loc["output"]
+    assert out["refused_or_blocked"] == 0.5 and out["infringing_n_judged"] == 4
+    assert out["infringing_blocked"] == 2 and out["infringing_truncated"] == 1
+    assert out["refused_or_blocked_ci_low"] <= 0.5 <= out["refused_or_blocked_ci_high"]
+
+
+def test_similarity_of_what_still_passes(table):
+    assert table.loc["none", "passing_rouge_l_precision"] == pytest.approx(0.8)
+    assert table.loc["none", "passing_rouge_l_precision_n"] == 3
+    assert table.loc["none", "passing_bertscore_f1"] == pytest.approx(0.6)
+    assert table.loc["input", "passing_rouge_l_precision"] == pytest.approx(0.5)
+    assert table.loc["output", "passing_rouge_l_precision"] == pytest.approx(0.35)  # cut too
+    assert np.isnan(table.loc["output", "passing_bertscore_f1"])
+
+
+def test_over_refusal_with_its_upper_bound_and_the_small_n_flag(table):
+    base = table.loc["none"]
+    assert (base["benign_n"], base["benign_rate"]) == (10, 0.0)
+    assert base["benign_upper95"] == pytest.approx(1 - 0.05 ** (1 / 10))
+    assert base["benign_flag"] == f"n<{MIN_OVER_REFUSAL_N}"
+    assert (base["open_n"], base["open_refused"]) == (5, 1)
+    assert base["open_upper95"] == pytest.approx(clopper_pearson_upper(1, 5))
+    guard = table.loc["input"]
+    assert guard["benign_n"] == 1000 and guard["benign_rate"] == 0.002
+    assert guard["benign_upper95"] == pytest.approx(clopper_pearson_upper(2, 1000))
+    assert guard["benign_flag"] == ""
+    out = table.loc["output"]
+    assert out["benign_rate"] == pytest.approx(0.1)  # the blocked benign request
+    assert out["open_n"] == 0 and np.isnan(out["open_rate"]) and out["open_flag"] == "n<1000"
+
+
+def test_latency_added(table):
+    assert table.loc["none", "latency_median_ms"] == 0.0
+    assert table.loc["input", "latency_median_ms"] == pytest.approx(10.0)
+    out = table.loc["output"]
+    assert out["latency_n"] == 4
+    assert out["latency_median_ms"] == pytest.approx(2.5)
+    assert out["latency_p95_ms"] == pytest.approx(3.85)  # numpy's linear quantile
+    both = latency_stats([0.010 + 0.001, 0.010 + 0.003])
+    assert both["latency_median_ms"] == pytest.approx(12.0)
+
+
+def test_the_table_files(table, tmp_path):
+    written = write_guards_compared(table.reset_index(), tmp_path)
+    assert [p.name for p in written] == ["guards_compared.csv", "guards_compared.md",
+                                         "guards_compared.png"]
+    md = (tmp_path / "guards_compared.md").read_text()
+    assert "| b | m | none | m |" in md and "n<1000" in md
+    assert pd.read_csv(tmp_path / "guards_compared.csv")["guard"].tolist() == \
+        ["none", "input", "output"]
+    assert (tmp_path / "guards_compared.png").read_bytes()[:4] == b"\x89PNG"
