@@ -428,10 +428,14 @@ def figure(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
                 err = None
             ax.bar(x + (j - 1.5) * width, np.nan_to_num(v), width, label=label,
                    yerr=None if err is None else np.nan_to_num(err), capsize=2)
+            for xi in x[np.isnan(v)]:  # no request of that kind: say so, not 0
+                ax.text(xi + (j - 1.5) * width, 0.01, "n/a", ha="center", fontsize=6,
+                        rotation=90)
         ax.set_xticks(x, [f"{k}\n{m}" for k, m in zip(g["guard"], g["model"])], fontsize=8)
         ax.set_ylim(0, 1.05)
+        ax.set_ylabel("rate / score")
         ax.set_title(f"{bench}: base {base}", fontsize=10)
-        ax.legend(fontsize=7, ncol=4, loc="upper center")
+    axes[0, 0].legend(fontsize=7, ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.08))
     fig.tight_layout()
     buf = io.BytesIO()  # no metadata: the same table draws the same bytes
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})

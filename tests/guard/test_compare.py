@@ -206,8 +206,11 @@ def table() -> pd.DataFrame:
                                           "repetition-False-copyrighted-3"],
                            "output_s": [0.001, 0.002, 0.003, 0.004], "benchmark": "b",
                            "model": "m-out"})
-    return guards_compared(scored, ROWS, decisions=decisions, output_checks=checks,
-                           n_boot=200).set_index("guard")
+    df = guards_compared(scored, ROWS, decisions=decisions, output_checks=checks,
+                         n_boot=200).set_index("guard")
+    df.attrs.update(scored=scored.to_dict("list"), decisions=decisions.to_dict("list"),
+                    checks=checks.to_dict("list"))
+    return df
 
 
 def test_refused_or_blocked_counts_a_block_as_a_refusal(table):
@@ -266,6 +269,47 @@ def test_the_table_files(table, tmp_path):
     assert pd.read_csv(tmp_path / "guards_compared.csv")["guard"].tolist() == \
         ["none", "input", "output"]
     assert (tmp_path / "guards_compared.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _full(rows: dict, spec) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for col in spec.columns:
+        if col not in df.columns:
+            df[col] = None
+    return df
+
+
+def test_the_rules_files_are_read_by_their_paths(table, tmp_path):
+    """read_compared_inputs takes benchmark and model from the paths and joins each answer's
+    finish reason onto the scored rows: the same table as from the frames."""
+    from copyprobe.artifacts import GENERATIONS, write_table
+    from copyprobe.copyright.score import SCORED_RUN
+    from copyprobe.guard.backend import GUARD_DECISIONS
+    from copyprobe.guard.compare import read_compared_inputs
+
+    scored = pd.DataFrame(table.attrs["scored"])
+    scored = scored[scored["rights"] == "copyrighted"]  # one benchmark, one rights status
+    pooled = tmp_path / "results/copyright/b/scored.parquet"
+    write_table(_full(scored.drop(columns=["benchmark", "rights", "finish_reason"]), SCORED_RUN),
+                pooled, SCORED_RUN, {})
+    gens = []
+    for model in ("m", "m-guard", "m-out"):
+        g = scored[scored["model"] == model]
+        path = tmp_path / f"results/generations/{model}/main/copyright.b.parquet"
+        df = _generations(g["response"].tolist(), finish=g["finish_reason"].tolist())
+        write_table(_full(df.assign(request_id=g["request_id"].to_numpy()), GENERATIONS), path,
+                    GENERATIONS, {})
+        gens.append(path)
+    dec = tmp_path / "results/copyright/b/guard_decisions/m-guard.parquet"
+    write_table(_full(table.attrs["decisions"], GUARD_DECISIONS), dec, GUARD_DECISIONS, {})
+    chk = tmp_path / "results/copyright/b/guard_output/m-out.parquet"
+    write_table(_full(table.attrs["checks"], OUTPUT_CHECKS).assign(sample_index=0), chk,
+                OUTPUT_CHECKS, {})
+    s, d, c = read_compared_inputs([pooled], gens, [dec], [chk], {"b": "copyrighted"})
+    again = guards_compared(s, ROWS, decisions=d, output_checks=c, n_boot=200)
+    cols = ["refused_or_blocked", "infringing_blocked", "infringing_truncated", "benign_rate",
+            "latency_median_ms", "latency_p95_ms"]
+    pd.testing.assert_frame_equal(again[cols], table.reset_index()[cols])
 
 
 # -- the workflow plans it ---------------------------------------------------------------------------
