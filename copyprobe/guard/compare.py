@@ -1,8 +1,8 @@
 """Guards compared on equal terms: no guard, a reminder only, the input-side guard (CopyGuard),
 the output-side span guard and both, on the same benchmark and the same base model.
 
-Which model entries form the rows (decided here, checked by :func:`check_compared` when the
-config is validated): per *base* (a model that guarded entries name with ``base:``), the base
+Which model entries form the rows (:func:`copyprobe.guard.study.compared_rows`, checked by
+:func:`~copyprobe.guard.study.check_compared` when the config is validated): per *base* (a model that guarded entries name with ``base:``), the base
 itself is the row ``none`` and each guarded entry naming it is a row of its guard block's kind
 (:func:`guard_kind`):
 
@@ -15,7 +15,7 @@ itself is the row ``none`` and each guarded entry naming it is a row of its guar
 
 An output check is a pure function of the text a model wrote, so the ``output`` and ``both``
 rows call no model: rule ``copyright_output_guard`` runs the output guard over the
-generations of their *source* (:func:`output_sources`): the base for ``output``, and for
+generations of their *source* (:func:`~copyprobe.guard.study.output_sources`): the base for ``output``, and for
 ``both`` the entry with the same base and the same guard block without ``output`` (required:
 the config must have it, since it is that entry's generations that are post-processed). The
 result is an ordinary generations table (:func:`apply_output_guard`: the text the client would
@@ -51,24 +51,26 @@ import pandas as pd
 import pyarrow as pa
 
 from copyprobe.artifacts import TableSpec, read_table, write_text
-from copyprobe.config import ConfigError
 from copyprobe.copyright.analysis import mean_ci, to_markdown, write_csv
 from copyprobe.copyright.scored import validate_scored
 from copyprobe.guard.backend import BLOCK_FINISH_REASON
-from copyprobe.guard.study import GUARD_CHECKS, guarded
+from copyprobe.guard.study import (  # noqa: F401 (the rows' rules, re-exported)
+    BENCHMARK_INDEX,
+    KINDS,
+    check_compared,
+    compared_rows,
+    guard_kind,
+    output_index,
+    output_block,
+    output_sources,
+)
 from copyprobe.stats.common import clopper_pearson_upper
 from copyprobe.store import atomic_write
-from copyprobe.studies import study_models
 
-#: The rows, in table order.
-KINDS = ("none", "reminder", "input", "output", "both")
 #: ``finish_reason`` of an answer cut before its first protected span.
 TRUNCATE_FINISH_REASON = "guard_truncate"
 #: Below this many requests an over-refusal rate is flagged (the issue's floor).
 MIN_OVER_REFUSAL_N = 1000
-#: The implicit index of a benchmark's materials (copyrighted and open), when the output block
-#: names none.
-BENCHMARK_INDEX = "copyright-{benchmark}"
 
 OUTPUT_CHECKS = TableSpec(
     "guard_output_checks",
@@ -94,104 +96,10 @@ class OutputChecker(Protocol):
     def check(self, text: str) -> Any: ...
 
 
-# -- which entries form the rows ------------------------------------------------------------------
-def _output(guard: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    out = guard.get("output")
-    if out is None or out is False:
-        return None
-    return {} if out is True else out
-
-
-def _input_on(guard: Mapping[str, Any]) -> bool:
-    return guard.get("input", True) is not False
-
-
-def guard_kind(guard: Mapping[str, Any] | None) -> str:
-    """The row a (validated) guard block gives: one of :data:`KINDS`."""
-    if not guard:
-        return "none"
-    if _output(guard) is not None:
-        return "both" if _input_on(guard) else "output"
-    if _input_on(guard) and all(guard.get(c, True) is False for c in GUARD_CHECKS) \
-            and guard.get("policy", "remind") == "remind":
-        return "reminder"
-    return "input"
-
-
-def _ablation_variant(name: str, models: Mapping[str, Any]) -> bool:
-    return any(name.endswith(f"-no-{c}") and guarded(models.get(name[:-len(f"-no-{c}")], {}))
-               for c in GUARD_CHECKS)
-
-
-def _without_output(guard: Mapping[str, Any]) -> dict[str, Any]:
-    g = {k: v for k, v in guard.items() if k != "output"}
-    g.setdefault("input", True)
-    return g
-
-
-def compared_rows(cfg: Mapping[str, Any]) -> dict[str, list[tuple[str, str]]]:
-    """Per base of the copyright study's guarded models: its rows ``(kind, model)`` in table
-    order (the base first as ``none``; kinds as :data:`KINDS`, then by model name)."""
-    models = cfg["models"]
-    rows: dict[str, list[tuple[str, str]]] = {}
-    for name in study_models(cfg, "copyright"):
-        spec = models[name]
-        if not guarded(spec) or "base" not in spec or _ablation_variant(name, models):
-            continue
-        rows.setdefault(spec["base"], [("none", spec["base"])]).append(
-            (guard_kind(spec["guard"]), name))
-    return {b: sorted(r, key=lambda kr: (KINDS.index(kr[0]), kr[1])) for b, r in rows.items()}
-
-
-def output_sources(cfg: Mapping[str, Any]) -> dict[str, str]:
-    """Each output-guarded model of the copyright study (kinds ``output`` and ``both``) and the
-    model whose generations its output check reads: the base, or for ``both`` the entry with
-    the same base and guard but no ``output`` block. None such is a :class:`ConfigError`."""
-    models = cfg["models"]
-    out: dict[str, str] = {}
-    for name in study_models(cfg, "copyright"):
-        spec = models[name]
-        if not guarded(spec) or "base" not in spec:
-            continue
-        kind = guard_kind(spec["guard"])
-        if kind == "output":
-            out[name] = spec["base"]
-        elif kind == "both":
-            want = _without_output(spec["guard"])
-            same = sorted(m for m, s in models.items()
-                          if m != name and guarded(s) and s.get("base") == spec["base"]
-                          and _output(s["guard"]) is None
-                          and _without_output(s["guard"]) == want)
-            if not same:
-                raise ConfigError(
-                    f"config key 'models.{name}.guard.output': a guard with input checks and "
-                    f"an output block is run over the generations of the same guard without "
-                    f"the output block: add a model with base {spec['base']!r} and this guard "
-                    "block less 'output' (or set input: false for an output-only guard)")
-            out[name] = same[0]
-    return out
-
-
-def check_compared(cfg: Mapping[str, Any]) -> None:
-    """The output-guarded models' sources exist (:func:`output_sources`) and are in the study."""
-    in_study = set(study_models(cfg, "copyright"))
-    for name, source in output_sources(cfg).items():
-        if source not in in_study:
-            raise ConfigError(f"config key 'models.{source}.studies': {source!r} is the source "
-                              f"of output-guarded model {name!r}: it must run the copyright study")
-
-
-def output_index(guard: Mapping[str, Any], benchmark: str) -> str:
-    """The span index an output guard checks against on a benchmark: the block's ``index``,
-    else the benchmark's own materials index (:data:`BENCHMARK_INDEX`)."""
-    out = _output(guard) or {}
-    return str(out.get("index") or BENCHMARK_INDEX.format(benchmark=benchmark))
-
-
 def output_guard_kwargs(guard: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`~copyprobe.guard.output.OutputGuard` settings of a guard block (its output
     block's ``min_words``, ``action``, ``max_docs``; the guard's ``block_text``)."""
-    out = _output(guard) or {}
+    out = output_block(guard) or {}
     kw = {k: out[k] for k in ("min_words", "action", "max_docs") if out.get(k) is not None}
     block_text = out.get("block_text") or guard.get("block_text")
     if block_text:

@@ -6,7 +6,8 @@ from typing import Any
 
 from copyprobe.copyright import paths as CP
 from copyprobe.guard import paths as P
-from copyprobe.guard.study import guard_pairs
+from copyprobe.guard import study as S
+from copyprobe.guard.study import compared_rows, guard_pairs, output_sources
 
 
 class GuardInputs:
@@ -31,8 +32,6 @@ class GuardInputs:
     @property
     def output_models(self) -> dict[str, str]:
         """Each output-guarded model and the model whose generations its output check reads."""
-        from copyprobe.guard.compare import output_sources
-
         return output_sources(self.config)
 
     def _guard(self, wildcards: Any) -> dict[str, Any]:
@@ -44,9 +43,7 @@ class GuardInputs:
 
     def output_index(self, wildcards: Any) -> str:
         """The manifest of the span index the output check reads on this benchmark."""
-        from copyprobe.guard.compare import output_index
-
-        return P.SPAN_INDEX.format(index=output_index(self._guard(wildcards),
+        return P.SPAN_INDEX.format(index=S.output_index(self._guard(wildcards),
                                                       wildcards.benchmark))
 
     def output_params(self, wildcards: Any) -> dict[str, Any]:
@@ -57,8 +54,6 @@ class GuardInputs:
         """Per benchmark, what the table reads: the pooled scored table, and of every row's
         model its generations (finish reasons), its decisions (guarded models) and its output
         checks (output-guarded models)."""
-        from copyprobe.guard.compare import compared_rows
-
         rows = compared_rows(self.config)
         models = sorted({m for kinds in rows.values() for _, m in kinds})
         pairs, outputs = guard_pairs(self.config), self.output_models
@@ -74,8 +69,6 @@ class GuardInputs:
         return out
 
     def compared_params(self, wildcards: Any) -> dict[str, Any]:
-        from copyprobe.guard.compare import compared_rows
-
         return {"rows": compared_rows(self.config),
                 "rights": {b: spec["rights"]
                            for b, spec in self.config["copyright"]["benchmarks"].items()}}
