@@ -45,7 +45,7 @@ $(STAMP): pyproject.toml
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(WHEELHOUSE)
 	$(BIN)/pip install $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	# every extra (pyproject.toml's `all`: workflow, local, api, hf, ocr, copyright, crawl,
-	# guard, slurm) and the test tools; `pip install copyprobe` alone is the light core
+	# guard, slurm, spans) and the test tools; `pip install copyprobe` alone is the light core
 	$(BIN)/pip install -e '.[all,test]'
 	touch $(STAMP)
 

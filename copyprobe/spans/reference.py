@@ -6,16 +6,16 @@ slow (linear in the corpus per query): tests, and corpora of a few megabytes at 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 
 from copyprobe.spans.encoding import (
     DEFAULT_UNIT,
-    NORMALIZER_VERSION,
     check_unit,
     encode_doc,
     encode_query,
+    stream_digest,
     tokenize,
+    words,
 )
 from copyprobe.spans.types import CorpusDoc, DocHit, Span, Tokens
 
@@ -37,16 +37,13 @@ class MemoryIndex:
         self._unit = check_unit(unit)
         kept = []
         for d in sorted(docs, key=lambda d: (d.source, d.doc_id)):
-            toks = tokenize(d.text, unit).tokens
+            toks = words(d.text, unit)
             if toks:
                 kept.append((d, encode_doc(toks)))
         self.docs = [d for d, _ in kept]
         self._bytes = [b for _, b in kept]
-        h = hashlib.sha256(f"{unit}:{NORMALIZER_VERSION}".encode())
-        for d, b in kept:
-            h.update(f"\0{d.source}\0{d.doc_id}\0".encode())
-            h.update(b)
-        self._digest = h.hexdigest()
+        self._digest = stream_digest(unit, ((d.source, d.doc_id, d.title, d.url, b)
+                                            for d, b in kept))
 
     @property
     def unit(self) -> str:

@@ -1,0 +1,167 @@
+"""Reading corpora for the span index: every document of a set of files as a
+:class:`~copyprobe.spans.types.CorpusDoc`, streamed.
+
+A corpus path is one of:
+
+* a Parquet file: a CORPUS-schema table (:data:`copyprobe.artifacts.CORPUS`) or any table with a
+  ``text`` column, read in pyarrow record batches (a corpus larger than memory streams).
+  Only ``text`` is required: a missing ``doc_id`` becomes the row number, a missing
+  ``source`` the file's stem, a missing ``title`` / ``url`` the empty string;
+* a JSONL file (``.jsonl``, ``.jsonl.gz``, ``.json.gz``), one JSON object a line with a
+  ``text`` key (the other keys as for Parquet; the line number is the default doc_id);
+* a folder: every ``*.txt`` and ``*.md`` file below it, recursively, one document each,
+  doc_id = the path relative to the folder (``/``-separated), source = the folder's name,
+  title = the file's stem.
+
+Errors are :class:`~copyprobe.spans.types.SpanIndexError` naming the file (and the row or
+line): no ``text`` column, a text that is not a string, an empty corpus, and the same
+``(source, doc_id)`` twice (across all the paths: the index addresses documents by it).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from copyprobe.spans.types import CorpusDoc, SpanIndexError
+
+__all__ = ["corpus_files", "iter_corpus", "iter_located"]
+
+#: the columns (keys) of a document that are read; only ``text`` is required
+COLUMNS = ("doc_id", "source", "title", "url", "text")
+TEXT_SUFFIXES = (".txt", ".md")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz")
+_BATCH_ROWS = 4096
+
+
+def _kind(path: Path) -> str:
+    if path.is_dir():
+        return "folder"
+    if not path.exists():
+        raise SpanIndexError(f"{path}: no such corpus file or folder")
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    raise SpanIndexError(f"{path}: not a corpus (a .parquet, .jsonl, .jsonl.gz file or a "
+                         "folder of .txt/.md files)")
+
+
+def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The files the corpus ``paths`` stand for (a folder's text files, sorted): what a
+    build depends on."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if _kind(p) == "folder":
+            out += sorted(f for f in p.rglob("*")
+                          if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES)
+        else:
+            out.append(p)
+    return out
+
+
+def _stem(path: Path) -> str:
+    """The file's name without its corpus suffix (``a.b.jsonl.gz`` -> ``a.b``)."""
+    name = path.name
+    for suffix in (".parquet", *JSONL_SUFFIXES):
+        if name.lower().endswith(suffix):
+            return name[:-len(suffix)]
+    return path.stem
+
+
+def _str(value: object, default: str) -> str:
+    return default if value is None else str(value)
+
+
+def _doc(path: Path, where: str, row: dict, number: int) -> CorpusDoc:
+    text = row.get("text")
+    if not isinstance(text, str):
+        kind = "no" if text is None else f"a {type(text).__name__}, not a string, as"
+        raise SpanIndexError(f"{path}: {where} {number} has {kind} text")
+    return CorpusDoc(source=_str(row.get("source"), _stem(path)),
+                     doc_id=_str(row.get("doc_id"), str(number)), text=text,
+                     title=_str(row.get("title"), ""), url=_str(row.get("url"), ""))
+
+
+def _parquet(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
+    try:
+        f = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several kinds for a file that is not Parquet
+        raise SpanIndexError(f"{path}: not a readable Parquet file ({exc})") from None
+    names = f.schema_arrow.names
+    if "text" not in names:
+        raise SpanIndexError(f"{path}: no 'text' column (columns: {', '.join(names)})")
+    row = 0
+    for batch in f.iter_batches(batch_size=_BATCH_ROWS, columns=[c for c in COLUMNS
+                                                                  if c in names]):
+        for rec in batch.to_pylist():
+            yield row, _doc(path, "row", rec, row)
+            row += 1
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for n, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SpanIndexError(f"{path}: line {n + 1} is not JSON ({exc})") from None
+            if not isinstance(rec, dict):
+                raise SpanIndexError(f"{path}: line {n + 1} is not a JSON object")
+            if "text" not in rec:
+                raise SpanIndexError(f"{path}: line {n + 1} has no 'text' key")
+            yield n, _doc(path, "line", rec, n)
+
+
+def _folder(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
+    for n, f in enumerate(corpus_files([path])):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise SpanIndexError(f"{f}: not UTF-8 text ({exc})") from None
+        yield n, CorpusDoc(source=path.resolve().name, doc_id=f.relative_to(path).as_posix(),
+                        text=text, title=f.stem)
+
+
+_READERS = {"parquet": _parquet, "jsonl": _jsonl, "folder": _folder}
+
+
+def iter_corpus(paths: Iterable[str | Path]) -> Iterator[CorpusDoc]:
+    """Every document of the corpora ``paths``, file by file, in each file's order.
+
+    Raises :class:`SpanIndexError` (naming the file) for a file that is not a corpus, a
+    document without text, a ``(source, doc_id)`` already seen, and when the paths hold no
+    document at all."""
+    for _, _, doc in iter_located(paths):
+        yield doc
+
+
+def iter_located(paths: Iterable[str | Path]) -> Iterator[tuple[Path, int, CorpusDoc]]:
+    """:func:`iter_corpus` with where each document came from: ``(path, number, doc)``, the
+    number being the row (Parquet), the 0-based line (JSONL) or the file's rank (folder).
+
+    Raises :class:`SpanIndexError` (naming the file) for a file that is not a corpus, a
+    document without text, a ``(source, doc_id)`` already seen, and when the paths hold no
+    document at all."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise SpanIndexError("no corpus given")
+    seen: dict[tuple[str, str], Path] = {}
+    for path in paths:
+        for number, doc in _READERS[_kind(path)](path):
+            key = (doc.source, doc.doc_id)
+            if key in seen:
+                raise SpanIndexError(f"{path}: document {number} is a duplicate (source {doc.source!r}, "
+                                     f"doc_id {doc.doc_id!r}), first seen in {seen[key]}")
+            seen[key] = path
+            yield path, number, doc
+    if not seen:
+        raise SpanIndexError(f"{', '.join(map(str, paths))}: the corpus holds no document")

@@ -1,0 +1,121 @@
+"""Every maximal verbatim span of at least L words of a text, found in a suffix-array index
+(the exact algorithm of docs/plans/span-index.md section 2).
+
+The text's words ``t_0 .. t_{n-1}`` (in the index's unit) are laid out once as the byte string
+``" t_0 t_1 ... t_{n-1} "``; the query of words ``[i, j)`` is its slice from the space before
+``t_i`` to the space after ``t_{j-1}``, which occurs in the index exactly where those words
+occur word-aligned on both sides (:mod:`~copyprobe.spans.encoding`). ``occ(i, j)`` is
+monotone, so with ``j(i)`` the largest ``j`` for which ``[i, j)`` occurs, ``j`` is
+non-decreasing and ``[i, j(i))`` is maximal iff ``j(i) > j(i')`` for every ``i' < i``.
+
+For each start ``i``: one ``find`` of the words ``[i, i + C)`` (``C`` = 64 words, doubled
+while a whole capped query occurs and the text goes on). On a miss each shard answers the rank
+the query would be inserted at; the longest common prefix of the query with the suffixes just
+before and at that rank (ranks outside the shard skipped: the engine's own neighbour loop
+underflows at rank 0) is the longest prefix of the query anywhere in the shard, and the
+maximum over shards is ``m``. ``j(i) = i +`` the spaces in ``query[1:m]``: a word counts only
+when the space after it matched too. A span kept gets one more ``find`` of exactly its words:
+``count`` (every occurrence, overlapping ones too, over all shards), then up to ``scan_cap``
+occurrences are read from the suffix arrays (shard by shard), mapped to documents, and the
+first ``max_docs`` documents (in index order) are reported with the word position of the first
+occurrence read in each. The suffix-array order of occurrences is never exposed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from copyprobe.spans.types import Span, SpanIndexError
+
+if TYPE_CHECKING:
+    from copyprobe.spans.index import SpanIndex
+
+__all__ = ["find_spans", "DEFAULT_CAP_WORDS"]
+
+#: the first query of each start covers this many words (doubled where a span is longer)
+DEFAULT_CAP_WORDS = 64
+
+
+def _layout(tokens: list[str]) -> tuple[bytes, list[int]]:
+    """``" t_0 ... t_{n-1} "`` and the offset of the space before each word (and of the last
+    space, at index n)."""
+    parts = [w.encode("utf-8") for w in tokens]
+    pos = [0] * (len(parts) + 1)
+    at = 0
+    for k, p in enumerate(parts):
+        pos[k] = at
+        at += 1 + len(p)
+    pos[len(parts)] = at
+    return b" " + b" ".join(parts) + b" ", pos
+
+
+def _reach(index: SpanIndex, buf: bytes, arr: np.ndarray, pos: list[int], i: int,
+           cap: list[int]) -> int:
+    """``j(i)``: the end of the longest run of words from ``i`` that occurs in the index."""
+    n = len(pos) - 1
+    while True:
+        end = min(n, i + cap[0])
+        q = buf[pos[i]:pos[end] + 1]
+        segs = index.segments(q)
+        if any(hi > lo for lo, hi in segs):
+            if end == n:
+                return n
+            cap[0] *= 2  # the whole capped query occurs: look further
+            continue
+        qa = arr[pos[i]:pos[end] + 1]
+        m = 0
+        for sh, (lo, _) in zip(index.shards, segs, strict=True):
+            m = max(m, sh.lcp(lo - 1, qa), sh.lcp(lo, qa))
+        return i + q[1:m].count(b" ")
+
+
+def find_spans(index: SpanIndex, text: str, *, min_words: int, max_docs: int = 5,
+               scan_cap: int = 10_000, cap_words: int = DEFAULT_CAP_WORDS) -> list[Span]:
+    """Every maximal span of ``text`` of at least ``min_words`` words found in ``index``, in
+    order of ``word_start`` (see the module docstring); ``docs`` sorted by
+    ``(doc_ix, word_start)``, ``n_docs_exact`` when all ``count`` occurrences were read
+    (``count <= scan_cap``)."""
+    if min_words < 1:
+        raise ValueError(f"min_words must be >= 1, got {min_words}")
+    if max_docs < 0 or scan_cap < 1 or cap_words < 1:
+        raise ValueError(f"need max_docs >= 0, scan_cap >= 1 and cap_words >= 1, got "
+                         f"{max_docs}, {scan_cap}, {cap_words}")
+    toks = index.tokenize(text)
+    t = toks.tokens
+    n = len(t)
+    if n < min_words:
+        return []
+    buf, pos = _layout(t)
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    cap = [cap_words]
+    spans: list[Span] = []
+    prev = 0
+    for i in range(n - min_words + 1):
+        if prev == n:
+            break  # every later j(i) is n too: nothing maximal starts after i
+        j = max(_reach(index, buf, arr, pos, i, cap), i)
+        if j > prev and j - i >= min_words:
+            spans.append(_span(index, toks, buf, pos, i, j, max_docs, scan_cap))
+        prev = max(prev, j)
+    return spans
+
+
+def _span(index: SpanIndex, toks, buf: bytes, pos: list[int], i: int, j: int,
+          max_docs: int, scan_cap: int) -> Span:
+    q = buf[pos[i]:pos[j] + 1]
+    segs = index.segments(q)
+    count = sum(hi - lo for lo, hi in segs)
+    if count < 1:
+        raise SpanIndexError(f"{index.path}: the span {q[:80]!r} was reached but not found "
+                             "(an inconsistent index)")
+    doc_ix, gptr = index.hits(segs, scan_cap)
+    # first occurrence read in each document (hits are sorted by document, then position)
+    first = np.flatnonzero(np.r_[True, doc_ix[1:] != doc_ix[:-1]])
+    hits = tuple(index.doc_hit(int(doc_ix[k]), index.word_position(int(doc_ix[k]),
+                                                                   int(gptr[k])))
+                 for k in first[:max_docs])
+    return Span(word_start=i, word_end=j, char_start=toks.starts[i],
+                char_end=toks.ends[j - 1], text=" ".join(toks.tokens[i:j]), count=count,
+                n_docs=len(first), n_docs_exact=count <= scan_cap, docs=hits)

@@ -1,0 +1,372 @@
+"""Opening a built span index: validation, the infini-gram engine, and the memory maps.
+
+:meth:`SpanIndex.open` checks everything itself before the engine sees a file: infini-gram
+2.6.0 is compiled without its C++ asserts, so a missing or truncated file would otherwise be
+read out of bounds or answer 0 for every query (never a silent empty result here). Checked:
+the manifest (``index.json``: format, unit, normaliser version, token type), every shard's
+files (exactly :data:`~copyprobe.spans.build.SHARD_FILES`; a stray file such as
+``offsets.parquet`` would be taken for one of the engine's by its name), their sizes against
+the manifest (``table.0`` = ptr_size x ``tokenized.0``, ``offset.0`` = ``metaoff.0`` = 8 x
+n_docs = 8 x rows of ``docs.parquet``), the first byte (the 0xFF separator), with ``verify``
+every file's sha256; then the engine's document and byte counts and a probe count of the first
+document's first words.
+
+The engine is given neutral symlinks to the shard folders (its file kinds are substrings of
+the *whole* path: an index under ``/data/tables/`` would be misread), with prefetching off
+(``0/0/0``: no madvise tree per binary-search step). The shards' ``table.0``, ``tokenized.0``
+and ``offset.0`` are also memory-mapped with numpy: rank -> pointer -> document, and the
+longest common prefixes the span search needs (:mod:`~copyprobe.spans.find`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from copyprobe.spans import build
+from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_query, tokenize
+from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
+
+__all__ = ["SpanIndex"]
+
+
+@dataclass
+class _Shard:
+    """One shard's memory maps and document table."""
+
+    path: Path
+    tok: np.ndarray  # uint8, tokenized.0
+    table: np.ndarray  # uint8, table.0 (ptr_size bytes per rank, little-endian)
+    offsets: np.ndarray  # uint64, offset.0 (position of each document's 0xFF)
+    ptr_size: int
+    first_doc_ix: int
+    n_docs: int
+    docs: object = None  # pyarrow Table of docs.parquet, read on first use
+
+    @property
+    def n_bytes(self) -> int:
+        return len(self.tok)
+
+    def ptrs(self, lo: int, hi: int) -> np.ndarray:
+        """The pointers (byte offsets in ``tok``) of ranks ``lo .. hi-1``."""
+        raw = self.table[lo * self.ptr_size:hi * self.ptr_size].reshape(-1, self.ptr_size)
+        out = np.zeros(hi - lo, dtype=np.uint64)
+        for k in range(self.ptr_size):
+            out |= raw[:, k].astype(np.uint64) << np.uint64(8 * k)
+        return out
+
+    def ptr(self, rank: int) -> int:
+        return int.from_bytes(
+            self.table[rank * self.ptr_size:(rank + 1) * self.ptr_size].tobytes(), "little")
+
+    def lcp(self, rank: int, query: np.ndarray) -> int:
+        """Bytes ``query`` shares with the suffix at ``rank`` (0 outside the shard)."""
+        if not 0 <= rank < len(self.tok):
+            return 0
+        p = self.ptr(rank)
+        seg = self.tok[p:p + len(query)]
+        n = len(seg)
+        diff = np.flatnonzero(seg != query[:n])
+        return int(diff[0]) if len(diff) else n
+
+    def doc_table(self):
+        if self.docs is None:
+            self.docs = pq.read_table(self.path / build.DOCS,
+                                      columns=["source", "doc_id", "title", "url"])
+        return self.docs
+
+
+def _links(paths: list[Path]) -> tuple[Path, list[str]]:
+    """A neutral temporary folder holding one symlink per shard folder."""
+    folder = build._neutral_dir()
+    out = []
+    for k, p in enumerate(paths):
+        link = folder / f"s{k:05d}"
+        link.symlink_to(p, target_is_directory=True)
+        out.append(str(link))
+    return folder, out
+
+
+class SpanIndex:
+    """A built span index (:mod:`~copyprobe.spans.build`), a
+    :class:`~copyprobe.spans.types.SpanLookup`: :meth:`count`, :meth:`occurrences` and
+    :meth:`find_spans` give the same answers as :class:`~copyprobe.spans.reference.MemoryIndex`
+    over the same documents. Open it with :meth:`open`; :meth:`close` releases the maps
+    (also as a context manager). Queries may run from several threads (the engine releases
+    the GIL)."""
+
+    def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard]):
+        self.path = path
+        self.manifest = manifest
+        self._engine = engine
+        self._shards = shards
+        self._unit = manifest["unit"]
+
+    # -- opening ------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, *, unit: str | None = None, verify: bool = False,
+             manifest_path: str | Path | None = None) -> SpanIndex:
+        """Validate and open the index in ``path`` (a folder with ``index.json``).
+
+        ``unit``: the unit the caller tokenizes in (the configured one); an index built in
+        another is an error. ``verify``: also compare every file's sha256 with the manifest.
+        ``manifest_path``: read the manifest from there instead (the build's last step
+        validates before it publishes ``index.json``)."""
+        from copyprobe.extras import require
+
+        require("spans", "infini_gram", needed_for="a span index")
+        from infini_gram.engine import InfiniGramEngine
+
+        root = Path(path).resolve()
+        mpath = Path(manifest_path) if manifest_path else root / build.MANIFEST
+        manifest = _read_manifest(mpath, unit)
+        folders = [_check_shard(root, s, mpath, verify) for s in manifest["shards"]]
+        link_dir, links = _links(folders)
+        try:
+            engine = InfiniGramEngine(index_dir=links, token_dtype="u8", vocab_size=255,
+                                      eos_token_id=254, version=4, load_to_ram=False,
+                                      ds_prefetch_depth=0, sa_prefetch_depth=0,
+                                      od_prefetch_depth=0)
+        finally:  # the engine has mapped its files and closed them: links are not needed
+            shutil.rmtree(link_dir, ignore_errors=True)
+        shards = []
+        for folder, s in zip(folders, manifest["shards"], strict=True):
+            shards.append(_Shard(
+                path=folder,
+                tok=np.memmap(folder / "tokenized.0", dtype=np.uint8, mode="r"),
+                table=np.memmap(folder / "table.0", dtype=np.uint8, mode="r"),
+                offsets=np.memmap(folder / "offset.0", dtype=np.uint64, mode="r"),
+                ptr_size=build.ptr_size(s["bytes"]), first_doc_ix=s["first_doc_ix"],
+                n_docs=s["n_docs"]))
+        index = cls(root, manifest, engine, shards)
+        index._check_engine(mpath)
+        return index
+
+    def _check_engine(self, mpath: Path) -> None:
+        eng = self._engine.engine
+        if eng.get_num_shards() != len(self._shards):
+            raise SpanIndexError(f"{self.path}: the engine opened {eng.get_num_shards()} "
+                                 f"shards, the manifest {mpath} lists {len(self._shards)}")
+        for s, sh in enumerate(self._shards):
+            if eng.get_tok_cnt(s=s) != sh.n_bytes:
+                raise SpanIndexError(f"{sh.path}: the engine reads {eng.get_tok_cnt(s=s)} "
+                                     f"bytes, the manifest says {sh.n_bytes}")
+        total = self._engine.get_total_doc_cnt()
+        if total != self.n_docs:
+            raise SpanIndexError(f"{self.path}: the engine counts {total} documents, the "
+                                 f"manifest {mpath} {self.n_docs}")
+        first = self._shards[0]
+        head = first.tok[1:min(first.n_bytes, 4096)].tobytes().split(b"\xff")[0]
+        probe = b" ".join(head.split(b" ")[:3]) + b" "  # " w0 w1 "
+        if self._count_bytes(probe) < 1:
+            raise SpanIndexError(f"{first.path}: the first document's first words are not "
+                                 "found in the index (a damaged table.0?)")
+
+    # -- SpanLookup ---------------------------------------------------------------------
+    @property
+    def unit(self) -> str:
+        return self._unit
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.manifest["n_docs"])
+
+    @property
+    def digest(self) -> str:
+        return str(self.manifest["digest"])
+
+    @property
+    def shards(self) -> list[_Shard]:
+        self._require_open()
+        return self._shards
+
+    def tokenize(self, text: str) -> Tokens:
+        return tokenize(text, self._unit)
+
+    def segments(self, query: bytes) -> list[tuple[int, int]]:
+        """``(lo, hi)`` rank range of ``query`` in each shard; on a miss ``lo == hi`` is the
+        rank it would be inserted at. (The engine's raw ``find``: ``query`` is bytes, so
+        every id is below 256 and the Python validator's per-byte loop is skipped.)"""
+        self._require_open()
+        res = self._engine.engine.find(input_ids=list(query))
+        segs = [(int(lo), int(hi)) for lo, hi in res.segment_by_shard]
+        if len(segs) != len(self._shards):
+            raise SpanIndexError(f"{self.path}: the engine answered for {len(segs)} shards, "
+                                 f"not {len(self._shards)}")
+        return segs
+
+    def _count_bytes(self, query: bytes) -> int:
+        return sum(hi - lo for lo, hi in self.segments(query))
+
+    def count(self, tokens: Sequence[str]) -> int:
+        q = encode_query(tokens)
+        if not q:
+            return 0
+        self._require_open()
+        res = self._engine.count(input_ids=list(q))
+        if "error" in res:
+            raise SpanIndexError(f"{self.path}: infini-gram: {res['error']}")
+        return int(res["count"])
+
+    def occurrences(self, tokens: Sequence[str], limit: int | None = None
+                    ) -> list[tuple[int, int]]:
+        """``(doc_ix, word_start)`` of every occurrence of the word sequence (at most
+        ``limit``, read shard by shard in rank order), sorted in index order."""
+        q = encode_query(tokens)
+        if not q:
+            return []
+        hits = self.hits(self.segments(q), limit)
+        return [(int(d), self.word_position(int(d), int(p))) for d, p in zip(*hits,
+                                                                             strict=True)]
+
+    def hits(self, segments: list[tuple[int, int]], limit: int | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """``(doc_ix, global pointer)`` arrays of the occurrences in ``segments`` (at most
+        ``limit``, taken shard by shard in rank order), sorted by document then position.
+        A global pointer is ``(shard << 48) | byte offset in the shard``: unique, and
+        ordered as the documents are."""
+        docs, ptrs = [], []
+        left = limit
+        for s, (lo, hi) in enumerate(segments):
+            if hi <= lo:
+                continue
+            if left is not None:
+                hi = min(hi, lo + left)
+                left -= hi - lo
+            sh = self._shards[s]
+            p = np.sort(sh.ptrs(lo, hi))
+            local = np.searchsorted(sh.offsets, p, side="right").astype(np.int64) - 1
+            docs.append(local + sh.first_doc_ix)
+            ptrs.append((np.uint64(s) << np.uint64(48)) | p)
+            if left is not None and left <= 0:
+                break
+        if not docs:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        return np.concatenate(docs), np.concatenate(ptrs)
+
+    def _shard_of(self, doc_ix: int) -> _Shard:
+        for sh in self._shards:
+            if doc_ix < sh.first_doc_ix + sh.n_docs:
+                return sh
+        raise SpanIndexError(f"{self.path}: no document {doc_ix}")
+
+    def word_position(self, doc_ix: int, gptr: int) -> int:
+        """The word index, in document ``doc_ix``, of the occurrence at global pointer
+        ``gptr`` (see :meth:`hits`)."""
+        sh = self._shards[gptr >> 48]
+        p = gptr & ((1 << 48) - 1)
+        start = int(sh.offsets[doc_ix - sh.first_doc_ix]) + 1
+        return sh.tok[start:p].tobytes().count(b" ")
+
+    def doc_hit(self, doc_ix: int, word_start: int) -> DocHit:
+        sh = self._shard_of(doc_ix)
+        row = sh.doc_table().slice(doc_ix - sh.first_doc_ix, 1).to_pylist()[0]
+        return DocHit(doc_ix, row["source"], row["doc_id"], row["title"] or "",
+                      row["url"] or "", word_start)
+
+    def find_spans(self, text: str, *, min_words: int, max_docs: int = 5,
+                   scan_cap: int = 10_000) -> list[Span]:
+        from copyprobe.spans.find import find_spans
+
+        return find_spans(self, text, min_words=min_words, max_docs=max_docs,
+                          scan_cap=scan_cap)
+
+    # -- lifetime -----------------------------------------------------------------------
+    def _require_open(self) -> None:
+        if self._engine is None:
+            raise SpanIndexError(f"{self.path}: the span index is closed")
+
+    def close(self) -> None:
+        """Release the engine and the memory maps (a closed index refuses queries)."""
+        self._engine = None
+        self._shards = []
+
+    def __enter__(self) -> SpanIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"SpanIndex({str(self.path)!r}, unit={self._unit!r}, n_docs={self.n_docs}, "
+                f"shards={len(self.manifest['shards'])})")
+
+
+def _read_manifest(path: Path, unit: str | None) -> dict:
+    if not path.is_file():
+        raise SpanIndexError(f"{path}: no span-index manifest (not built, or not finished)")
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpanIndexError(f"{path}: unreadable span-index manifest ({exc})") from None
+    if not isinstance(m, dict) or m.get("format") != build.FORMAT:
+        raise SpanIndexError(f"{path}: not a copyprobe span-index manifest")
+    if m.get("format_version") != build.FORMAT_VERSION:
+        raise SpanIndexError(f"{path}: span-index format version {m.get('format_version')!r}; "
+                             f"this copyprobe reads {build.FORMAT_VERSION} (rebuild it)")
+    for key in ("unit", "normalizer_version", "token_dtype", "digest", "n_docs", "shards"):
+        if key not in m:
+            raise SpanIndexError(f"{path}: the manifest has no {key!r}")
+    check_unit(m["unit"])
+    if unit is not None and check_unit(unit) != m["unit"]:
+        raise SpanIndexError(f"{path}: the index was built in unit {m['unit']!r}, not the "
+                             f"configured {unit!r} (rebuild it or configure its unit)")
+    if m["normalizer_version"] != NORMALIZER_VERSION:
+        raise SpanIndexError(f"{path}: the index was built with normaliser version "
+                             f"{m['normalizer_version']}, this copyprobe tokenizes with "
+                             f"{NORMALIZER_VERSION} (rebuild it)")
+    if m["token_dtype"] != build.TOKEN_DTYPE:
+        raise SpanIndexError(f"{path}: token_dtype {m['token_dtype']!r}, only "
+                             f"{build.TOKEN_DTYPE!r} is read")
+    if not m["shards"]:
+        raise SpanIndexError(f"{path}: the manifest lists no shard")
+    return m
+
+
+def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
+    folder = root / s["dir"]
+    if not folder.is_dir():
+        raise SpanIndexError(f"{folder}: missing shard folder (listed in {mpath})")
+    names = {p.name for p in folder.iterdir()}
+    for name in build.SHARD_FILES:
+        if name not in names:
+            raise SpanIndexError(f"{folder / name}: missing")
+    extra = sorted(names - set(build.SHARD_FILES))
+    if extra:
+        kinds = [e for e in extra if any(k in e for k in build.ENGINE_KEYWORDS)]
+        why = (" (infini-gram would read it as one of its own files)" if kinds else "")
+        raise SpanIndexError(f"{folder / extra[0]}: unexpected file in a span-index shard"
+                             f"{why}; a shard holds exactly {', '.join(build.SHARD_FILES)}")
+    n_bytes, n_docs = int(s["bytes"]), int(s["n_docs"])
+    sizes = {"tokenized.0": n_bytes, "table.0": build.ptr_size(n_bytes) * n_bytes,
+             "offset.0": 8 * n_docs, "metaoff.0": 8 * n_docs}
+    for name, want in sizes.items():
+        got = (folder / name).stat().st_size
+        if got != want:
+            raise SpanIndexError(f"{folder / name}: {got} bytes, expected {want} (truncated "
+                                 "or from another build)")
+    with open(folder / "tokenized.0", "rb") as fh:
+        if fh.read(1) != build.DOC_SEP:
+            raise SpanIndexError(f"{folder / 'tokenized.0'}: does not start with a document "
+                                 "separator (0xFF)")
+    try:
+        rows = pq.ParquetFile(folder / build.DOCS).metadata.num_rows
+    except Exception as exc:  # not Parquet
+        raise SpanIndexError(f"{folder / build.DOCS}: unreadable ({exc})") from None
+    if rows != n_docs:
+        raise SpanIndexError(f"{folder / build.DOCS}: {rows} rows, expected {n_docs}")
+    if verify:
+        sums = s.get("sha256")
+        if not sums:
+            raise SpanIndexError(f"{mpath}: no checksums recorded for {s['dir']} "
+                                 "(built without them); cannot verify")
+        for name, want in sums.items():
+            if build._sha256(folder / name) != want:
+                raise SpanIndexError(f"{folder / name}: sha256 differs from the manifest")
+    return folder
