@@ -120,12 +120,26 @@ POEM = ("the rain falls soft upon the silver hills and every river sings of dist
         "where lanterns burn")
 
 
-@pytest.fixture(scope="module")
-def index():
-    from copyprobe.spans.reference import MemoryIndex
-    from copyprobe.spans.types import CorpusDoc
+@pytest.fixture(scope="module", params=["memory", "suffix_array"])
+def index(request, tmp_path_factory):
+    """The poem in the brute-force MemoryIndex, and in a real infini-gram index built once."""
+    if request.param == "memory":
+        from copyprobe.spans.reference import MemoryIndex
+        from copyprobe.spans.types import CorpusDoc
 
-    return MemoryIndex([CorpusDoc(source="poems", doc_id="rain", text=POEM, title="Rain")])
+        yield MemoryIndex([CorpusDoc(source="poems", doc_id="rain", text=POEM, title="Rain")])
+        return
+    import json
+
+    from copyprobe.spans.build import build_index
+    from copyprobe.spans.index import SpanIndex
+
+    base = tmp_path_factory.mktemp("poems")
+    (base / "poems.jsonl").write_text(json.dumps({"doc_id": "rain", "title": "Rain",
+                                                  "text": POEM}) + "\n", encoding="utf-8")
+    build_index([base / "poems.jsonl"], base / "idx")
+    with SpanIndex.open(base / "idx") as idx:
+        yield idx
 
 
 @pytest.mark.parametrize("action", ["block", "truncate"])
