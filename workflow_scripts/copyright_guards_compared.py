@@ -13,6 +13,6 @@ inp = snakemake.input  # noqa: F821
 scored, decisions, checks = read_compared_inputs(
     inp.scored, inp.generations, inp.decisions, inp.output_checks, p["rights"])
 df = guards_compared(scored, p["rows"], decisions=decisions, output_checks=checks,
-                     n_boot=stats["n_boot"], seed=stats["seed"])
+                     sources=p["sources"], n_boot=stats["n_boot"], seed=stats["seed"])
 write_guards_compared(df, Path(snakemake.output[0]).parent)  # noqa: F821
 log.info("rows per base: %s", {b: [k for k, _ in r] for b, r in p["rows"].items()})

@@ -194,14 +194,17 @@ def _pick(df: pd.DataFrame | None, benchmark: str, model: str) -> pd.DataFrame:
 
 def guards_compared(scored: pd.DataFrame, rows: Mapping[str, list[tuple[str, str]]], *,
                     decisions: pd.DataFrame | None = None,
-                    output_checks: pd.DataFrame | None = None, n_boot: int = 2000,
+                    output_checks: pd.DataFrame | None = None,
+                    sources: Mapping[str, str] | None = None, n_boot: int = 2000,
                     ci: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """One row per (benchmark, base, guard row) as in the module's docstring.
 
     ``scored``: the benchmarks' pooled scored tables (``benchmark`` and ``rights`` columns)
     with each response's generation ``finish_reason`` joined on; ``decisions``: the guarded
     models' decision sidecars and ``output_checks`` the :data:`OUTPUT_CHECKS` sidecars, each
-    with a ``benchmark`` column. ``rows``: :func:`compared_rows`."""
+    with a ``benchmark`` column. ``rows``: :func:`compared_rows`; ``sources``:
+    :func:`output_sources`, so that a ``both`` row's input checks take its source's timings
+    (measured when the source ran; its own sidecar's were computed again, on warm caches)."""
     missing = [c for c in ("benchmark", "rights", "finish_reason") if c not in scored.columns]
     if missing:
         raise ValueError(f"the pooled scored table lacks column(s) {missing} (the benchmark, "
@@ -235,7 +238,9 @@ def guards_compared(scored: pd.DataFrame, rows: Mapping[str, list[tuple[str, str
                                                      & (g["rights"] == "copyrighted")]))
                 row.update(_over_refusal("open", g[~g["benign"] & (g["rights"] == "open")]))
                 row.update(latency_stats(_added_seconds(
-                    kind, g["request_id"], _pick(decisions, benchmark, model),
+                    kind, g["request_id"],
+                    _pick(decisions, benchmark, (sources or {}).get(model, model)
+                          if kind == "both" else model),
                     _pick(output_checks, benchmark, model))))
                 out.append(row)
     if not out:

@@ -69,6 +69,6 @@ class GuardInputs:
         return out
 
     def compared_params(self, wildcards: Any) -> dict[str, Any]:
-        return {"rows": compared_rows(self.config),
+        return {"rows": compared_rows(self.config), "sources": self.output_models,
                 "rights": {b: spec["rights"]
                            for b, spec in self.config["copyright"]["benchmarks"].items()}}

@@ -184,7 +184,7 @@ def _scored(model: str, *, task: str = "repetition", benign: bool = False,
     return rows
 
 
-ROWS = {"m": [("none", "m"), ("input", "m-guard"), ("output", "m-out")]}
+ROWS = {"m": [("none", "m"), ("input", "m-guard"), ("output", "m-out"), ("both", "m-both")]}
 
 
 @pytest.fixture(scope="module")
@@ -210,6 +210,8 @@ def table() -> pd.DataFrame:
                     start=1)  # and one benign request blocked:
     rows += _scored("m-out", task="summary", benign=True, verdicts=["yes"], finish="guard_block")
     rows += _scored("m-out", rights="open", verdicts=[None] * 3, start=100)  # unjudged: left out
+    # both: the input guard's answers, the output check passing them all
+    rows += _scored("m-both", verdicts=["yes"] * 3 + ["no"], rouge=0.5)
     scored = pd.DataFrame(rows)
     rid = scored.loc[scored["model"] == "m-guard", "request_id"]
     decisions = pd.DataFrame({"request_id": rid, "total_s": 0.010, "benchmark": "b",
@@ -220,7 +222,10 @@ def table() -> pd.DataFrame:
                                           "repetition-False-copyrighted-3"],
                            "output_s": [0.001, 0.002, 0.003, 0.004], "benchmark": "b",
                            "model": "m-out"})
+    both = checks.iloc[:2].assign(model="m-both", output_s=[0.001, 0.003])
+    checks = pd.concat([checks, both], ignore_index=True)
     df = guards_compared(scored, ROWS, decisions=decisions, output_checks=checks,
+                         sources={"m-out": "m", "m-both": "m-guard"},
                          n_boot=200).set_index("guard")
     df.attrs.update(scored=scored.to_dict("list"), decisions=decisions.to_dict("list"),
                     checks=checks.to_dict("list"))
@@ -270,8 +275,11 @@ def test_latency_added(table):
     assert out["latency_n"] == 4
     assert out["latency_median_ms"] == pytest.approx(2.5)
     assert out["latency_p95_ms"] == pytest.approx(3.85)  # numpy's linear quantile
-    both = latency_stats([0.010 + 0.001, 0.010 + 0.003])
-    assert both["latency_median_ms"] == pytest.approx(12.0)
+    # both: its source's input checks (10 ms each) plus its own output checks, per request
+    both = table.loc["both"]
+    assert both["latency_n"] == 4 and both["latency_median_ms"] == pytest.approx(10.5)
+    assert both["latency_p95_ms"] == pytest.approx(latency_stats(
+        [0.011, 0.013, 0.010, 0.010])["latency_p95_ms"])
 
 
 def test_the_table_files(table, tmp_path):
@@ -281,7 +289,7 @@ def test_the_table_files(table, tmp_path):
     md = (tmp_path / "guards_compared.md").read_text()
     assert "| b | m | none | m |" in md and "n<1000" in md
     assert pd.read_csv(tmp_path / "guards_compared.csv")["guard"].tolist() == \
-        ["none", "input", "output"]
+        ["none", "input", "output", "both"]
     assert (tmp_path / "guards_compared.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -307,7 +315,7 @@ def test_the_rules_files_are_read_by_their_paths(table, tmp_path):
     write_table(_full(scored.drop(columns=["benchmark", "rights", "finish_reason"]), SCORED_RUN),
                 pooled, SCORED_RUN, {})
     gens = []
-    for model in ("m", "m-guard", "m-out"):
+    for model in ("m", "m-guard", "m-out", "m-both"):
         g = scored[scored["model"] == model]
         path = tmp_path / f"results/generations/{model}/main/copyright.b.parquet"
         df = _generations(g["response"].tolist(), finish=g["finish_reason"].tolist())
@@ -316,11 +324,14 @@ def test_the_rules_files_are_read_by_their_paths(table, tmp_path):
         gens.append(path)
     dec = tmp_path / "results/copyright/b/guard_decisions/m-guard.parquet"
     write_table(_full(table.attrs["decisions"], GUARD_DECISIONS), dec, GUARD_DECISIONS, {})
-    chk = tmp_path / "results/copyright/b/guard_output/m-out.parquet"
-    write_table(_full(table.attrs["checks"], OUTPUT_CHECKS).assign(sample_index=0), chk,
-                OUTPUT_CHECKS, {})
-    s, d, c = read_compared_inputs([pooled], gens, [dec], [chk], {"b": "copyrighted"})
-    again = guards_compared(s, ROWS, decisions=d, output_checks=c, n_boot=200)
+    chks = []
+    for model, g in pd.DataFrame(table.attrs["checks"]).groupby("model"):
+        chks.append(tmp_path / f"results/copyright/b/guard_output/{model}.parquet")
+        write_table(_full(g.to_dict("list"), OUTPUT_CHECKS).assign(sample_index=0), chks[-1],
+                    OUTPUT_CHECKS, {})
+    s, d, c = read_compared_inputs([pooled], gens, [dec], chks, {"b": "copyrighted"})
+    again = guards_compared(s, ROWS, decisions=d, output_checks=c,
+                            sources={"m-out": "m", "m-both": "m-guard"}, n_boot=200)
     cols = ["refused_or_blocked", "infringing_blocked", "infringing_truncated", "benign_rate",
             "latency_median_ms", "latency_p95_ms"]
     pd.testing.assert_frame_equal(again[cols], table.reset_index()[cols])
