@@ -96,17 +96,6 @@ class OutputChecker(Protocol):
     def check(self, text: str) -> Any: ...
 
 
-def output_guard_kwargs(guard: Mapping[str, Any]) -> dict[str, Any]:
-    """The :class:`~copyprobe.guard.output.OutputGuard` settings of a guard block (its output
-    block's ``min_words``, ``action``, ``max_docs``; the guard's ``block_text``)."""
-    out = output_block(guard) or {}
-    kw = {k: out[k] for k in ("min_words", "action", "max_docs") if out.get(k) is not None}
-    block_text = out.get("block_text") or guard.get("block_text")
-    if block_text:
-        kw["block_text"] = block_text
-    return kw
-
-
 # -- the post-processing ------------------------------------------------------------------------
 def apply_output_guard(generations: pd.DataFrame, guard: OutputChecker, *, model: str,
                        source_model: str) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -120,25 +120,32 @@ POEM = ("the rain falls soft upon the silver hills and every river sings of dist
         "where lanterns burn")
 
 
+@pytest.fixture(scope="module")
+def poem_index(tmp_path_factory):
+    """The folder of a real infini-gram index of the poem, built once."""
+    import json
+
+    from copyprobe.spans.build import build_index
+
+    base = tmp_path_factory.mktemp("poems")
+    (base / "poems.jsonl").write_text(json.dumps({"doc_id": "rain", "title": "Rain",
+                                                  "text": POEM}) + "\n", encoding="utf-8")
+    build_index([base / "poems.jsonl"], base / "idx")
+    return base / "idx"
+
+
 @pytest.fixture(scope="module", params=["memory", "suffix_array"])
-def index(request, tmp_path_factory):
-    """The poem in the brute-force MemoryIndex, and in a real infini-gram index built once."""
+def index(request, poem_index):
+    """The poem in the brute-force MemoryIndex, and in the suffix-array index."""
     if request.param == "memory":
         from copyprobe.spans.reference import MemoryIndex
         from copyprobe.spans.types import CorpusDoc
 
         yield MemoryIndex([CorpusDoc(source="poems", doc_id="rain", text=POEM, title="Rain")])
         return
-    import json
-
-    from copyprobe.spans.build import build_index
     from copyprobe.spans.index import SpanIndex
 
-    base = tmp_path_factory.mktemp("poems")
-    (base / "poems.jsonl").write_text(json.dumps({"doc_id": "rain", "title": "Rain",
-                                                  "text": POEM}) + "\n", encoding="utf-8")
-    build_index([base / "poems.jsonl"], base / "idx")
-    with SpanIndex.open(base / "idx") as idx:
+    with SpanIndex.open(poem_index) as idx:
         yield idx
 
 
@@ -163,6 +170,50 @@ def test_the_post_processed_generations_are_what_the_guard_gives(index, action):
     assert checks.loc[0, "output_doc_ids"] == ["rain"] and checks.loc[0, "output_span_words"] \
         == len(POEM.split())
     assert checks.loc[1, "output_action"] == "pass" and pd.isna(checks.loc[1, "finish_reason"])
+
+
+@pytest.mark.parametrize("action", ["block", "truncate"])
+def test_post_processing_gives_what_the_guarded_model_gives(poem_index, action, server_module,
+                                                           tmp_path, monkeypatch):
+    """The base's answers through the output guard equal the GuardWrapper's answers of the
+    output-only model on the same text (a scripted OpenAI-compatible server answers both), on
+    the same index under results/spans/poems."""
+    from copyprobe.generation import generate_shard
+    from copyprobe.guard.pipeline import build_output_guard
+    from copyprobe.prompt import Prompt
+    from copyprobe.spans.index import SpanIndex
+
+    monkeypatch.chdir(tmp_path)  # the guarded model opens results/spans/<index>
+    (tmp_path / "results" / "spans").mkdir(parents=True)
+    (tmp_path / "results" / "spans" / "poems").symlink_to(poem_index)
+    answers = {"recite": "Sure! " + POEM.title() + ". Anything else?", "chat": "Rain is wet."}
+    prompts = pd.DataFrame({
+        "request_id": list(answers), "status": "ready", "prompt_format": "chat",
+        "prompt": [Prompt("chat", messages=({"role": "user", "content": k},)).to_json()
+                   for k in answers], "reference": None})
+    out = {"index": "poems", "min_words": 8, "action": action}
+
+    def model(guard: dict | None) -> dict:
+        spec = {"backend": "openai", "name": "m", "model_id": "m", "base_url": srv.base_url,
+                "api_key_env": "COPYPROBE_TEST_COMPARE_KEY", "api_key_optional": True,
+                "request_timeout": 5, "cache_dir": str(tmp_path / "cache"),
+                "requests": {"max_attempts": 1}}
+        return {**spec, "guard": guard} if guard else spec
+
+    def answer(body: dict) -> str:
+        return answers[body["messages"][-1]["content"]]
+
+    with server_module("scripted_chat").ScriptedChatServer(answer) as srv:
+        base, _ = generate_shard(prompts, model(None), {"path": None})
+        wrapped, _ = generate_shard(prompts, model({"input": False, "output": out}),
+                                    {"path": None})
+    with SpanIndex.open(poem_index) as index:
+        post, checks = apply_output_guard(base, build_output_guard(out, index), model="m-out",
+                                          source_model="m")
+    cols = ["request_id", "text", "finish_reason", "status"]
+    pd.testing.assert_frame_equal(post[cols], wrapped[cols])
+    assert post.loc[0, "finish_reason"] == f"guard_{action}"
+    assert checks["output_action"].tolist() == [action, "pass"]
 
 
 # -- the table ------------------------------------------------------------------------------------
