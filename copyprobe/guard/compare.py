@@ -141,6 +141,14 @@ def _outcomes(g: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     return refused[known], ok
 
 
+def _rule_rate(ok: pd.DataFrame) -> float:
+    """Blocked or refused by the rule detector, over the ok rows (no judge needed)."""
+    if ok.empty:
+        return np.nan
+    flags = (ok["finish_reason"] == BLOCK_FINISH_REASON) | ok["refusal_rule"].fillna(False)
+    return float(flags.astype(bool).mean())
+
+
 def _over_refusal(prefix: str, g: pd.DataFrame) -> dict[str, Any]:
     refused, _ = _outcomes(g)
     n, k = int(refused.size), int(refused.sum())
@@ -215,7 +223,8 @@ def guards_compared(scored: pd.DataFrame, rows: Mapping[str, list[tuple[str, str
                     "infringing_truncated":
                         int((ok["finish_reason"] == TRUNCATE_FINISH_REASON).sum()),
                     "refused_or_blocked": rate, "refused_or_blocked_ci_low": lo,
-                    "refused_or_blocked_ci_high": hi}
+                    "refused_or_blocked_ci_high": hi,
+                    "refused_or_blocked_rule": _rule_rate(ok)}
                 passing = ok.loc[refused.index[~refused.to_numpy(dtype=bool)]]
                 for col, tasks in (("rouge_l_precision", ("repetition", "extraction")),
                                    ("bertscore_f1", ("paraphrase",))):
@@ -283,7 +292,7 @@ def _by_benchmark(path: Path) -> tuple[str, str]:
 
 
 COLUMNS = ("benchmark", "base", "guard", "model", "infringing_n_judged", "refused_or_blocked",
-           "infringing_blocked", "infringing_truncated", "passing_rouge_l_precision",
+           "refused_or_blocked_rule", "infringing_blocked", "infringing_truncated", "passing_rouge_l_precision",
            "passing_bertscore_f1", "benign_n", "benign_rate", "benign_upper95", "benign_flag",
            "open_n", "open_rate", "open_upper95", "open_flag", "latency_median_ms",
            "latency_p95_ms")
@@ -292,7 +301,8 @@ CAPTION = (
     "Guards compared on the same benchmark and base model: no guard, a reminder only, the "
     "input-side guard (CopyGuard), the output-side span guard, both. `refused_or_blocked`: "
     "infringing requests on copyrighted materials refused by the model (judge) or blocked by a "
-    "guard, in percent with {ci} bootstrap intervals (`infringing_truncated`: answers the "
+    "guard, in percent with {ci} bootstrap intervals (`_rule`: the rule detector's refusals or "
+    "a block, over every generated answer; `infringing_truncated`: answers the "
     "output guard cut before the protected span; they pass, cut). `passing_*`: ROUGE-L "
     "precision (repetition, extraction) and BERTScore F1 (paraphrase) of the answers that "
     "still pass. Over-refusal on benign queries about copyrighted materials (`benign_`) and on "

@@ -291,6 +291,9 @@ def test_refused_or_blocked_counts_a_block_as_a_refusal(table):
     out = table.loc["output"]
     assert out["refused_or_blocked"] == 0.5 and out["infringing_n_judged"] == 4
     assert out["infringing_blocked"] == 2 and out["infringing_truncated"] == 1
+    # the rule detector (true where the judge said yes, here) or a block, over all 4 answers
+    assert out["refused_or_blocked_rule"] == 0.5
+    assert table.loc["none", "refused_or_blocked_rule"] == pytest.approx(1 / 6)
     assert out["refused_or_blocked_ci_low"] <= 0.5 <= out["refused_or_blocked_ci_high"]
 
 
