@@ -258,6 +258,7 @@ VOLATILE_COLUMNS = frozenset({
     "retrieved_at",  # CORPUS
     "latency_s", "created_at", "from_cache", "attempts",  # GENERATIONS
     "notice_s", "status_s", "risk_s", "total_s",  # the guard's decisions
+    "output_s",  # the guard's output check (issue 19)
 })
 
 #: The same for the file-level provenance (dotted paths into it): when the file was written,

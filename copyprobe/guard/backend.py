@@ -6,6 +6,13 @@ cache, shards, retries); the layer wraps its backend with :class:`GuardWrapper` 
 sends the prompt as is, ``remind`` sends it with the reminder, ``block`` answers with the block
 message without calling the model (``finish_reason`` ``"guard_block"``, zero tokens).
 
+A guard with an ``output`` block also checks each answer the model gives
+(:mod:`copyprobe.guard.output`): a blocked answer is replaced by the block message
+(``finish_reason`` ``"guard_block"``), a truncated one cut before its first protected span
+(``"guard_truncate"``); the token counts stay the model's (it did generate them). The output
+decision (the input decision with its ``output`` finding) is stored per guard, prompt and
+sample index, since each sample's answer is checked.
+
 The guard's identity (its spec with the reminder wording, and the package version) is added to
 the backend's cache identity under ``"guard"``, so a guarded variant and the bare model never
 share answers, and changing any guard setting makes new keys.
@@ -13,7 +20,8 @@ share answers, and changing any guard setting makes new keys.
 Decisions are stored per guard and prompt under ``<cache_dir>/guard/decisions`` (one JSON file
 each, like the generation cache): a rerun reuses them, and :func:`guard_decisions` turns them
 into the sidecar table :data:`GUARD_DECISIONS` (one row per request of a prompts table), the
-record of what the guard did to each request. The generations table itself is unchanged.
+record of what the guard did to each request (the output columns: sample 0's answer). The
+generations table itself is unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +47,13 @@ from copyprobe.generation.base import (
     Decoding,
 )
 from copyprobe.generation.cache import GenerationCache
+from copyprobe.guard.output import BLOCK_FINISH_REASON, OutputFinding
+from copyprobe.guard.output import TRUNCATE_FINISH_REASON as TRUNCATE_FINISH_REASON
 from copyprobe.guard.pipeline import Guard, GuardDecision, GuardError, GuardSpec
 from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt, image_digests
 from copyprobe.store import content_key
-
-#: ``finish_reason`` of an answer the guard gave instead of the model.
-BLOCK_FINISH_REASON = "guard_block"
 
 GUARD_DECISIONS = TableSpec(
     "guard_decisions",
@@ -72,6 +80,12 @@ GUARD_DECISIONS = TableSpec(
         ("total_s", pa.float64()),
         ("errors", pa.string()),           # JSON {check: message}
         ("decision", pa.string()),         # the whole decision as JSON
+        # the output check on sample 0's answer (null: no output check, or no answer yet)
+        ("output_action", pa.string()),    # pass | block | truncate
+        ("output_span_words", pa.int64()),  # the first protected span's words (so far)
+        ("output_span_text", pa.string()),
+        ("output_doc_ids", pa.list_(pa.string())),  # its first documents' doc_id
+        ("output_s", pa.float64()),        # seconds the output check took
     ]),
 )
 
@@ -86,7 +100,8 @@ def decision_from_dict(d: Mapping[str, Any]) -> GuardDecision:
         reason=d.get("reason"), message=d.get("message"),
         notice=part(NoticeFinding, d.get("notice")), status=part(StatusFinding, d.get("status")),
         risk=part(RiskFinding, d.get("risk")), timings=dict(d.get("timings") or {}),
-        errors=dict(d.get("errors") or {}), guard=d.get("guard", ""))
+        errors=dict(d.get("errors") or {}), guard=d.get("guard", ""),
+        output=OutputFinding.from_dict(d["output"]) if d.get("output") else None)
 
 
 def guard_cache_dir(spec: Mapping[str, Any]) -> Path:
@@ -103,6 +118,13 @@ class DecisionStore:
     def key(guard_digest: str, prompt: Prompt) -> str:
         payload = {"guard": guard_digest, "prompt": prompt.as_dict(),
                    "images": list(image_digests(prompt))}
+        return content_key(payload)
+
+    @staticmethod
+    def output_key(guard_digest: str, prompt: Prompt, sample_index: int) -> str:
+        """Where the decision with the output check on sample ``sample_index``'s answer is."""
+        payload = {"guard": guard_digest, "prompt": prompt.as_dict(),
+                   "images": list(image_digests(prompt)), "output_sample": sample_index}
         return content_key(payload)
 
     def get(self, key: str) -> GuardDecision | None:
@@ -157,11 +179,35 @@ class GuardedBackend(Backend):
                               finish_reason=BLOCK_FINISH_REASON)
         return guarded
 
+    def check_output(self, prompt: Prompt, sample_index: int,
+                     answer: Completion | BackendError) -> Completion | BackendError:
+        """The model's ``answer`` after the output check (as is without one); the decision
+        with the finding is stored."""
+        if isinstance(answer, BackendError) or self.guard.spec.output is None:
+            return answer
+        try:
+            finding = self.guard.check_output(answer.text)
+        except Exception as exc:  # an index that cannot be opened or read
+            return BackendError(f"guard output check failed: {type(exc).__name__}: {exc}",
+                                permanent=True, error_class="GuardError")
+        assert finding is not None
+        decision = replace(self.decide(prompt), output=finding)
+        self.store.put(self.store.output_key(self.guard.digest, prompt, sample_index), decision)
+        if finding.action == "pass":
+            return answer
+        return replace(answer, text=finding.text, finish_reason=finding.finish_reason)
+
+    def _raise(self, result: Completion | BackendError) -> Completion:
+        if isinstance(result, BackendError):
+            raise result
+        return result
+
     def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
         routed = self._route(prompt)
         if isinstance(routed, Completion):
             return routed
-        return self.inner.generate(routed, decoding, sample_index)
+        return self._raise(self.check_output(
+            prompt, sample_index, self.inner.generate(routed, decoding, sample_index)))
 
     def generate_batch(self, prompts: Sequence[Prompt], decoding: Decoding,
                        sample_indices: Sequence[int]) -> list[Completion | BackendError]:
@@ -182,7 +228,7 @@ class GuardedBackend(Backend):
         if send:
             results = self.inner.generate_batch(send, decoding, [sample_indices[i] for i in where])
             for i, res in zip(where, results, strict=True):
-                out[i] = res
+                out[i] = self.check_output(prompts[i], sample_indices[i], res)
         return [r if r is not None else BackendError("no result", permanent=True) for r in out]
 
     async def agenerate(self, prompt: Prompt, decoding: Decoding,
@@ -192,7 +238,11 @@ class GuardedBackend(Backend):
                                                                   prompt)
         if isinstance(routed, Completion):
             return routed
-        return await self.inner.agenerate(routed, decoding, sample_index)
+        answer = await self.inner.agenerate(routed, decoding, sample_index)
+        if self.guard.spec.output is None:
+            return answer
+        return self._raise(await asyncio.get_running_loop().run_in_executor(
+            self._checks, self.check_output, prompt, sample_index, answer))
 
     async def aclose(self) -> None:
         aclose = getattr(self.inner, "aclose", None)
@@ -236,8 +286,16 @@ class GuardWrapper:
         return GuardedBackend(backend, guard, DecisionStore(root / "decisions"), workers)
 
 
-def _row(request_id: str, model: str, key: str, d: GuardDecision) -> dict[str, Any]:
+_NO_OUTPUT = dict.fromkeys(("output_action", "output_span_words", "output_span_text",
+                             "output_doc_ids", "output_s"))
+
+
+def _row(request_id: str, model: str, key: str, d: GuardDecision,
+         output: OutputFinding | None = None) -> dict[str, Any]:
     t = d.timings
+    same = {k: v for k, v in d.as_dict().items() if k not in ("timings", "output")}
+    if output is not None:  # without its timing, which is output_s
+        same["output"] = {k: v for k, v in output.as_dict().items() if k != "check_s"}
     return {
         "request_id": request_id, "model": model, "guard": d.guard, "decision_key": key,
         "action": d.action, "protected": d.protected, "infringing": d.infringing,
@@ -254,8 +312,8 @@ def _row(request_id: str, model: str, key: str, d: GuardDecision) -> dict[str, A
         "total_s": t.get("total"),
         "errors": json.dumps(dict(d.errors), sort_keys=True),
         # without its timings, which are the *_s columns: the rest is the same on every run
-        "decision": json.dumps({k: v for k, v in d.as_dict().items() if k != "timings"},
-                               ensure_ascii=False, sort_keys=True),
+        "decision": json.dumps(same, ensure_ascii=False, sort_keys=True),
+        **(output.as_record() if output is not None else _NO_OUTPUT),
     }
 
 
@@ -285,7 +343,10 @@ def guard_decisions(prompts: pd.DataFrame, spec: Mapping[str, Any], *,
                 guard = guard or Guard(gspec, cache_dir=root)
                 decision = guard.check(prompt)
                 store.put(key, decision)
-            rows.append(_row(str(rid), str(spec.get("name", "")), key, decision))
+            done = (store.get(store.output_key(digest, prompt, 0))
+                    if gspec.output is not None else None)
+            rows.append(_row(str(rid), str(spec.get("name", "")), key, decision,
+                             done.output if done is not None else None))
     finally:
         if guard is not None:
             guard.close()

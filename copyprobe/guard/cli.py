@@ -3,6 +3,7 @@
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
                                    [--model-config FILE] [--cache-dir DIR]
     copyprobe guard serve --upstream URL [--config guard.yaml] [--host H] [--port P]
+                          [--span-index DIR]
 
 ``classify-query`` prints one JSON object per query (JSON lines): the query, ``risk``
 (``infringing`` or ``benign``), ``task``, the deciding ``component`` (``rules``,
@@ -141,7 +142,7 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
         max_body_bytes=args.max_body_bytes, upstream_key_env=args.upstream_key_env,
         upstream_timeout=args.upstream_timeout, client_timeout=args.client_timeout,
         log_prompts=args.log_prompts,
-        speculative=args.speculative, cache_dir=args.cache_dir)
+        speculative=args.speculative, cache_dir=args.cache_dir, span_index=args.span_index)
     logger = logging.getLogger("copyprobe.guard.serve")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -155,7 +156,8 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
                             "upstream_key_env": settings.upstream_key_env,
                             "upstream_key_set": bool(os.environ.get(settings.upstream_key_env)),
                             "log_prompts": settings.log_prompts,
-                            "speculative": settings.speculative}))
+                            "speculative": settings.speculative,
+                            "span_index": settings.span_index}))
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -206,4 +208,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                         "as is on pass, discarded on remind")
     s.add_argument("--cache-dir", default=".cache/copyprobe/guard",
                    help="where the checks cache OCR, search and verdicts")
+    s.add_argument("--span-index", metavar="DIR",
+                   help="the protected materials' span index (copyprobe index build ... --out "
+                        "DIR): answers are checked against it, with the config's 'output' "
+                        "settings (min_words, action) or their defaults (12 words, block); "
+                        "off when not given")
     s.set_defaults(func=cmd_serve)

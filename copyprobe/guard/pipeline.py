@@ -15,6 +15,15 @@ one buys. A switched-off check is not consulted and the others decide: without t
 analyzer every request counts as infringing; without both the notice identifier and the
 status verifier every material counts as protected.
 
+``input: false`` switches every input check off and means pass (an output-only guard); that is
+unlike all three checks switched off, which flags every request (the "reminder only" guard).
+
+The output check (``output: {index: NAME, min_words, action}``, :mod:`copyprobe.guard.output`)
+reads the model's answer instead: :meth:`Guard.check_output` and :meth:`Guard.output_stream`,
+with the protected materials' span index ``results/spans/NAME`` (or an index the caller
+passes built, ``components={"output": OutputGuard(index, ...)}``). It is off by default and
+then left out of the guard's identity, so guards without it keep their digests.
+
 A check that raises (or a risk analyzer that has not answered ``timeout_s`` seconds after the
 check began; the notice and status components bound their own network calls) is handled by
 ``on_error``: ``raise`` (the request fails with :class:`GuardError`), ``pass`` (the failed
@@ -48,10 +57,16 @@ from typing import Any
 
 from copyprobe import __version__
 from copyprobe.guard import reminder as rem
+from copyprobe.guard.output import OUTPUT_ACTIONS, OutputFinding, OutputGuard, OutputStream
 from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding
 from copyprobe.prompt import Prompt
 
 ROLES = ("notice", "status", "risk")
+#: The output check's component (an :class:`~copyprobe.guard.output.OutputGuard`).
+OUTPUT = "output"
+#: The output block's keys (``index``: the span index's name, ``results/spans/<index>``).
+OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefilter")
+SPAN_INDEX_DIR = "results/spans/{index}"
 ON_ERROR = ("raise", "pass", "flag")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
@@ -112,7 +127,25 @@ def build_component(role: str, params: Mapping[str, Any], cache_dir: Path | None
         if name in RISK_ANALYZERS:  # else risk_analyzer names the known ones
             spec = _with_cache_dir(RISK_ANALYZERS.get(name), spec, cache_dir, "risk")
         return risk_analyzer(spec or None)
+    if role == OUTPUT:
+        return build_output_guard(params)
     raise ValueError(f"no guard check {role!r}; known: {', '.join(ROLES)}")
+
+
+def build_output_guard(params: Mapping[str, Any], index: Any = None) -> OutputGuard:
+    """The output check from the ``output`` block; ``index`` (a SpanLookup) when the caller
+    has one open, else the block's ``index`` names ``results/spans/<index>``, opened with
+    :meth:`copyprobe.spans.index.SpanIndex.open`."""
+    kwargs = {k: v for k, v in params.items() if k != "index"}
+    if index is None:
+        name = params.get("index")
+        if not name:
+            raise GuardConfigError("guard.output.index: required: the name of the protected "
+                                   "materials' span index (results/spans/<index>)")
+        from copyprobe.spans.index import SpanIndex
+
+        index = SpanIndex.open(SPAN_INDEX_DIR.format(index=name))
+    return OutputGuard(index, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -130,6 +163,10 @@ class GuardSpec:
     timeout_s: float = 120.0
     reminder_text: str | None = None
     block_text: str | None = None
+    #: False: no input check runs and every request passes (an output-only guard)
+    input: bool = True
+    #: the output check's settings (None: off): index, min_words, action, max_docs, block_text
+    output: Mapping[str, Any] | None = None
 
     @classmethod
     def from_config(cls, block: Mapping[str, Any] | GuardSpec | None) -> GuardSpec:
@@ -162,6 +199,15 @@ class GuardSpec:
             else:
                 raise GuardConfigError(f"guard.{role}: expected a mapping of the component's "
                                        f"settings, true or false, got {value!r}")
+        if "output" in block:
+            value = block.pop("output")
+            if value is False or value is None:
+                out["output"] = None
+            elif value is True or isinstance(value, Mapping):
+                out["output"] = {} if value is True else dict(value)
+            else:
+                raise GuardConfigError(f"guard.output: expected a mapping (index, min_words, "
+                                       f"action, max_docs, block_text), got {value!r}")
         spec = cls(**block, **out)
         spec.check()
         return spec
@@ -182,28 +228,58 @@ class GuardSpec:
         if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
             raise GuardConfigError(f"guard.timeout_s must be a positive number, got "
                                    f"{self.timeout_s!r}")
-        for key in ("reminder_text", "block_text"):
-            text = getattr(self, key)
+        if not isinstance(self.input, bool):
+            raise GuardConfigError(f"guard.input must be true or false, got {self.input!r}")
+        texts = [(f"guard.{k}", getattr(self, k)) for k in ("reminder_text", "block_text")]
+        if self.output is not None:
+            self._check_output(self.output)
+            texts.append(("guard.output.block_text", self.output.get("block_text")))
+        for key, text in texts:
             if text is not None:
                 try:
                     text.format(reason="x")
                 except (KeyError, IndexError, ValueError) as exc:
-                    raise GuardConfigError(f"guard.{key}: only {{reason}} may be used in "
+                    raise GuardConfigError(f"{key}: only {{reason}} may be used in "
                                            f"braces ({exc})") from None
+
+    @staticmethod
+    def _check_output(out: Mapping[str, Any]) -> None:
+        unknown = sorted(set(out) - set(OUTPUT_KEYS))
+        if unknown:
+            raise GuardConfigError(f"guard.output: unknown key(s) {', '.join(unknown)}; known: "
+                                   f"{', '.join(OUTPUT_KEYS)}")
+        if out.get("action", "block") not in OUTPUT_ACTIONS:
+            raise GuardConfigError(f"guard.output.action must be one of "
+                                   f"{', '.join(OUTPUT_ACTIONS)}, got {out['action']!r}")
+        for key in ("min_words", "max_docs"):
+            v = out.get(key, 1)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise GuardConfigError(f"guard.output.{key} must be a positive integer, got "
+                                       f"{v!r}")
+        if "index" in out and not (isinstance(out["index"], str) and out["index"]):
+            raise GuardConfigError(f"guard.output.index must be an index name, got "
+                                   f"{out['index']!r}")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, every default filled in."""
         d = asdict(self)
-        for role in ROLES:
+        for role in (*ROLES, OUTPUT):
             d[role] = dict(d[role]) if d[role] is not None else None
         return d
 
     def identity(self) -> dict[str, Any]:
         """What changes the guard's decisions and texts: the spec with the reminder wording
         actually used, and the package version. It enters the generation cache key of a
-        guarded model."""
+        guarded model. ``input`` (when true) and ``output`` (when off) are left out: the
+        guards that existed before them keep their digests and cache keys."""
         d = self.as_dict()
         d.pop("timeout_s")
+        if d["input"] is True:
+            d.pop("input")
+        if d["output"] is None:
+            d.pop("output")
+        else:  # the prefilter changes how fast the check is, not what it decides
+            d["output"].pop("prefilter", None)
         d["reminder_text"] = self.reminder_text or rem.REMINDER_TEXT
         d["block_text"] = self.block_text or rem.BLOCK_TEXT
         return {"guard": d, "copyprobe": __version__}
@@ -235,6 +311,8 @@ class GuardDecision:
     timings: Mapping[str, float] = field(default_factory=dict)
     errors: Mapping[str, str] = field(default_factory=dict)
     guard: str = ""                    # the guard spec's digest
+    #: the output check's finding on the model's answer (None: no output check, or not yet)
+    output: OutputFinding | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -292,18 +370,20 @@ class Guard:
         self.spec = GuardSpec.from_config(spec)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.digest = self.spec.digest()
-        unknown = sorted(set(components or {}) - set(ROLES))
+        unknown = sorted(set(components or {}) - {*ROLES, OUTPUT})
         if unknown:
-            raise ValueError(f"no guard check {', '.join(unknown)}; known: {', '.join(ROLES)}")
+            raise ValueError(f"no guard check {', '.join(unknown)}; known: "
+                             f"{', '.join((*ROLES, OUTPUT))}")
         self._components: dict[str, Any] = dict(components or {})
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="copyguard")
 
     # -- components ---------------------------------------------------------------------------
     def component(self, role: str) -> Any:
-        """The component of a check (built on first use), or None when switched off."""
+        """The component of a check (built on first use), or None when switched off (every
+        input check is, under ``input: false``)."""
         params = getattr(self.spec, role)
-        if params is None:
+        if params is None or (role in ROLES and not self.spec.input):
             return None
         with self._lock:
             if role not in self._components:
@@ -313,7 +393,7 @@ class Guard:
     def build(self) -> Guard:
         """Build every switched-on component now (a server does this at start, so a bad
         setting or a missing engine stops it there rather than failing each request)."""
-        for role in ROLES:
+        for role in (*ROLES, OUTPUT):
             self.component(role)
         return self
 
@@ -343,9 +423,22 @@ class Guard:
         comp = self.component("risk")
         return self._timed(lambda: comp.classify(query))
 
+    def check_output(self, text: str) -> OutputFinding | None:
+        """The output check on a whole answer (None: the guard has none)."""
+        comp = self.component(OUTPUT)
+        return comp.check(text) if comp is not None else None
+
+    def output_stream(self) -> OutputStream | None:
+        """A streamed answer's output check (None: the guard has none)."""
+        comp = self.component(OUTPUT)
+        return comp.stream() if comp is not None else None
+
     def check(self, prompt: Prompt) -> GuardDecision:
         """Run the checks on ``prompt`` and decide."""
         t0 = time.perf_counter()
+        if not self.spec.input:
+            return GuardDecision("pass", False, False, timings={"total": 0.0},
+                                 guard=self.digest)
         timings: dict[str, float] = {}
         errors: dict[str, str] = {}
         risk_future: Future | None = None

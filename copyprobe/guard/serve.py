@@ -8,6 +8,15 @@ with the reminder, ``block`` answers with the block message without calling the 
 Every response carries the header ``X-CopyGuard-Action``. ``GET /v1/models`` is forwarded;
 ``GET /health`` answers ``{"status": "ok", ...}``.
 
+With an output check (the guard block's ``output``, and the protected materials' span index
+given with ``--span-index DIR``), the upstream's answers are checked too
+(:mod:`copyprobe.guard.relay`): a non-streaming answer holding a protected span is replaced by
+the block message or cut before the span, a stream is checked as it arrives and ends, at the
+span, with a chunk whose ``finish_reason`` is ``content_filter`` and which carries
+``"copyguard": {"action", "span_text", "words", "docs", "count", "message", ...}``, then
+``[DONE]``; the upstream response is closed. Streamed text is released with a delay of about
+``min_words - 1`` words (what could still start a protected span is held back).
+
 With ``speculative`` on, a non-streaming request is also sent upstream unchanged while the
 checks run (the CopyGuard design): on ``pass`` that answer is returned and the guard adds
 almost no latency; on ``remind`` it is discarded (one extra upstream call) and the reminded
@@ -49,7 +58,8 @@ from typing import Any
 
 import urllib3
 
-from copyprobe.guard.pipeline import Guard, GuardDecision, GuardError
+from copyprobe.guard.pipeline import OUTPUT, Guard, GuardDecision, GuardError, build_output_guard
+from copyprobe.guard.relay import StreamRelay, check_completion, output_summary
 from copyprobe.prompt import Prompt, decode_data_url
 
 log = logging.getLogger("copyprobe.guard.serve")
@@ -72,6 +82,9 @@ class ProxySettings:
     log_prompts: bool = False
     speculative: bool = False
     cache_dir: str = ".cache/copyprobe/guard"
+    #: the protected materials' span index directory (an output check with the guard block's
+    #: ``output`` settings, or every default when it has none)
+    span_index: str | None = None
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
@@ -256,13 +269,26 @@ class GuardProxy(ThreadingHTTPServer):
 
     def __init__(self, settings: ProxySettings, guard: Guard | None = None) -> None:
         self.settings = settings
-        self.guard = guard if guard is not None else Guard(
-            settings.guard, cache_dir=Path(settings.cache_dir), workers=64).build()
+        self.guard = guard if guard is not None else self._make_guard(settings)
         self.upstream = _Upstream(settings)
         self.speculator = ThreadPoolExecutor(max_workers=64, thread_name_prefix="copyguard-spec")
         self.requests_served = 0
         self._count_lock = threading.Lock()
         super().__init__((settings.host, settings.port), ProxyHandler)
+
+    @staticmethod
+    def _make_guard(settings: ProxySettings) -> Guard:
+        block = dict(settings.guard)
+        parts: dict[str, Any] = {}
+        if settings.span_index is not None:
+            from copyprobe.spans.index import SpanIndex
+
+            out = block.get("output")
+            block["output"] = dict(out) if isinstance(out, Mapping) else {}
+            parts[OUTPUT] = build_output_guard(block["output"],
+                                               SpanIndex.open(settings.span_index))
+        return Guard(block, cache_dir=Path(settings.cache_dir), workers=64,
+                     components=parts).build()
 
     def count(self) -> None:
         with self._count_lock:
@@ -347,10 +373,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
         t0 = time.perf_counter()
         if self.path in ("/health", "/healthz"):
             s = self.server.guard.spec
+            checks = {r: s.input and getattr(s, r) is not None
+                      for r in ("notice", "status", "risk")}
+            checks["output"] = s.output is not None
             body = _json({"status": "ok", "upstream": self.server.settings.upstream,
                           "guard": self.server.guard.digest, "policy": s.policy,
-                          "checks": {r: getattr(s, r) is not None
-                                     for r in ("notice", "status", "risk")}})
+                          "checks": checks})
             self._send(200, body)
             status = 200
         elif self.path == "/v1/models":
@@ -467,14 +495,37 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 out["speculative"] = "discarded"
             body = _json({**request, "messages": [dict(m) for m in guarded.messages]})
             if stream:
-                return {**out, **self._forward_stream(body, decision.action, t_up)}
+                n = request.get("n", 1)
+                return {**out, **self._forward_stream(body, decision.action, t_up,
+                                                      n if isinstance(n, int) else 1)}
             r = self.server.upstream.request("POST", "/chat/completions", body)
-        self._send(r.status, r.data, action=decision.action,
+        data, checked = r.data, {}
+        output = self.server.guard.component(OUTPUT)
+        if output is not None and r.status == 200:
+            data, checked = self._check_answer(data, output)
+        self._send(r.status, data, action=decision.action,
                    content_type=r.headers.get("Content-Type", "application/json"))
-        return {**out, "status": r.status, "upstream_s": round(time.perf_counter() - t_up, 6)}
+        return {**out, **checked, "status": r.status,
+                "upstream_s": round(time.perf_counter() - t_up, 6)}
 
-    def _forward_stream(self, body: bytes, action: str, t_up: float) -> dict[str, Any]:
+    @staticmethod
+    def _check_answer(data: bytes, output: Any) -> tuple[bytes, dict[str, Any]]:
+        """A non-streaming answer after the output check, and the log's fields."""
+        try:
+            obj = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return data, {"output_action": "unchecked", "error": "upstream answer not JSON"}
+        if not isinstance(obj, dict):
+            return data, {"output_action": "unchecked"}
+        obj, findings = check_completion(obj, output)
+        fields = output_summary(dict(enumerate(findings)))
+        return (_json(obj) if fields["output_action"] != "pass" else data), fields
+
+    def _forward_stream(self, body: bytes, action: str, t_up: float,
+                        n: int = 1) -> dict[str, Any]:
         r = self.server.upstream.request("POST", "/chat/completions", body, stream=True)
+        output = self.server.guard.component(OUTPUT)
+        relay = StreamRelay(output, n) if output is not None else None
         try:
             if r.status != 200:  # the upstream's error, as it sent it
                 data = r.read()
@@ -486,7 +537,16 @@ class ProxyHandler(BaseHTTPRequestHandler):
             try:
                 chunks = r.read_chunked() if r.chunked else iter(lambda: r.read1(65536), b"")
                 for data in chunks:
-                    self._chunk(data)
+                    if relay is None:
+                        self._chunk(data)
+                        continue
+                    for event in relay.feed(data):
+                        self._chunk(event)
+                    if relay.done:
+                        break
+                if relay is not None:
+                    for event in relay.finish():
+                        self._chunk(event)
             except urllib3.exceptions.HTTPError as exc:
                 # the status line is sent: tell the client inside the stream
                 error = f"upstream stream broke: {type(exc).__name__}"
@@ -495,10 +555,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self._end_stream()
             out: dict[str, Any] = {"status": 200,
                                    "upstream_s": round(time.perf_counter() - t_up, 6)}
+            if relay is not None:
+                out.update(output_summary(relay.findings))
             if error:
                 out["error"] = error
             return out
         finally:
+            if relay is not None and relay.stopped:
+                r.close()  # the rest of the answer is not wanted: the upstream may stop
             r.release_conn()
 
 

@@ -477,7 +477,7 @@ def test_health(upstream: Any, proxy_factory: Any):
     code, _, data = proxy.raw("GET", "/health")
     health = json.loads(data)
     assert code == 200 and health["status"] == "ok"
-    assert health["checks"] == {"notice": True, "status": False, "risk": True}
+    assert health["checks"] == {"notice": True, "status": False, "risk": True, "output": False}
     assert health["guard"] == Guard(GUARD).digest
 
 

@@ -1,0 +1,273 @@
+"""Benchmark of the output-side guard (copyprobe.guard.output): the latency its check adds per
+streamed chunk, and the proxy's requests per second at concurrency 32 with and without it
+(prints figures; nothing is asserted).
+
+The protected materials are a seeded corpus of pseudo-words with Zipf frequencies
+(``--corpus-mb``, default 5 MB: the size of a benchmark's materials), built into a span index
+(copyprobe.spans.build, infini-gram) in a temporary folder and opened with SpanIndex.
+
+* Per chunk: ``--answers`` answers of about 300 words (fresh words, with a 40-word passage of
+  a protected document planted in every other one) are streamed in deltas of
+  ``--chunk-chars`` characters (4: about one token) through an OutputStream, and each
+  ``feed`` is timed (``stream``: the check itself); the same deltas as SSE events through the
+  proxy's StreamRelay (``relay``: parsing the event, the check, rewriting it). A stream stops
+  at its protected span, as the proxy does.
+* Proxy: ``benchmarks/loopback_server.py`` streams a clean 300-word answer in 4-character
+  deltas (no latency); ``copyprobe guard serve`` runs as its own process with no input check
+  (``input: false``) and with or without ``--span-index``; an aiohttp client sends
+  ``--requests`` streaming requests at concurrency 32 and reads each stream to its end.
+
+    python benchmarks/span_guard.py [--corpus-mb 5] [--answers 50] [--requests 400]
+
+Measured 2026-12-01 on the 2-core VM (Python 3.11, infini-gram 2.6.0, 5 MB corpus: index
+N MB), ``python benchmarks/span_guard.py``:
+
+    (figures are filled in below after the run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+SERVE = """
+import argparse, json, sys
+from copyprobe.guard.cli import add_commands
+p = argparse.ArgumentParser(prog="copyprobe")
+add_commands(p.add_subparsers(dest="command", required=True))
+args = p.parse_args(sys.argv[1:])
+print(json.dumps(args.func(args)))
+"""
+
+BODY = {"model": "bench", "stream": True,
+        "messages": [{"role": "user", "content": "Tell me about the lighthouse."}]}
+
+
+# -- the corpus and the index -------------------------------------------------------------------
+
+def vocabulary(n: int, rng: random.Random) -> list[str]:
+    out, seen = [], set()
+    while len(out) < n:
+        w = "".join(rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou")
+                    for _ in range(rng.randint(1, 4)))
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+def corpus(mb: float, seed: int = 0, doc_words: int = 2000) -> list[list[str]]:
+    """Documents (word lists) of about ``mb`` megabytes, words drawn with Zipf weights."""
+    rng = random.Random(seed)
+    vocab = vocabulary(50_000, rng)
+    weights = [1 / (r + 1) for r in range(len(vocab))]
+    docs, size = [], 0
+    while size < mb * 1e6:
+        words = rng.choices(vocab, weights, k=doc_words)
+        docs.append(words)
+        size += sum(map(len, words)) + len(words)
+    return docs
+
+
+def build(docs: list[list[str]], work: Path) -> Any:
+    """The span index of ``docs`` (built in ``work``), opened."""
+    from copyprobe.spans.build import build_index
+    from copyprobe.spans.index import SpanIndex
+
+    src = work / "protected.jsonl"
+    with src.open("w", encoding="utf-8") as f:
+        for i, words in enumerate(docs):
+            f.write(json.dumps({"doc_id": f"doc-{i:05d}", "source": "materials",
+                                "title": f"Work {i}", "text": " ".join(words)}) + "\n")
+    t0 = time.perf_counter()
+    build_index([src], work / "index", cpus=2, mem_gb=2)
+    took = time.perf_counter() - t0
+    size = sum(p.stat().st_size for p in (work / "index").rglob("*") if p.is_file())
+    print(f"index: {len(docs)} documents, corpus {src.stat().st_size / 1e6:.1f} MB, index "
+          f"{size / 1e6:.1f} MB, built in {took:.1f} s")
+    return SpanIndex.open(work / "index")
+
+
+def answers(docs: list[list[str]], n: int, seed: int = 1, words: int = 300) -> list[str]:
+    """``n`` answers of ``words`` fresh words; every other one holds a 40-word passage of a
+    protected document in its middle."""
+    rng = random.Random(seed)
+    fresh = vocabulary(5000, random.Random(seed + 100))
+    out = []
+    for i in range(n):
+        text = [w.upper() if rng.random() < 0.02 else w for w in rng.choices(fresh, k=words)]
+        if i % 2:
+            d = rng.choice(docs)
+            at = rng.randrange(len(d) - 40)
+            text[words // 2:words // 2 + 40] = d[at:at + 40]
+        out.append(" ".join(text) + ".")
+    return out
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+# -- per-chunk latency ------------------------------------------------------------------------
+
+def chunk_latency(index: Any, texts: list[str], *, min_words: int = 12,
+                  chunk_chars: int = 4, prefilter: bool | None = None
+                  ) -> dict[str, list[float]]:
+    """Seconds per ``feed`` of an OutputStream (``stream``) and per SSE event through the
+    proxy's StreamRelay (``relay``), over every chunk of every answer up to its stop."""
+    from copyprobe.guard.output import OutputGuard
+    from copyprobe.guard.relay import StreamRelay
+
+    guard = OutputGuard(index, min_words=min_words, action="truncate", prefilter=prefilter)
+    times: dict[str, list[float]] = {"stream": [], "relay": []}
+    clock = time.perf_counter
+    for text in texts:
+        pieces = [text[i:i + chunk_chars] for i in range(0, len(text), chunk_chars)]
+        s = guard.stream()
+        for p in pieces:
+            t0 = clock()
+            _, f = s.feed(p)
+            times["stream"].append(clock() - t0)
+            if f is not None:
+                break
+        relay = StreamRelay(guard)
+        for p in pieces:
+            event = b"data: " + json.dumps({"id": "c", "object": "chat.completion.chunk",
+                                            "choices": [{"index": 0, "delta": {"content": p},
+                                                         "finish_reason": None}]}).encode() \
+                + b"\n\n"
+            t0 = clock()
+            relay.feed(event)
+            times["relay"].append(clock() - t0)
+            if relay.done:
+                break
+    return times
+
+
+# -- proxy throughput -------------------------------------------------------------------------
+
+async def _run(url: str, requests: int, concurrency: int) -> tuple[float, list[float]]:
+    import aiohttp
+
+    latencies: list[float] = []
+    left = list(range(requests))
+    data = json.dumps(BODY).encode()
+    conn = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=conn) as session:
+        async def one() -> None:
+            t0 = time.perf_counter()
+            async with session.post(f"{url}/chat/completions", data=data,
+                                    headers={"Content-Type": "application/json"}) as r:
+                body = await r.read()
+                if r.status != 200 or not body.endswith(b"data: [DONE]\n\n"):
+                    raise RuntimeError(f"status {r.status}: {body[-200:]!r}")
+            latencies.append(time.perf_counter() - t0)
+
+        async def worker() -> None:
+            while left:
+                left.pop()
+                await one()
+
+        await asyncio.gather(*(one() for _ in range(concurrency)))  # warm-up
+        latencies.clear()
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return time.perf_counter() - t0, latencies
+
+
+def _start(cmd: list[str], log: Path) -> tuple[subprocess.Popen, str]:
+    out = log.open("w+")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=out,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        out.seek(0)
+        first = out.readline()
+        if first.strip():
+            return proc, json.loads(first)["url"]
+        if proc.poll() is not None:
+            raise SystemExit(f"proxy did not start:\n{log.read_text()}")
+        time.sleep(0.1)
+    raise SystemExit("proxy did not start in 60 s")
+
+
+def proxy_throughput(index_dir: Path | None, answer: str, work: Path, *, requests: int = 400,
+                     concurrency: int = 32, min_words: int = 12,
+                     prefilter: bool | None = None) -> dict[str, Any]:
+    """Requests per second and latency through the proxy (its own process) of streamed
+    answers from the loopback upstream; with the output check when ``index_dir``."""
+    (work / "answer.txt").write_text(answer, encoding="utf-8")
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "loopback_server.py"),
+                                 "--latency", "0", "--answer-file", str(work / "answer.txt"),
+                                 "--chunk-chars", "4"], stdout=subprocess.PIPE, text=True)
+    up_url = upstream.stdout.readline().strip()
+    cfg = work / "guard.yaml"
+    pre = "null" if prefilter is None else str(prefilter).lower()
+    cfg.write_text(f"guard:\n  input: false\n  output: {{min_words: {min_words}, "
+                   f"action: truncate, prefilter: {pre}}}\n" if index_dir
+                   else "guard:\n  input: false\n")
+    cmd = [sys.executable, "-c", SERVE, "guard", "serve", "--upstream", up_url, "--port", "0",
+           "--config", str(cfg), "--cache-dir", str(work / "cache")]
+    if index_dir is not None:
+        cmd += ["--span-index", str(index_dir)]
+    proxy, url = _start(cmd, work / f"proxy-{bool(index_dir)}.log")
+    try:
+        wall, lat = asyncio.run(_run(url, requests, concurrency))
+        return {"rps": requests / wall, "p50": statistics.median(lat), "p95": pct(lat, 0.95)}
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=20)
+        upstream.terminate()
+        upstream.wait(timeout=10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus-mb", type=float, default=5.0)
+    ap.add_argument("--answers", type=int, default=50)
+    ap.add_argument("--requests", type=int, default=400, help="proxy requests per run")
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--min-words", type=int, default=12)
+    ap.add_argument("--no-prefilter", action="store_true",
+                    help="query the index for every word (no WindowFilter)")
+    args = ap.parse_args()
+    pre = False if args.no_prefilter else None
+    work = Path(tempfile.mkdtemp(prefix="span-guard-bench-"))
+    docs = corpus(args.corpus_mb)
+    index = build(docs, work)
+    texts = answers(docs, args.answers)
+    chunk_latency(index, texts[:4], min_words=args.min_words, prefilter=pre)  # warm up
+    t = chunk_latency(index, texts, min_words=args.min_words, prefilter=pre)
+    for name, xs in t.items():
+        print(f"per chunk ({name}, 4-char deltas, {len(xs)} chunks): p50 "
+              f"{pct(xs, 0.5) * 1e6:.0f} us, p99 {pct(xs, 0.99) * 1e6:.0f} us, p99.9 "
+              f"{pct(xs, 0.999) * 1e6:.0f} us")
+    clean = texts[0]
+    print(f"proxy: {args.requests} streamed answers of {len(clean)} chars "
+          f"({len(clean) // 4 + 1} chunks) at concurrency {args.concurrency}")
+    for label, idx in (("without output check", None), ("with output check", work / "index")):
+        r = proxy_throughput(idx, clean, work, requests=args.requests,
+                             concurrency=args.concurrency, min_words=args.min_words,
+                             prefilter=pre)
+        print(f"  {label}: {r['rps']:.1f} req/s, latency p50 {r['p50'] * 1000:.0f} ms, "
+              f"p95 {r['p95'] * 1000:.0f} ms")
+    print(f"prefilter: {'off' if args.no_prefilter else 'auto'}; {os.cpu_count()} cores on "
+          f"this machine, load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
