@@ -53,7 +53,7 @@ import pyarrow as pa
 from copyprobe.artifacts import TableSpec, read_table, write_text
 from copyprobe.copyright.analysis import mean_ci, to_markdown, write_csv
 from copyprobe.copyright.scored import validate_scored
-from copyprobe.guard.backend import BLOCK_FINISH_REASON
+from copyprobe.guard.output import BLOCK_FINISH_REASON, TRUNCATE_FINISH_REASON
 from copyprobe.guard.study import (  # noqa: F401 (the rows' rules, re-exported)
     BENCHMARK_INDEX,
     KINDS,
@@ -67,8 +67,6 @@ from copyprobe.guard.study import (  # noqa: F401 (the rows' rules, re-exported)
 from copyprobe.stats.common import clopper_pearson_upper
 from copyprobe.store import atomic_write
 
-#: ``finish_reason`` of an answer cut before its first protected span.
-TRUNCATE_FINISH_REASON = "guard_truncate"
 #: Below this many requests an over-refusal rate is flagged (the issue's floor).
 MIN_OVER_REFUSAL_N = 1000
 

@@ -89,33 +89,6 @@ def _generations(texts: list[str], finish: list[str | None] | None = None,
         "finish_reason": finish or ["stop"] * n, "latency_s": 0.5})
 
 
-class _OutputGuard:
-    """The agreed OutputGuard.check over a MemoryIndex (the output guard's own module is
-    another branch's until merged): the first span of >= min_words words decides."""
-
-    def __init__(self, index, *, min_words=12, action="block", block_text=None, max_docs=5):
-        self.index, self.min_words, self.action = index, min_words, action
-        self.block_text, self.max_docs = block_text or "blocked", max_docs
-
-    def check(self, text):
-        from types import SimpleNamespace
-
-        spans = self.index.find_spans(text, min_words=self.min_words, max_docs=self.max_docs)
-        if not spans:
-            action, out, finish, span = "pass", text, None, None
-        else:
-            span = spans[0]
-            action = self.action
-            out = self.block_text if action == "block" else text[:span.char_start]
-            finish = "guard_block" if action == "block" else "guard_truncate"
-        rec = {"output_action": action, "output_span_words": span.n_words if span else None,
-               "output_span_text": span.text if span else None,
-               "output_doc_ids": [d.doc_id for d in span.docs] if span else None,
-               "output_s": 0.001}
-        return SimpleNamespace(action=action, span=span, text=out, finish_reason=finish,
-                               check_s=0.001, as_record=lambda: rec)
-
-
 POEM = ("the rain falls soft upon the silver hills and every river sings of distant seas "
         "where lanterns burn")
 
@@ -151,7 +124,9 @@ def index(request, poem_index):
 
 @pytest.mark.parametrize("action", ["block", "truncate"])
 def test_the_post_processed_generations_are_what_the_guard_gives(index, action):
-    guard = _OutputGuard(index, min_words=8, action=action)
+    from copyprobe.guard.output import OutputGuard
+
+    guard = OutputGuard(index, min_words=8, action=action)
     recital = "Sure! " + POEM.title() + "."
     gens = _generations([recital, "A poem about rain and hills.", "refused", None],
                         finish=["stop", "stop", "guard_block", None],
