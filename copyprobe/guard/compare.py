@@ -130,8 +130,9 @@ def _rate(outcome: pd.Series, n_boot: int, ci: float, seed: int) -> tuple[float,
 
 
 def _outcomes(g: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """(refused or blocked, known) per row: ok rows only; a block is a refusal, else the judge's
-    parsed verdict; ``known`` leaves out unparseable and unjudged verdicts."""
+    """(refused or blocked, the ok rows): per ok row whose outcome is known (a block, or a
+    parsed judge verdict; unparseable and unjudged verdicts left out), whether it was refused
+    or blocked; a block is a refusal whatever the judge said."""
     ok = g[g["status"] == "ok"]
     blocked = ok["finish_reason"] == BLOCK_FINISH_REASON
     known = blocked | ok["refused"].notna()
