@@ -56,3 +56,49 @@ rule copyright_guard_tables:
         statistics=config["statistics"],
     script:
         "../workflow_scripts/copyright_guard_tables.py"
+
+
+# Guards compared (copyprobe.guard.compare): the output-guarded models (an output block) call no
+# model; their generations are the output check run over their source's generations (the base,
+# or the same guard without the output block), then judged and scored like any model's.
+if guard_inputs.output_models:
+
+    rule copyright_output_guard:
+        input:
+            generations=guard_inputs.output_source_generations,
+            index=guard_inputs.output_index,
+            library=library("copyright_output_guard", NO_MODEL),
+        output:
+            generations=copyright_paths.GENERATIONS,
+            checks=guard_paths.OUTPUT_CHECKS,
+        wildcard_constraints:
+            model=one_of(guard_inputs.output_models),
+        log:
+            "logs/copyright_output_guard/{benchmark}/{model}.log",
+        conda:
+            "../envs/library.yaml"
+        resources:
+            mem_mb=4000,
+        params:
+            output=guard_inputs.output_params,
+        script:
+            "../workflow_scripts/copyright_output_guard.py"
+
+    ruleorder: copyright_output_guard > merge_generations
+
+    rule copyright_guards_compared:
+        input:
+            unpack(guard_inputs.compared),
+            library=library("copyright_guards_compared", NO_MODEL),
+        output:
+            multiext(guard_paths.COMPARED, "csv", "md", "png"),
+        log:
+            "logs/copyright_guards_compared/all.log",
+        localrule: True
+        conda:
+            "../envs/report.yaml"
+        params:
+            compared=guard_inputs.compared_params,
+            statistics=config["statistics"],
+        script:
+            "../workflow_scripts/copyright_guards_compared.py"

@@ -173,3 +173,28 @@ def test_attribution_example_plans_the_indexes_and_both_studies_attribution(tmp_
     assert counts["msr_attribution"] == "2"  # one model x two datasets
     assert counts["copyright_attribution"] == "1" and counts["msr_attribution_table"] == "1"
     assert "results/copyright/docs/tables/attribution_smollm2-ocr-cascade.md" in out
+
+
+COMPARED = ROOT / "config" / "examples" / "guards_compared.yaml"
+
+
+def test_guards_compared_example_gives_every_base_its_five_rows():
+    """A real VLM and an API model, each with none / reminder / input / output / both; the
+    output rows read the base's generations, the both rows the input guard's."""
+    from copyprobe.generation.base import backend_facts
+    from copyprobe.guard.compare import KINDS, compared_rows, output_sources
+
+    cfg = load_config(COMPARED)
+    rows = compared_rows(cfg)
+    assert set(rows) == {"qwen2.5-vl-7b", "gpt-4o"}
+    for base, kinds in rows.items():
+        assert [k for k, _ in kinds] == list(KINDS), base
+        by_kind = dict(kinds)
+        assert output_sources(cfg)[by_kind["output"]] == base
+        assert output_sources(cfg)[by_kind["both"]] == by_kind["input"]
+    assert backend_facts(cfg["models"]["gpt-4o"]["backend"])["remote"]
+    assert cfg["models"]["qwen2.5-vl-7b"]["model_id"] == "Qwen/Qwen2.5-VL-7B-Instruct"
+    benign_forms = cfg["copyright"]["benchmarks"]["paper"]["benign_forms"]
+    assert len(benign_forms) == 3  # 250 materials x 8 benign queries x 3 forms >= 1000
+    assert cfg["copyright"]["benchmarks"]["open"]["rights"] == "open"
+    assert "sk-" not in COMPARED.read_text()

@@ -29,6 +29,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from copyprobe.stats.common import clopper_pearson
+
 __all__ = [
     "DECISIONS",
     "MCResult",
@@ -41,26 +43,6 @@ __all__ = [
 
 #: The outcomes of a sequential test.
 DECISIONS = ("extractable", "not_extractable", "undecided")
-
-
-def clopper_pearson(k: Any, m: Any, alpha: float = 0.05) -> tuple[Any, Any]:
-    """The exact (Clopper-Pearson) two-sided ``1 - alpha`` interval of a binomial rate from
-    ``k`` hits in ``m`` trials: ``(Beta(alpha/2; k, m-k+1), Beta(1-alpha/2; k+1, m-k))``
-    quantiles, with ``lo = 0`` at ``k = 0``, ``hi = 1`` at ``k = m`` and ``(0, 1)`` at
-    ``m = 0``. ``k`` and ``m`` may be arrays (then so are the ends)."""
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    ka = np.asarray(k, dtype=float)
-    ma = np.asarray(m, dtype=float)
-    if np.any(ka < 0) or np.any(ka > ma) or np.any(ka != np.round(ka)):
-        raise ValueError(f"need whole numbers 0 <= k <= m, got k={k!r}, m={m!r}")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(ka > 0, _sps.beta.ppf(alpha / 2, np.maximum(ka, 1), ma - ka + 1), 0.0)
-        hi = np.where(ka < ma, _sps.beta.ppf(1 - alpha / 2, ka + 1, np.maximum(ma - ka, 1)),
-                      1.0)
-    if lo.ndim == 0:
-        return float(lo), float(hi)
-    return lo, hi
 
 
 def _decide(lo: Any, hi: Any, threshold: float) -> np.ndarray:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from copyprobe.copyright import paths as CP
 from copyprobe.guard import paths as P
-from copyprobe.guard.study import guard_pairs
+from copyprobe.guard import study as S
+from copyprobe.guard.study import compared_rows, guard_pairs, output_sources
 
 
 class GuardInputs:
@@ -23,5 +25,50 @@ class GuardInputs:
         """Guarded models and their bases, their guard blocks, each benchmark's rights."""
         pairs = guard_pairs(self.config)
         return {"pairs": pairs, "guards": {m: self.config["models"][m]["guard"] for m in pairs},
+                "rights": {b: spec["rights"]
+                           for b, spec in self.config["copyright"]["benchmarks"].items()}}
+
+    # -- guards compared (copyprobe.guard.compare) ------------------------------------------------
+    @property
+    def output_models(self) -> dict[str, str]:
+        """Each output-guarded model and the model whose generations its output check reads."""
+        return output_sources(self.config)
+
+    def _guard(self, wildcards: Any) -> dict[str, Any]:
+        return self.config["models"][wildcards.model]["guard"]
+
+    def output_source_generations(self, wildcards: Any) -> str:
+        return CP.GENERATIONS.format(model=self.output_models[wildcards.model],
+                                     benchmark=wildcards.benchmark)
+
+    def output_index(self, wildcards: Any) -> str:
+        """The manifest of the span index the output check reads on this benchmark."""
+        return P.SPAN_INDEX.format(index=S.output_index(self._guard(wildcards),
+                                                      wildcards.benchmark))
+
+    def output_params(self, wildcards: Any) -> dict[str, Any]:
+        return {"guard": self._guard(wildcards),
+                "source_model": self.output_models[wildcards.model]}
+
+    def compared(self, wildcards: Any) -> dict[str, list[str]]:
+        """Per benchmark, what the table reads: the pooled scored table, and of every row's
+        model its generations (finish reasons), its decisions (guarded models) and its output
+        checks (output-guarded models)."""
+        rows = compared_rows(self.config)
+        models = sorted({m for kinds in rows.values() for _, m in kinds})
+        pairs, outputs = guard_pairs(self.config), self.output_models
+        out: dict[str, list[str]] = {"scored": [], "generations": [], "decisions": [],
+                                     "output_checks": []}
+        for b in self.config["copyright"]["benchmarks"]:
+            out["scored"].append(CP.POOLED.format(benchmark=b))
+            out["generations"] += [CP.GENERATIONS.format(benchmark=b, model=m) for m in models]
+            out["decisions"] += [P.DECISIONS.format(benchmark=b, model=m)
+                                 for m in models if m in pairs]
+            out["output_checks"] += [P.OUTPUT_CHECKS.format(benchmark=b, model=m)
+                                     for m in models if m in outputs]
+        return out
+
+    def compared_params(self, wildcards: Any) -> dict[str, Any]:
+        return {"rows": compared_rows(self.config), "sources": self.output_models,
                 "rights": {b: spec["rights"]
                            for b, spec in self.config["copyright"]["benchmarks"].items()}}

@@ -1,7 +1,8 @@
 """The guard (CopyGuard) as the core sees it (:class:`copyprobe.studies.Study`): the ``guard``
 and ``base`` keys of a model entry, the ablation variants a guard block asks for, the pairs of
-guarded models and their bases, the guard's tables, its commands, and its entry among the
-generation layer's backend wrappers.
+guarded models and their bases, the rows of the guards-compared table (which entry is the
+reminder, the input, the output or both; whose generations an output guard reads), the
+guard's tables, its commands, and its entry among the generation layer's backend wrappers.
 
 A guarded model names its base, the same model without the guard (``base: <model>``): the
 base must exist, have no guard block, and equal the guarded entry but for ``guard`` and
@@ -99,6 +100,107 @@ def guard_pairs(cfg: Mapping[str, Any]) -> dict[str, str]:
             if guarded(models[m]) and "base" in models[m]}
 
 
+#: The rows of the guards-compared table (copyprobe.guard.compare), in table order.
+KINDS = ("none", "reminder", "input", "output", "both")
+#: The implicit index of a benchmark's materials (copyrighted and open), when an output block
+#: names none.
+BENCHMARK_INDEX = "copyright-{benchmark}"
+
+
+def output_block(guard: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    out = guard.get("output")
+    if out is None or out is False:
+        return None
+    return {} if out is True else out
+
+
+def _input_on(guard: Mapping[str, Any]) -> bool:
+    return guard.get("input", True) is not False
+
+
+def guard_kind(guard: Mapping[str, Any] | None) -> str:
+    """The row a (validated) guard block gives: one of :data:`KINDS`."""
+    if not guard:
+        return "none"
+    if output_block(guard) is not None:
+        return "both" if _input_on(guard) else "output"
+    if _input_on(guard) and all(guard.get(c, True) is False for c in GUARD_CHECKS) \
+            and guard.get("policy", "remind") == "remind":
+        return "reminder"
+    return "input"
+
+
+def _ablation_variant(name: str, models: Mapping[str, Any]) -> bool:
+    return any(name.endswith(f"-no-{c}") and guarded(models.get(name[:-len(f"-no-{c}")], {}))
+               for c in GUARD_CHECKS)
+
+
+def _without_output(guard: Mapping[str, Any]) -> dict[str, Any]:
+    g = {k: v for k, v in guard.items() if k != "output"}
+    g.setdefault("input", True)
+    return g
+
+
+def compared_rows(cfg: Mapping[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """Per base of the copyright study's guarded models: its rows ``(kind, model)`` in table
+    order (the base first as ``none``; kinds as :data:`KINDS`, then by model name)."""
+    models = cfg["models"]
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for name in study_models(cfg, "copyright"):
+        spec = models[name]
+        if not guarded(spec) or "base" not in spec or _ablation_variant(name, models):
+            continue
+        rows.setdefault(spec["base"], [("none", spec["base"])]).append(
+            (guard_kind(spec["guard"]), name))
+    return {b: sorted(r, key=lambda kr: (KINDS.index(kr[0]), kr[1])) for b, r in rows.items()}
+
+
+def output_sources(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """Each output-guarded model of the copyright study (kinds ``output`` and ``both``) and the
+    model whose generations its output check reads: the base, or for ``both`` the entry with
+    the same base and guard but no ``output`` block. None such is a :class:`ConfigError`."""
+    models = cfg["models"]
+    out: dict[str, str] = {}
+    for name in study_models(cfg, "copyright"):
+        spec = models[name]
+        if not guarded(spec) or "base" not in spec:
+            continue
+        kind = guard_kind(spec["guard"])
+        if kind == "output":
+            out[name] = spec["base"]
+        elif kind == "both":
+            want = _without_output(spec["guard"])
+            same = sorted(m for m, s in models.items()
+                          if m != name and guarded(s) and s.get("base") == spec["base"]
+                          and output_block(s["guard"]) is None
+                          and _without_output(s["guard"]) == want)
+            if not same:
+                raise ConfigError(
+                    f"config key 'models.{name}.guard.output': a guard with input checks and "
+                    f"an output block is run over the generations of the same guard without "
+                    f"the output block: add a model with base {spec['base']!r} and this guard "
+                    "block less 'output' (or set input: false for an output-only guard)")
+            out[name] = same[0]
+    return out
+
+
+def check_compared(cfg: Mapping[str, Any]) -> None:
+    """The output-guarded models' sources exist (:func:`output_sources`) and are in the study."""
+    in_study = set(study_models(cfg, "copyright"))
+    for name, source in output_sources(cfg).items():
+        if source not in in_study:
+            raise ConfigError(f"config key 'models.{source}.studies': {source!r} is the source "
+                              f"of output-guarded model {name!r}: it must run the copyright study")
+
+
+def output_index(guard: Mapping[str, Any], benchmark: str) -> str:
+    """The span index an output guard checks against on a benchmark: the block's ``index``,
+    else the benchmark's own materials index (:data:`BENCHMARK_INDEX`)."""
+    out = output_block(guard) or {}
+    return str(out.get("index") or BENCHMARK_INDEX.format(benchmark=benchmark))
+
+
+
 #: The report's row label of each of the guard's tables (P.TABLE_NAMES).
 TABLE_LABELS = {
     "table2": "Table 2: guarded against unguarded",
@@ -122,6 +224,7 @@ class GuardStudy(Study):
 
     def check(self, cfg: Mapping[str, Any]) -> None:
         check_bases(cfg)
+        check_compared(cfg)
 
     def slice_model(self, cfg: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
         spec.pop("base", None)  # which entry a guarded model is compared with, not how it runs
@@ -129,7 +232,10 @@ class GuardStudy(Study):
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         """The guard's tables (Table 2 and its siblings), when a benchmark has pairs."""
-        return [P.TABLE2] if cfg["copyright"]["benchmarks"] and guard_pairs(cfg) else []
+        if not (cfg["copyright"]["benchmarks"] and guard_pairs(cfg)):
+            return []
+        # guards compared, when a model has an output guard (copyprobe.guard.compare)
+        return [P.TABLE2, *([P.COMPARED_MD] if output_sources(cfg) else [])]
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         """The pages of the guard's tables (rule copyright_guard_tables makes them all with

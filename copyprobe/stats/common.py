@@ -1,4 +1,5 @@
-"""Helpers shared by the ``copyprobe.stats`` modules: clean numbers, effect size, ROC, bootstrap.
+"""Helpers shared by the ``copyprobe.stats`` modules: clean numbers, effect size, ROC, bootstrap,
+exact binomial intervals.
 
 Every number that leaves the package is a finite Python ``float``/``int`` or ``None``
 (:func:`finite_or_none`). ROC figures come from scikit-learn and bootstrap intervals from
@@ -21,6 +22,8 @@ from sklearn.metrics import roc_curve as _sk_roc_curve
 __all__ = [
     "bootstrap_ci",
     "clean_sample",
+    "clopper_pearson",
+    "clopper_pearson_upper",
     "cliffs_delta",
     "finite_or_none",
     "fmt_p",
@@ -151,3 +154,40 @@ def bootstrap_ci(
         lo_f, hi_f = finite_or_none(lo), finite_or_none(hi)
         out.append(None if lo_f is None or hi_f is None else [lo_f, hi_f])
     return out
+
+
+def _binomial_counts(k: Any, m: Any, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    ka = np.asarray(k, dtype=float)
+    ma = np.asarray(m, dtype=float)
+    if np.any(ka < 0) or np.any(ka > ma) or np.any(ka != np.round(ka)):
+        raise ValueError(f"need whole numbers 0 <= k <= m, got k={k!r}, m={m!r}")
+    return ka, ma
+
+
+def clopper_pearson(k: Any, m: Any, alpha: float = 0.05) -> tuple[Any, Any]:
+    """The exact (Clopper-Pearson) two-sided ``1 - alpha`` interval of a binomial rate from
+    ``k`` hits in ``m`` trials: ``(Beta(alpha/2; k, m-k+1), Beta(1-alpha/2; k+1, m-k))``
+    quantiles, with ``lo = 0`` at ``k = 0``, ``hi = 1`` at ``k = m`` and ``(0, 1)`` at
+    ``m = 0``. ``k`` and ``m`` may be arrays (then so are the ends)."""
+    ka, ma = _binomial_counts(k, m, alpha)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(ka > 0, _sps.beta.ppf(alpha / 2, np.maximum(ka, 1), ma - ka + 1), 0.0)
+        hi = np.where(ka < ma, _sps.beta.ppf(1 - alpha / 2, ka + 1, np.maximum(ma - ka, 1)),
+                      1.0)
+    if lo.ndim == 0:
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def clopper_pearson_upper(k: Any, m: Any, alpha: float = 0.05) -> Any:
+    """The exact one-sided ``1 - alpha`` upper bound of a binomial rate from ``k`` events in
+    ``m`` trials: the ``Beta(1 - alpha; k + 1, m - k)`` quantile, 1 at ``k = m`` (and at
+    ``m = 0``). With ``k = 0`` it is ``1 - alpha ** (1 / m)``, about ``3 / m`` at 95% (the
+    "rule of three"): no over-refusal in 80 requests still allows a rate up to 3.7%, in 1000
+    up to 0.3%. ``k`` and ``m`` may be arrays (then so is the bound)."""
+    ka, ma = _binomial_counts(k, m, alpha)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hi = np.where(ka < ma, _sps.beta.ppf(1 - alpha, ka + 1, np.maximum(ma - ka, 1)), 1.0)
+    return float(hi) if hi.ndim == 0 else hi
