@@ -8,6 +8,7 @@ from copyprobe.copyright import paths as CP
 from copyprobe.guard import paths as P
 from copyprobe.guard import study as S
 from copyprobe.guard.study import compared_rows, guard_pairs, output_sources
+from copyprobe.spans import paths as SP
 
 
 class GuardInputs:
@@ -43,7 +44,7 @@ class GuardInputs:
 
     def output_index(self, wildcards: Any) -> str:
         """The manifest of the span index the output check reads on this benchmark."""
-        return P.SPAN_INDEX.format(index=S.output_index(self._guard(wildcards),
+        return SP.INDEX_MANIFEST.format(index=S.output_index(self._guard(wildcards),
                                                       wildcards.benchmark))
 
     def output_params(self, wildcards: Any) -> dict[str, Any]:

@@ -11,9 +11,6 @@ PAGE = "results/report/copyright/guard/{table}.html"
 #: The output guard's checks of an output-guarded model's answers (rule copyright_output_guard;
 #: its generations are the shared GENERATIONS path of the model).
 OUTPUT_CHECKS = "results/copyright/{benchmark}/guard_output/{model}.parquet"
-#: A span index's manifest (the index rules' output), by the index's name: the folder the
-#: output check opens (copyprobe.guard.pipeline.SPAN_INDEX_DIR) and its index.json.
-SPAN_INDEX = "results/spans/{index}/index.json"
 #: Guards compared (copyprobe.guard.compare): a table (.md, .csv) and a figure.
 COMPARED = "results/copyright/guard/guards_compared."
 COMPARED_MD = COMPARED + "md"

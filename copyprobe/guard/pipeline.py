@@ -66,7 +66,6 @@ ROLES = ("notice", "status", "risk")
 OUTPUT = "output"
 #: The output block's keys (``index``: the span index's name, ``results/spans/<index>``).
 OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefilter")
-SPAN_INDEX_DIR = "results/spans/{index}"
 ON_ERROR = ("raise", "pass", "flag")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
@@ -142,9 +141,10 @@ def build_output_guard(params: Mapping[str, Any], index: Any = None) -> OutputGu
         if not name:
             raise GuardConfigError("guard.output.index: required: the name of the protected "
                                    "materials' span index (results/spans/<index>)")
+        from copyprobe.spans import paths as SP
         from copyprobe.spans.index import SpanIndex
 
-        index = SpanIndex.open(SPAN_INDEX_DIR.format(index=name))
+        index = SpanIndex.open(SP.INDEX_DIR.format(index=name))
     return OutputGuard(index, **kwargs)
 
 
