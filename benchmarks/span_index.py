@@ -186,40 +186,54 @@ def _outputs(corpus: Path, record: Path, n: int, rng: random.Random) -> list[str
     return out
 
 
+def _timed(fn, items) -> tuple[list[float], list[float], list]:
+    """Wall and CPU seconds of ``fn(item)`` for each item, and the results."""
+    wall, cpu, out = [], [], []
+    for item in items:
+        w, c = time.perf_counter(), time.process_time()
+        out.append(fn(item))
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return wall, cpu, out
+
+
 def queries(index_dir: Path, corpus: Path, record: Path, n_outputs: int) -> dict:
-    from copyprobe.spans.index import SpanIndex
+    from copyprobe.spans.index import SEARCHES, SpanIndex
 
     rng = random.Random(SEED)
-    with SpanIndex.open(index_dir) as index:
-        outputs = _outputs(corpus, record, n_outputs, rng)
-        vocab = sorted({w for t in outputs for w in index.tokenize(t).tokens})
-        seqs = []
-        for k in range(1000):
-            if k % 2 == 0:
-                toks = index.tokenize(rng.choice(outputs)).tokens
-                a = rng.randrange(len(toks) - 12)
-                seqs.append(toks[a:a + rng.randint(3, 12)])
-            else:
-                seqs.append(rng.sample(vocab, rng.randint(3, 12)))
-        lat, hits = [], 0
-        for s in seqs:
-            t0 = time.perf_counter()
-            hits += index.count(s) > 0
-            lat.append(time.perf_counter() - t0)
-        first, warm, n_spans, n_words = [], [], 0, []
-        for rnd in (first, warm):
-            for text in outputs:
-                t0 = time.perf_counter()
-                spans = index.find_spans(text, min_words=12, max_docs=5)
-                rnd.append(time.perf_counter() - t0)
-                if rnd is first:
-                    n_spans += len(spans)
-                    n_words.append(len(index.tokenize(text)))
-    return {"count_p50_ms": _pct(lat, 50) * 1e3, "count_p99_ms": _pct(lat, 99) * 1e3,
-            "count_hits": hits, "find_first_p50_ms": _pct(first, 50) * 1e3,
-            "find_first_p99_ms": _pct(first, 99) * 1e3, "find_warm_p50_ms": _pct(warm, 50) * 1e3,
-            "find_warm_p99_ms": _pct(warm, 99) * 1e3, "spans": n_spans,
-            "words_per_output": statistics.median(n_words)}
+    res: dict = {}
+    for search in SEARCHES:
+        with SpanIndex.open(index_dir, search=search) as index:
+            outputs = _outputs(corpus, record, n_outputs, random.Random(SEED))
+            if search == SEARCHES[0]:
+                vocab = sorted({w for t in outputs for w in index.tokenize(t).tokens})
+                seqs = []
+                for k in range(1000):
+                    if k % 2 == 0:
+                        toks = index.tokenize(rng.choice(outputs)).tokens
+                        a = rng.randrange(len(toks) - 12)
+                        seqs.append(toks[a:a + rng.randint(3, 12)])
+                    else:
+                        seqs.append(rng.sample(vocab, rng.randint(3, 12)))
+                wall, _, counts = _timed(index.count, seqs)
+                res.update(count_p50_ms=_pct(wall, 50) * 1e3, count_p99_ms=_pct(wall, 99) * 1e3,
+                           count_hits=sum(c > 0 for c in counts))
+                res["words_per_output"] = statistics.median(len(index.tokenize(t))
+                                                            for t in outputs)
+
+            def find(text, index=index):
+                return index.find_spans(text, min_words=12, max_docs=5)
+
+            first, first_cpu, spans = _timed(find, outputs)
+            warm, warm_cpu, _ = _timed(find, outputs)
+            res[search] = {
+                "find_first_p50_ms": _pct(first, 50) * 1e3,
+                "find_first_p99_ms": _pct(first, 99) * 1e3,
+                "find_warm_p50_ms": _pct(warm, 50) * 1e3, "find_warm_p99_ms": _pct(warm, 99) * 1e3,
+                "find_warm_cpu_p50_ms": _pct(warm_cpu, 50) * 1e3,
+                "find_warm_cpu_p99_ms": _pct(warm_cpu, 99) * 1e3,
+                "spans": sum(map(len, spans))}
+    return res
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -252,24 +266,21 @@ def main(argv: list[str] | None = None) -> None:
         else:
             shutil.rmtree(base)
     print()
-    cols = [("text MB", "text_mb", ".0f"), ("prepare s", "prepare_s", ".1f"),
-            ("SA s", "sa_s", ".1f"), ("finalize s", "finalize_s", ".1f"),
-            ("MB/s", "mb_per_s", ".2f"), ("index MB", "index_mb", ".0f"),
-            ("index/text", "ratio", ".2f"), ("prep RSS MB", "prepare_rss_mb", ".0f"),
-            ("SA RSS MB", "sa_rss_mb", ".0f"), ("count p50 ms", "count_p50_ms", ".3f"),
-            ("count p99 ms", "count_p99_ms", ".3f"),
-            ("find 1st p50/p99 ms", None, ""), ("find warm p50/p99 ms", None, ""),
-            ("spans", "spans", "d")]
-    print("  ".join(c[0] for c in cols))
+    print("text MB  prepare s  SA s  finalize s  MB/s  index MB  index/text  prep RSS MB  "
+          "SA RSS MB  count p50/p99 ms")
     for r in rows:
-        cells = []
-        for name, key, fmt in cols:
-            if key is None:
-                which = "first" if "1st" in name else "warm"
-                cells.append(f"{r[f'find_{which}_p50_ms']:.1f}/{r[f'find_{which}_p99_ms']:.1f}")
-            else:
-                cells.append(format(r[key], fmt))
-        print("  ".join(cells))
+        print(f"{r['text_mb']:.0f}  {r['prepare_s']:.1f}  {r['sa_s']:.1f}  "
+              f"{r['finalize_s']:.1f}  {r['mb_per_s']:.2f}  {r['index_mb']:.0f}  "
+              f"{r['ratio']:.2f}  {r['prepare_rss_mb']:.0f}  {r['sa_rss_mb']:.0f}  "
+              f"{r['count_p50_ms']:.3f}/{r['count_p99_ms']:.3f}")
+    print("text MB  search  find first p50/p99 ms  warm p50/p99 ms  warm CPU p50/p99 ms  spans")
+    for r in rows:
+        for search in ("mmap", "engine"):
+            f = r[search]
+            print(f"{r['text_mb']:.0f}  {search}  {f['find_first_p50_ms']:.1f}/"
+                  f"{f['find_first_p99_ms']:.1f}  {f['find_warm_p50_ms']:.1f}/"
+                  f"{f['find_warm_p99_ms']:.1f}  {f['find_warm_cpu_p50_ms']:.1f}/"
+                  f"{f['find_warm_cpu_p99_ms']:.1f}  {f['spans']}")
     print(f"(shards {args.shards}, --cpus {args.cpus}, {args.outputs} outputs of "
           f"~{rows[0]['words_per_output']:.0f} words, find_spans min_words 12)")
 

@@ -253,11 +253,13 @@ class SpanIndex:
         q = encode_query(tokens)
         if not q:
             return 0
-        self._require_open()
-        res = self._engine.count(input_ids=list(q))
-        if "error" in res:
-            raise SpanIndexError(f"{self.path}: infini-gram: {res['error']}")
-        return int(res["count"])
+        if self._search == "engine":
+            self._require_open()
+            res = self._engine.count(input_ids=list(q))
+            if "error" in res:
+                raise SpanIndexError(f"{self.path}: infini-gram: {res['error']}")
+            return int(res["count"])
+        return self._count_bytes(q)
 
     def occurrences(self, tokens: Sequence[str], limit: int | None = None
                     ) -> list[tuple[int, int]]:
