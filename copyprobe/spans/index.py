@@ -142,8 +142,9 @@ class SpanIndex:
     :class:`~copyprobe.spans.types.SpanLookup`: :meth:`count`, :meth:`occurrences` and
     :meth:`find_spans` give the same answers as :class:`~copyprobe.spans.reference.MemoryIndex`
     over the same documents. Open it with :meth:`open`; :meth:`close` releases the maps
-    (also as a context manager). Queries may run from several threads (the engine releases
-    the GIL)."""
+    (also as a context manager). Queries may run from several threads (nothing is shared
+    but the read-only maps; the ``mmap`` search runs under the GIL, the engine's releases
+    it)."""
 
     def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard],
                  search: str = "mmap"):
@@ -204,8 +205,8 @@ class SpanIndex:
             raise SpanIndexError(f"{self.path}: the engine counts {total} documents, the "
                                  f"manifest {mpath} {self.n_docs}")
         first = self._shards[0]
-        head = first.tok[1:min(first.n_bytes, 4096)].tobytes().split(b"\xff")[0]
-        probe = b" ".join(head.split(b" ")[:3]) + b" "  # " w0 w1 "
+        head = first.raw_tok[1:min(first.n_bytes, 4096)].split(b"\xff")[0]
+        probe = b" " + b" ".join(head.split()[:2]) + b" "  # " w0 w1 " (or " w0 ")
         if self._count_bytes(probe) < 1:
             raise SpanIndexError(f"{first.path}: the first document's first words are not "
                                  "found in the index (a damaged table.0?)")
@@ -309,7 +310,7 @@ class SpanIndex:
         sh = self._shards[gptr >> 48]
         p = gptr & ((1 << 48) - 1)
         start = int(sh.offsets[doc_ix - sh.first_doc_ix]) + 1
-        return sh.tok[start:p].tobytes().count(b" ")
+        return sh.raw_tok[start:p].count(b" ")
 
     def doc_hit(self, doc_ix: int, word_start: int) -> DocHit:
         sh = self._shard_of(doc_ix)

@@ -101,8 +101,9 @@ def test_edges_output_start_end_whole_copy_and_short_outputs(planted_index, plan
 
 def test_word_boundary_a_partial_word_is_not_a_match(tmp_path):
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text('{"text": "the cat sat on the mat by the door"}\n'
-                      '{"text": "solo"}\n', encoding="utf-8")
+    # a one-word document first (the opening probe counts its words)
+    corpus.write_text('{"text": "solo"}\n'
+                      '{"text": "the cat sat on the mat by the door"}\n', encoding="utf-8")
     build_index([corpus], tmp_path / "idx")
     with SpanIndex.open(tmp_path / "idx") as index:
         (s,) = index.find_spans("xcat sat on the mat", min_words=3)
@@ -112,7 +113,7 @@ def test_word_boundary_a_partial_word_is_not_a_match(tmp_path):
         assert s.text == "mat by the"
         assert index.count(["solo"]) == 1 and index.count(["sol"]) == 0
         assert index.count(["door"]) == 1 and index.count(["the"]) == 3
-        assert index.find_spans("solo", min_words=1)[0].docs[0].doc_ix == 1
+        assert index.find_spans("solo", min_words=1)[0].docs[0].doc_ix == 0
 
 
 def _random_outputs(docs: list[CorpusDoc], n: int, seed: int) -> list[str]:
