@@ -45,18 +45,22 @@ class _Keys:
     """Rank ``r`` -> the first ``width`` bytes of the suffix at rank ``r``: a sequence
     :mod:`bisect` searches (its loop runs in C, one ``__getitem__`` per step)."""
 
-    __slots__ = ("_tok", "_table", "_ps", "_n", "_width")
+    __slots__ = ("_tok", "_table", "_ptrs", "_ps", "_n", "_width")
 
     def __init__(self, shard: _Shard, width: int):
         self._tok, self._table, self._ps = shard.raw_tok, shard.raw_table, shard.ptr_size
+        self._ptrs = shard.ptr_view  # the table as integers, where the width has a format
         self._n, self._width = shard.n_bytes, width
 
     def __len__(self) -> int:
         return self._n
 
     def __getitem__(self, r: int) -> bytes:
-        ps = self._ps
-        p = int.from_bytes(self._table[r * ps:r * ps + ps], "little")
+        if self._ptrs is not None:
+            p = self._ptrs[r]
+        else:
+            ps = self._ps
+            p = int.from_bytes(self._table[r * ps:r * ps + ps], "little")
         return self._tok[p:p + self._width]
 
 
@@ -89,6 +93,11 @@ class _Shard:
         self.table = np.frombuffer(self.raw_table, dtype=np.uint8)
         self.offsets = np.frombuffer(_map(path / "offset.0"), dtype=np.uint64)
         self.n_bytes = len(self.raw_tok)
+        #: table.0 read as unsigned integers where its width is a C type's (1, 2, 4 or 8
+        #: bytes; little-endian, as the engine requires), else None (3, 5, 6, 7 bytes)
+        fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(ptr_size)
+        self.ptr_view = (memoryview(self.raw_table).cast(fmt)
+                         if fmt and memoryview(b"").cast(fmt).itemsize == ptr_size else None)
         self._docs = None
 
     def ptrs(self, lo: int, hi: int) -> np.ndarray:

@@ -213,3 +213,26 @@ def test_unicode_round_trips_through_the_index(tmp_path):
             start = int(sh.offsets[s.docs[0].doc_ix]) + 1
             stored = sh.tok[start:start + len(s.text.encode()) + 2].tobytes()
             assert stored == b" " + s.text.encode() + b" "
+
+
+@pytest.mark.parametrize("ptr_size", [1, 2, 3, 4, 5, 8])
+def test_the_byte_map_search_reads_every_table_width(ptr_size, tmp_path):
+    """Shards over 16 MB have 4-byte entries (read as a typed view), odd widths are read
+    byte by byte: both give the suffix array's order. A shard of random bytes with its table
+    written at ``ptr_size`` bytes per entry, searched like an index's."""
+    from copyprobe.spans.index import _Shard
+
+    rng = random.Random(ptr_size)
+    data = bytes([0xFF]) + bytes(rng.choice(b" abc") for _ in range(200))
+    sa = sorted(range(len(data)), key=lambda p: data[p:])
+    (tmp_path / "tokenized.0").write_bytes(data)
+    (tmp_path / "table.0").write_bytes(b"".join(p.to_bytes(ptr_size, "little") for p in sa))
+    (tmp_path / "offset.0").write_bytes((0).to_bytes(8, "little"))
+    sh = _Shard(tmp_path, ptr_size, 0, 1)
+    assert (sh.ptr_view is not None) == (ptr_size in (1, 2, 4, 8))
+    assert sh.ptrs(0, len(sa)).tolist() == sa
+    for q in (b" a", b"ab", b"cab ", b"zzz", b" ", b"\xff", b"bb a"):
+        lo, hi = sh.search(q)
+        assert hi - lo == sum(data.startswith(q, p) for p in range(len(data)))
+        assert all(data[p:].startswith(q) for p in sa[lo:hi])
+        assert sh.lcp(lo - 1, q) <= len(q) and sh.lcp(len(sa), q) == 0
