@@ -13,15 +13,29 @@ For each size (``--sizes`` in MB of text):
    normalise, encode, write the shards), the suffix arrays (``build_shard``: infini-gram's
    indexer, ``--cpus``), ``finalize_index`` (checksums, validation); MB/s of corpus text;
    index size over corpus size; peak RSS of the Python side and of the indexer;
-2. ``count`` of 1,000 word sequences (3-12 words; half from the corpus, half random vocabulary
-   words, almost all misses), p50 / p99;
+2. ``count`` of 1,000 word sequences (3-12 words; half cut from the outputs below, half
+   random words of their vocabulary; most miss), p50 / p99;
 3. ``find_spans`` (min 12 words, 5 documents) on 50 outputs of about 450 tokens (340 words:
    fresh synthetic text with 1-3 planted or corpus passages spliced in), p50 / p99 on the first
    pass (the index pages it touches read for the first time) and warm (the same again).
 
-Measured 2026-12-01 on the 2-core VM (page cache warm after the build, ``--cpus 2``):
+Measured 2026-12-01 on the 2-core VM, shared with other jobs (load average 4-7 during the
+run, so wall times are about twice the CPU times), ``--sizes 100 --cpus 2``, 1 shard, page
+cache warm after the build (the 1 GB column is still to be run):
 
-    (filled in by the run below)
+    text MB  prepare s  SA s   finalize s  MB/s  index MB  index/text  prep RSS MB  SA RSS MB  count p50/p99 ms
+    101      30.0       150.6  0.6         0.56  489       4.87        556          836        0.027/0.192
+
+    text MB  search  find first p50/p99 ms  warm p50/p99 ms  warm CPU p50/p99 ms  spans
+    101      mmap    31.4/69.5              29.2/77.4        15.7/20.7            91
+    101      engine  93.2/202.7             92.6/237.5       34.4/66.8            91
+
+(50 outputs of ~344 words = about 450 tokens, min_words 12.) The suffix arrays are most of
+the build (infini-gram's indexer at 0.67 MB/s here); reading, normalising and writing the
+shards runs at 3.4 MB/s. ``search="mmap"`` (copyprobe's ``bisect`` over the memory maps, the
+default) costs half the CPU of the engine's ``find``, which starts a thread per shard on every
+call and suffers most from a busy machine; both found the same 91 spans. The index is about
+5x the text: 1 byte per stored byte plus a 4-byte suffix-array entry.
 
     python benchmarks/span_index.py [--sizes 100,1000] [--cpus 2] [--shards 1]
                                     [--mem-gb 4] [--outputs 50] [--keep]
