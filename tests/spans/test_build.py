@@ -134,7 +134,7 @@ def test_the_build_never_imports_transformers(tmp_path, monkeypatch):
     assert manifest["n_docs"] == 1
 
 
-def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path):
+def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path, caplog):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"text": "alpha beta gamma delta"}\n{"text": "?!"}\n'
                       '{"text": "epsilon zeta eta theta iota"}\n', encoding="utf-8")
@@ -144,7 +144,7 @@ def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path):
         "copyprobe-span-index", 1, "words", "u8")
     assert m["normalizer_version"] == NORMALIZER_VERSION
     assert m["infini_gram_version"] == "2.6.0"
-    assert (m["n_docs"], m["skipped_docs"], m["reused"]) == (2, 1, False)
+    assert (m["n_docs"], m["skipped_docs"], m["repeated_docs"], m["reused"]) == (2, 1, 0, False)
     assert [(s["dir"], s["n_docs"], s["bytes"]) for s in m["shards"]] == [
         ("shard-00000-of-00002", 1, 25), ("shard-00001-of-00002", 1, 30)]
     assert set(m["shards"][0]["sha256"]) == {"tokenized.0", "offset.0", "metadata.0",
@@ -159,12 +159,14 @@ def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path):
     again = build_index([corpus], out, shards=2)
     assert again["reused"] and again["digest"] == m["digest"]
     assert table.stat().st_mtime_ns == stamp
-    corpus.write_text('{"text": "alpha beta gamma delta"}\n', encoding="utf-8")
-    changed = build_index([corpus], out, shards=2 - 1)
+    corpus.write_text('{"text": "alpha beta gamma delta"}\n'
+                      '{"text": "Alpha, beta; GAMMA delta!"}\n', encoding="utf-8")
+    changed = build_index([corpus], out, shards=1)
     assert not changed["reused"] and changed["digest"] != m["digest"]
+    assert changed["repeated_docs"] == 1 and "1 document(s) repeat" in caplog.text
     assert sorted(p.name for p in out.iterdir()) == ["index.json", "prepare.json",
                                                      "shard-00000-of-00001"]
-    with pytest.raises(SpanIndexError, match="1 document.* cannot fill 3 shards"):
+    with pytest.raises(SpanIndexError, match="2 document.* cannot fill 3 shards"):
         build_index([corpus], tmp_path / "idx3", shards=3)
 
 
