@@ -238,7 +238,7 @@ def queries(index_dir: Path, corpus: Path, record: Path, n_outputs: int) -> dict
             def find(text, index=index):
                 return index.find_spans(text, min_words=12, max_docs=5)
 
-            first, first_cpu, spans = _timed(find, outputs)
+            first, _, spans = _timed(find, outputs)
             warm, warm_cpu, _ = _timed(find, outputs)
             res[search] = {
                 "find_first_p50_ms": _pct(first, 50) * 1e3,

@@ -331,7 +331,7 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
                "--ulimit", str(_nofile_limit())]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                              cwd=link_dir)
+                              cwd=link_dir, check=False)  # the exit status is checked below
         seconds = time.perf_counter() - t0
     finally:
         shutil.rmtree(link_dir, ignore_errors=True)

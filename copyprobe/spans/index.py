@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from copyprobe.spans import layout
-from copyprobe.spans.find import find_spans
 from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_query, tokenize
+from copyprobe.spans.find import find_spans
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 
 __all__ = ["SEARCHES", "SpanIndex"]

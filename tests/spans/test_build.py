@@ -126,7 +126,7 @@ def test_the_build_never_imports_transformers(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(stub.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
     probe = subprocess.run([sys.executable, "-c", "import transformers"], capture_output=True,
-                           text=True)
+                           text=True, check=False)
     assert "transformers must not be imported" in probe.stderr  # the stub is in effect
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"text": "a small corpus of words"}\n', encoding="utf-8")
@@ -152,8 +152,8 @@ def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path, caplog):
     assert json.loads((out / "index.json").read_text()) == {
         k: v for k, v in m.items() if k != "reused"}
     docs = pd.read_parquet(out / "shard-00001-of-00002" / "docs.parquet")
-    assert docs[["shard", "local_ix", "doc_ix", "doc_id", "n_words", "byte_start"]].values.tolist() \
-        == [[1, 0, 1, "2", 5, 0]]
+    cols = ["shard", "local_ix", "doc_ix", "doc_id", "n_words", "byte_start"]
+    assert docs[cols].values.tolist() == [[1, 0, 1, "2", 5, 0]]
     table = out / "shard-00000-of-00002" / "table.0"
     stamp = table.stat().st_mtime_ns
     again = build_index([corpus], out, shards=2)

@@ -4,10 +4,10 @@ every span of at least L words found with its exact documents and positions, not
 
 from __future__ import annotations
 
+import json
 import random
-import unicodedata
-
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -137,15 +137,14 @@ def repetitive(tmp_path_factory):
     """A small-vocabulary corpus (many accidental repeats) as 1 and 3 shards + the oracle."""
     rng = random.Random(11)
     vocab = pseudo_words(rng, 60, "w")
-    docs = [CorpusDoc("s" + str(k % 3), f"d{k}", " ".join(rng.choices(vocab, k=rng.randint(1, 250))))
-            for k in range(30)]
+    docs = [CorpusDoc("s" + str(k % 3), f"d{k}",
+                      " ".join(rng.choices(vocab, k=rng.randint(1, 250)))) for k in range(30)]
     docs.append(CorpusDoc("s0", "empty", "!!! ..."))  # no word: skipped
     corpus = tmp_path_factory.mktemp("rep") / "rep.jsonl"
-    import json
     corpus.write_text("".join(json.dumps(d.__dict__) + "\n" for d in docs), encoding="utf-8")
     base = tmp_path_factory.mktemp("repidx")
     m1 = build_index([corpus], base / "one")
-    m3 = build_index([corpus], base / "three", shards=3)
+    build_index([corpus], base / "three", shards=3)
     assert m1["skipped_docs"] == 1 and m1["n_docs"] == 30
     # 3 shards searched by the engine's own find, 1 by the memory maps' binary search
     with SpanIndex.open(base / "one") as one, \
@@ -174,7 +173,7 @@ def test_the_oracle_agrees_on_random_spliced_outputs_1_and_3_shards(repetitive):
 
 
 def test_a_frequent_span_past_scan_cap_is_a_lower_bound(repetitive):
-    docs, one, three, oracle = repetitive
+    docs, _, three, oracle = repetitive
     word = normalize_words(docs[0].text)[0]
     (s,) = three.find_spans(word, min_words=1, scan_cap=2)
     assert s.count == oracle.count([word]) > 2
@@ -192,7 +191,6 @@ UNICODE = [
 
 def test_unicode_round_trips_through_the_index(tmp_path):
     corpus = tmp_path / "u.jsonl"
-    import json
     corpus.write_text("".join(json.dumps({"text": t, "doc_id": str(i)}, ensure_ascii=False)
                               + "\n" for i, t in enumerate(UNICODE)), encoding="utf-8")
     build_index([corpus], tmp_path / "idx")
