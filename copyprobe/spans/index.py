@@ -179,6 +179,8 @@ class SpanIndex:
         validates before it publishes ``index.json``)."""
         from copyprobe.extras import require
 
+        if search not in SEARCHES:
+            raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
         require("spans", "infini_gram", needed_for="a span index")
         from infini_gram.engine import InfiniGramEngine
 
@@ -216,9 +218,14 @@ class SpanIndex:
         first = self._shards[0]
         head = first.raw_tok[1:min(first.n_bytes, 4096)].split(b"\xff")[0]
         probe = b" " + b" ".join(head.split()[:2]) + b" "  # " w0 w1 " (or " w0 ")
-        if self._count_bytes(probe) < 1:
-            raise SpanIndexError(f"{first.path}: the first document's first words are not "
-                                 "found in the index (a damaged table.0?)")
+        by_maps = sum(hi - lo for lo, hi in (sh.search(probe) for sh in self._shards))
+        by_engine = self._engine.count(input_ids=list(probe))
+        if "error" in by_engine:
+            raise SpanIndexError(f"{self.path}: infini-gram: {by_engine['error']}")
+        if by_maps < 1 or by_engine["count"] != by_maps:
+            raise SpanIndexError(f"{first.path}: the first document's first words are found "
+                                 f"{by_maps} times by the byte maps, {by_engine['count']} by "
+                                 "the engine (a damaged table.0?)")
 
     # -- SpanLookup ---------------------------------------------------------------------
     @property

@@ -239,3 +239,17 @@ def test_a_closed_index_refuses_queries(small_index):
     index.close()
     with pytest.raises(SpanIndexError, match="closed"):
         index.count(["common"])
+
+
+def test_a_scrambled_table_of_the_right_size_is_refused(small_index, tmp_path):
+    d = _copy(small_index, tmp_path / "scrambled")
+    table = d / "shard-00000-of-00001" / "table.0"
+    raw = table.read_bytes()
+    width = layout.ptr_size(len((d / "shard-00000-of-00001" / "tokenized.0").read_bytes()))
+    entries = [raw[k:k + width] for k in range(0, len(raw), width)]
+    table.write_bytes(b"".join(reversed(entries)))  # every pointer valid, the order reversed
+    with pytest.raises(SpanIndexError, match=rf"^{table.parent}: the first document's first "
+                                             r"words are found 0 times"):
+        SpanIndex.open(d)
+    with pytest.raises(ValueError, match="search must be one of mmap, engine"):
+        SpanIndex.open(small_index, search="fast")
