@@ -19,20 +19,23 @@ For each size (``--sizes`` in MB of text):
    fresh synthetic text with 1-3 planted or corpus passages spliced in), p50 / p99 on the first
    pass (the index pages it touches read for the first time) and warm (the same again).
 
-Measured 2026-12-01 on the 2-core VM, shared with other jobs (load average 4-7 during the
-run, so wall times are about twice the CPU times), ``--sizes 100 --cpus 2``, 1 shard, page
-cache warm after the build (the 1 GB column is still to be run):
+Measured 2026-12-01 on the 2-core VM, ``--sizes 100 --cpus 2``, 1 shard, page cache warm
+after the build (the 1 GB column is still to be run). Load average 0.3-2.3 during the run:
 
-    text MB  prepare s  SA s   finalize s  MB/s  index MB  index/text  prep RSS MB  SA RSS MB  count p50/p99 ms
-    101      30.0       150.6  0.6         0.56  489       4.87        556          836        0.027/0.192
+    text MB  prepare s  SA s  finalize s  MB/s  index MB  index/text  prep RSS MB  SA RSS MB  count p50/p99 ms
+    101      13.2       51.7  0.4         1.54  489       4.87        555          837        0.018/0.132
 
     text MB  search  find first p50/p99 ms  warm p50/p99 ms  warm CPU p50/p99 ms  spans
-    101      mmap    31.4/69.5              29.2/77.4        15.7/20.7            91
-    101      engine  93.2/202.7             92.6/237.5       34.4/66.8            91
+    101      mmap    14.0/44.2              10.0/22.1        10.0/15.9            91
+    101      engine  31.8/64.4              30.1/55.5        26.0/41.9            91
+
+The same run an hour earlier, with other jobs on the machine (load 4-7): prepare 30.0 s, SA
+150.6 s (0.56 MB/s), count 0.027/0.192 ms, find (mmap) warm 29.2/77.4 ms wall, 15.7/20.7 ms
+CPU; engine 92.6/237.5 ms wall, 34.4/66.8 ms CPU.
 
 (50 outputs of ~344 words = about 450 tokens, min_words 12.) The suffix arrays are most of
-the build (infini-gram's indexer at 0.67 MB/s here); reading, normalising and writing the
-shards runs at 3.4 MB/s. ``search="mmap"`` (copyprobe's ``bisect`` over the memory maps, the
+the build (infini-gram's indexer at 1.95 MB/s); reading, normalising and writing the shards
+runs at 7.6 MB/s. ``search="mmap"`` (copyprobe's ``bisect`` over the memory maps, the
 default) costs half the CPU of the engine's ``find``, which starts a thread per shard on every
 call and suffers most from a busy machine; both found the same 91 spans. The index is about
 5x the text: 1 byte per stored byte plus a 4-byte suffix-array entry.
