@@ -236,7 +236,11 @@ class _Staged:
     def __init__(self, corpora: Iterable[str | Path], out_dir: Path, unit: str):
         self.corpora = [str(c) for c in corpora]
         self.path = out_dir / ".staging.bin"
-        self.docs, self.skipped, self.repeats = _stage(self.corpora, unit, self.path)
+        try:
+            self.docs, self.skipped, self.repeats = _stage(self.corpora, unit, self.path)
+        except BaseException:  # a bad corpus: leave nothing behind
+            self.path.unlink(missing_ok=True)
+            raise
         self.unit = unit
         self._fh = open(self.path, "rb")
         self.data: mmap.mmap | bytes = (mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)

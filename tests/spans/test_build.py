@@ -73,6 +73,7 @@ def test_corpus_errors_name_the_file(tmp_path):
         list(iter_corpus([tmp_path / "nope.jsonl"]))
     with pytest.raises(SpanIndexError, match=rf"^{no_text}: no 'text' column"):
         build_index([no_text], tmp_path / "idx")
+    assert list((tmp_path / "idx").iterdir()) == []  # no staging file left behind
 
 
 # -- building ---------------------------------------------------------------------------
