@@ -95,6 +95,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/copyright_scoring.py
 	$(BIN)/python benchmarks/guard_risk.py
 	$(BIN)/python benchmarks/guard_proxy.py
+	$(BIN)/python benchmarks/span_index.py --sizes 100
 
 clean-results:
 	rm -rf results logs .snakemake

@@ -13,15 +13,32 @@ For each size (``--sizes`` in MB of text):
    normalise, encode, write the shards), the suffix arrays (``build_shard``: infini-gram's
    indexer, ``--cpus``), ``finalize_index`` (checksums, validation); MB/s of corpus text;
    index size over corpus size; peak RSS of the Python side and of the indexer;
-2. ``count`` of 1,000 word sequences (3-12 words; half from the corpus, half random vocabulary
-   words, almost all misses), p50 / p99;
+2. ``count`` of 1,000 word sequences (3-12 words; half cut from the outputs below, half
+   random words of their vocabulary; most miss), p50 / p99;
 3. ``find_spans`` (min 12 words, 5 documents) on 50 outputs of about 450 tokens (340 words:
    fresh synthetic text with 1-3 planted or corpus passages spliced in), p50 / p99 on the first
    pass (the index pages it touches read for the first time) and warm (the same again).
 
-Measured 2026-12-01 on the 2-core VM (page cache warm after the build, ``--cpus 2``):
+Measured 2026-12-01 on the 2-core VM, ``--sizes 100 --cpus 2``, 1 shard, page cache warm
+after the build (the 1 GB column is still to be run). Load average 0.3-2.3 during the run:
 
-    (filled in by the run below)
+    text MB  prepare s  SA s  finalize s  MB/s  index MB  index/text  prep RSS MB  SA RSS MB  count p50/p99 ms
+    101      13.2       51.7  0.4         1.54  489       4.87        555          837        0.018/0.132
+
+    text MB  search  find first p50/p99 ms  warm p50/p99 ms  warm CPU p50/p99 ms  spans
+    101      mmap    14.0/44.2              10.0/22.1        10.0/15.9            91
+    101      engine  31.8/64.4              30.1/55.5        26.0/41.9            91
+
+The same run an hour earlier, with other jobs on the machine (load 4-7): prepare 30.0 s, SA
+150.6 s (0.56 MB/s), count 0.027/0.192 ms, find (mmap) warm 29.2/77.4 ms wall, 15.7/20.7 ms
+CPU; engine 92.6/237.5 ms wall, 34.4/66.8 ms CPU.
+
+(50 outputs of ~344 words = about 450 tokens, min_words 12.) The suffix arrays are most of
+the build (infini-gram's indexer at 1.95 MB/s); reading, normalising and writing the shards
+runs at 7.6 MB/s. ``search="mmap"`` (copyprobe's ``bisect`` over the memory maps, the
+default) costs half the CPU of the engine's ``find``, which starts a thread per shard on every
+call and suffers most from a busy machine; both found the same 91 spans. The index is about
+5x the text: 1 byte per stored byte plus a 4-byte suffix-array entry.
 
     python benchmarks/span_index.py [--sizes 100,1000] [--cpus 2] [--shards 1]
                                     [--mem-gb 4] [--outputs 50] [--keep]
@@ -186,40 +203,54 @@ def _outputs(corpus: Path, record: Path, n: int, rng: random.Random) -> list[str
     return out
 
 
+def _timed(fn, items) -> tuple[list[float], list[float], list]:
+    """Wall and CPU seconds of ``fn(item)`` for each item, and the results."""
+    wall, cpu, out = [], [], []
+    for item in items:
+        w, c = time.perf_counter(), time.process_time()
+        out.append(fn(item))
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return wall, cpu, out
+
+
 def queries(index_dir: Path, corpus: Path, record: Path, n_outputs: int) -> dict:
-    from copyprobe.spans.index import SpanIndex
+    from copyprobe.spans.index import SEARCHES, SpanIndex
 
     rng = random.Random(SEED)
-    with SpanIndex.open(index_dir) as index:
-        outputs = _outputs(corpus, record, n_outputs, rng)
-        vocab = sorted({w for t in outputs for w in index.tokenize(t).tokens})
-        seqs = []
-        for k in range(1000):
-            if k % 2 == 0:
-                toks = index.tokenize(rng.choice(outputs)).tokens
-                a = rng.randrange(len(toks) - 12)
-                seqs.append(toks[a:a + rng.randint(3, 12)])
-            else:
-                seqs.append(rng.sample(vocab, rng.randint(3, 12)))
-        lat, hits = [], 0
-        for s in seqs:
-            t0 = time.perf_counter()
-            hits += index.count(s) > 0
-            lat.append(time.perf_counter() - t0)
-        first, warm, n_spans, n_words = [], [], 0, []
-        for rnd in (first, warm):
-            for text in outputs:
-                t0 = time.perf_counter()
-                spans = index.find_spans(text, min_words=12, max_docs=5)
-                rnd.append(time.perf_counter() - t0)
-                if rnd is first:
-                    n_spans += len(spans)
-                    n_words.append(len(index.tokenize(text)))
-    return {"count_p50_ms": _pct(lat, 50) * 1e3, "count_p99_ms": _pct(lat, 99) * 1e3,
-            "count_hits": hits, "find_first_p50_ms": _pct(first, 50) * 1e3,
-            "find_first_p99_ms": _pct(first, 99) * 1e3, "find_warm_p50_ms": _pct(warm, 50) * 1e3,
-            "find_warm_p99_ms": _pct(warm, 99) * 1e3, "spans": n_spans,
-            "words_per_output": statistics.median(n_words)}
+    res: dict = {}
+    for search in SEARCHES:
+        with SpanIndex.open(index_dir, search=search) as index:
+            outputs = _outputs(corpus, record, n_outputs, random.Random(SEED))
+            if search == SEARCHES[0]:
+                vocab = sorted({w for t in outputs for w in index.tokenize(t).tokens})
+                seqs = []
+                for k in range(1000):
+                    if k % 2 == 0:
+                        toks = index.tokenize(rng.choice(outputs)).tokens
+                        a = rng.randrange(len(toks) - 12)
+                        seqs.append(toks[a:a + rng.randint(3, 12)])
+                    else:
+                        seqs.append(rng.sample(vocab, rng.randint(3, 12)))
+                wall, _, counts = _timed(index.count, seqs)
+                res.update(count_p50_ms=_pct(wall, 50) * 1e3, count_p99_ms=_pct(wall, 99) * 1e3,
+                           count_hits=sum(c > 0 for c in counts))
+                res["words_per_output"] = statistics.median(len(index.tokenize(t))
+                                                            for t in outputs)
+
+            def find(text, index=index):
+                return index.find_spans(text, min_words=12, max_docs=5)
+
+            first, _, spans = _timed(find, outputs)
+            warm, warm_cpu, _ = _timed(find, outputs)
+            res[search] = {
+                "find_first_p50_ms": _pct(first, 50) * 1e3,
+                "find_first_p99_ms": _pct(first, 99) * 1e3,
+                "find_warm_p50_ms": _pct(warm, 50) * 1e3, "find_warm_p99_ms": _pct(warm, 99) * 1e3,
+                "find_warm_cpu_p50_ms": _pct(warm_cpu, 50) * 1e3,
+                "find_warm_cpu_p99_ms": _pct(warm_cpu, 99) * 1e3,
+                "spans": sum(map(len, spans))}
+    return res
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -252,24 +283,21 @@ def main(argv: list[str] | None = None) -> None:
         else:
             shutil.rmtree(base)
     print()
-    cols = [("text MB", "text_mb", ".0f"), ("prepare s", "prepare_s", ".1f"),
-            ("SA s", "sa_s", ".1f"), ("finalize s", "finalize_s", ".1f"),
-            ("MB/s", "mb_per_s", ".2f"), ("index MB", "index_mb", ".0f"),
-            ("index/text", "ratio", ".2f"), ("prep RSS MB", "prepare_rss_mb", ".0f"),
-            ("SA RSS MB", "sa_rss_mb", ".0f"), ("count p50 ms", "count_p50_ms", ".3f"),
-            ("count p99 ms", "count_p99_ms", ".3f"),
-            ("find 1st p50/p99 ms", None, ""), ("find warm p50/p99 ms", None, ""),
-            ("spans", "spans", "d")]
-    print("  ".join(c[0] for c in cols))
+    print("text MB  prepare s  SA s  finalize s  MB/s  index MB  index/text  prep RSS MB  "
+          "SA RSS MB  count p50/p99 ms")
     for r in rows:
-        cells = []
-        for name, key, fmt in cols:
-            if key is None:
-                which = "first" if "1st" in name else "warm"
-                cells.append(f"{r[f'find_{which}_p50_ms']:.1f}/{r[f'find_{which}_p99_ms']:.1f}")
-            else:
-                cells.append(format(r[key], fmt))
-        print("  ".join(cells))
+        print(f"{r['text_mb']:.0f}  {r['prepare_s']:.1f}  {r['sa_s']:.1f}  "
+              f"{r['finalize_s']:.1f}  {r['mb_per_s']:.2f}  {r['index_mb']:.0f}  "
+              f"{r['ratio']:.2f}  {r['prepare_rss_mb']:.0f}  {r['sa_rss_mb']:.0f}  "
+              f"{r['count_p50_ms']:.3f}/{r['count_p99_ms']:.3f}")
+    print("text MB  search  find first p50/p99 ms  warm p50/p99 ms  warm CPU p50/p99 ms  spans")
+    for r in rows:
+        for search in ("mmap", "engine"):
+            f = r[search]
+            print(f"{r['text_mb']:.0f}  {search}  {f['find_first_p50_ms']:.1f}/"
+                  f"{f['find_first_p99_ms']:.1f}  {f['find_warm_p50_ms']:.1f}/"
+                  f"{f['find_warm_p99_ms']:.1f}  {f['find_warm_cpu_p50_ms']:.1f}/"
+                  f"{f['find_warm_cpu_p99_ms']:.1f}  {f['spans']}")
     print(f"(shards {args.shards}, --cpus {args.cpus}, {args.outputs} outputs of "
           f"~{rows[0]['words_per_output']:.0f} words, find_spans min_words 12)")
 

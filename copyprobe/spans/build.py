@@ -5,7 +5,8 @@ Three steps (the Snakemake rules run them as separate jobs; :func:`build_index` 
 
 1. :func:`prepare_index`: read the corpora (:mod:`~copyprobe.spans.corpus`), encode every
    document in the unit (:mod:`~copyprobe.spans.encoding`; documents without a token are
-   skipped and counted), sort them by ``(source, doc_id)`` and cut them into ``shards``
+   skipped and counted, exact repeats counted with a warning: infini-gram's merge slows down
+   on long repeats), sort them by ``(source, doc_id)`` and cut them into ``shards``
    contiguous shards of about equal bytes. Each shard directory
    (``shard-00000-of-00004/``) gets infini-gram's step-1 files, written here as the
    package's own tokenizer would (``tokenized.0``: ``0xFF`` + the bytes of each document;
@@ -28,7 +29,9 @@ Three steps (the Snakemake rules run them as separate jobs; :func:`build_index` 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import mmap
 import os
 import resource
@@ -73,6 +76,8 @@ from copyprobe.spans.layout import (
     shard_dir_name,
 )
 from copyprobe.spans.types import SpanIndexError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DOCS_SCHEMA", "build_index", "build_shard", "finalize_index", "prepare_index",
            "sa_cpus"]
@@ -119,12 +124,16 @@ class _Doc:
     size: int
 
 
-def _stage(corpora: Iterable[str | Path], unit: str, staging: Path) -> tuple[list[_Doc], int]:
+def _stage(corpora: Iterable[str | Path], unit: str, staging: Path
+           ) -> tuple[list[_Doc], int, int]:
     """Encode every document into ``staging`` (in read order); the documents sorted by
-    ``(source, doc_id)`` and the number skipped for having no token."""
+    ``(source, doc_id)``, the number skipped for having no token and the number whose words
+    repeat an earlier document's exactly."""
     docs: list[_Doc] = []
     skipped = 0
     at = 0
+    seen: set[bytes] = set()
+    repeats = 0
     with open(staging, "wb") as out:
         for path, number, doc in iter_located(corpora):
             toks = words(doc.text, unit)
@@ -132,12 +141,19 @@ def _stage(corpora: Iterable[str | Path], unit: str, staging: Path) -> tuple[lis
                 skipped += 1
                 continue
             data = encode_doc(toks)
+            key = hashlib.blake2b(data, digest_size=16).digest()
+            repeats += key in seen
+            seen.add(key)
             out.write(data)
             docs.append(_Doc(doc.source, doc.doc_id, doc.title, doc.url, str(path), number,
                              len(toks), at, len(data)))
             at += len(data)
     docs.sort(key=lambda d: (d.source, d.doc_id))
-    return docs, skipped
+    if repeats:
+        log.warning("%d document(s) repeat an earlier one's words exactly: infini-gram's "
+                    "suffix-array merge slows down on long repeats (it compares up to %d "
+                    "bytes); deduplicate the corpus if the build is slow", repeats, SA_OVERLAP)
+    return docs, skipped, repeats
 
 
 def _cuts(sizes: list[int], shards: int) -> list[int]:
@@ -199,13 +215,13 @@ def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
             "ptr_size": ptr_size(pos)}
 
 
-def _plan(unit: str, corpora: list[str], docs: list[_Doc], skipped: int, digest: str,
-          shards: list[dict]) -> dict:
+def _plan(unit: str, corpora: list[str], docs: list[_Doc], skipped: int, repeats: int,
+          digest: str, shards: list[dict]) -> dict:
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "unit": unit,
             "normalizer_version": NORMALIZER_VERSION, "token_dtype": TOKEN_DTYPE,
             "digest": digest, "corpora": corpora, "n_docs": len(docs),
-            "skipped_docs": skipped, "bytes": sum(s["bytes"] for s in shards),
-            "shards": shards}
+            "skipped_docs": skipped, "repeated_docs": repeats,
+            "bytes": sum(s["bytes"] for s in shards), "shards": shards}
 
 
 def _check_args(unit: str, shards: int) -> None:
@@ -220,7 +236,11 @@ class _Staged:
     def __init__(self, corpora: Iterable[str | Path], out_dir: Path, unit: str):
         self.corpora = [str(c) for c in corpora]
         self.path = out_dir / ".staging.bin"
-        self.docs, self.skipped = _stage(self.corpora, unit, self.path)
+        try:
+            self.docs, self.skipped, self.repeats = _stage(self.corpora, unit, self.path)
+        except BaseException:  # a bad corpus: leave nothing behind
+            self.path.unlink(missing_ok=True)
+            raise
         self.unit = unit
         self._fh = open(self.path, "rb")
         self.data: mmap.mmap | bytes = (mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -249,7 +269,8 @@ class _Staged:
         info = [_write_shard(out_dir / shard_dir_name(k, shards), k, cuts[k],
                              self.docs[cuts[k]:cuts[k + 1]], self.data)
                 for k in range(shards)]
-        plan = _plan(self.unit, self.corpora, self.docs, self.skipped, self.digest, info)
+        plan = _plan(self.unit, self.corpora, self.docs, self.skipped, self.repeats,
+                     self.digest, info)
         _atomic_json(out_dir / PLAN, plan)
         return plan
 
@@ -314,7 +335,7 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
                "--ulimit", str(_nofile_limit())]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                              cwd=link_dir)
+                              cwd=link_dir, check=False)  # the exit status is checked below
         seconds = time.perf_counter() - t0
     finally:
         shutil.rmtree(link_dir, ignore_errors=True)

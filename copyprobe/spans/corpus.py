@@ -159,8 +159,9 @@ def iter_located(paths: Iterable[str | Path]) -> Iterator[tuple[Path, int, Corpu
         for number, doc in _READERS[_kind(path)](path):
             key = (doc.source, doc.doc_id)
             if key in seen:
-                raise SpanIndexError(f"{path}: document {number} is a duplicate (source {doc.source!r}, "
-                                     f"doc_id {doc.doc_id!r}), first seen in {seen[key]}")
+                raise SpanIndexError(f"{path}: document {number} is a duplicate (source "
+                                     f"{doc.source!r}, doc_id {doc.doc_id!r}), first seen in "
+                                     f"{seen[key]}")
             seen[key] = path
             yield path, number, doc
     if not seen:

@@ -34,6 +34,14 @@ _NON_SPACE = re.compile(r"\S+")
 #: runs of letters and digits, an apostrophe between two of them dropped (the underscore
 #: separates, as in normalize_words)
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+#: runs of non-ASCII characters; :func:`_stretches` widens each to whitespace or the text's
+#: ends, where NFKC composes nothing across (no whitespace character composes with a
+#: neighbour, and NFKC maps each to whitespace: checked over all of Unicode) and no token or
+#: inner apostrophe reaches over. So the words unit of a text is that of its stretches in
+#: order: the ASCII ones by :data:`_ASCII_WORD`, the others by normalize_words
+#: (tests/spans/test_encoding.py)
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_NON_SPACES = re.compile(r"\S*")
 
 
 def check_unit(unit: str) -> str:
@@ -46,11 +54,20 @@ def tokenize(text: str, unit: str = DEFAULT_UNIT) -> Tokens:
     """``text``'s tokens in ``unit`` with their character ranges in ``text``."""
     check_unit(unit)
     if unit == "words":
-        if text.isascii():  # the same tokens and ranges, without the offset map's cost
-            matches = list(_ASCII_WORD.finditer(text.lower()))
-            return Tokens([m.group().replace("'", "") for m in matches],
-                          [m.start() for m in matches], [m.end() for m in matches])
-        tokens, starts, ends = normalize_words_with_spans(text)
+        tokens: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        for a, b, ascii_only in _stretches(text):
+            if ascii_only:  # the same tokens and ranges, without the offset map's cost
+                for m in _ASCII_WORD.finditer(text[a:b].lower()):
+                    tokens.append(m.group().replace("'", ""))
+                    starts.append(a + m.start())
+                    ends.append(a + m.end())
+            else:
+                t, s, e = normalize_words_with_spans(text[a:b])
+                tokens += t
+                starts += [a + x for x in s]
+                ends += [a + x for x in e]
         return Tokens(tokens, starts, ends)
     matches = list(_NON_SPACE.finditer(text))
     return Tokens([m.group() for m in matches], [m.start() for m in matches],
@@ -61,7 +78,38 @@ def words(text: str, unit: str = DEFAULT_UNIT) -> list[str]:
     """The tokens alone (what is indexed for a document; the same tokens as
     :func:`tokenize`, without the offset map's cost)."""
     check_unit(unit)
-    return normalize_words(text) if unit == "words" else text.split()
+    if unit == "whitespace":
+        return text.split()
+    out: list[str] = []
+    for a, b, ascii_only in _stretches(text):
+        if ascii_only:
+            out += [w.replace("'", "") for w in _ASCII_WORD.findall(text[a:b].lower())]
+        else:
+            out += normalize_words(text[a:b])
+    return out
+
+
+def _stretches(text: str) -> list[tuple[int, int, bool]]:
+    """``text`` cut at whitespace into ``(start, end, ascii only)`` stretches (see
+    :data:`_NON_ASCII`)."""
+    if text.isascii():
+        return [(0, len(text), True)]
+    out: list[tuple[int, int, bool]] = []
+    at = 0
+    for m in _NON_ASCII.finditer(text):
+        if m.end() <= at:
+            continue  # inside the stretch before
+        a = max(m.start(), at)  # a run may start inside the stretch before and go on
+        while a > at and not text[a - 1].isspace():
+            a -= 1
+        b = _NON_SPACES.match(text, m.end()).end()
+        if a > at:
+            out.append((at, a, True))
+        out.append((a, b, False))
+        at = b
+    if at < len(text):
+        out.append((at, len(text), True))
+    return out
 
 
 def encode_doc(tokens: Sequence[str]) -> bytes:

@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from copyprobe.spans import layout
-from copyprobe.spans.find import find_spans
 from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_query, tokenize
+from copyprobe.spans.find import find_spans
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 
 __all__ = ["SEARCHES", "SpanIndex"]
@@ -45,18 +45,22 @@ class _Keys:
     """Rank ``r`` -> the first ``width`` bytes of the suffix at rank ``r``: a sequence
     :mod:`bisect` searches (its loop runs in C, one ``__getitem__`` per step)."""
 
-    __slots__ = ("_tok", "_table", "_ps", "_n", "_width")
+    __slots__ = ("_tok", "_table", "_ptrs", "_ps", "_n", "_width")
 
     def __init__(self, shard: _Shard, width: int):
         self._tok, self._table, self._ps = shard.raw_tok, shard.raw_table, shard.ptr_size
+        self._ptrs = shard.ptr_view  # the table as integers, where the width has a format
         self._n, self._width = shard.n_bytes, width
 
     def __len__(self) -> int:
         return self._n
 
     def __getitem__(self, r: int) -> bytes:
-        ps = self._ps
-        p = int.from_bytes(self._table[r * ps:r * ps + ps], "little")
+        if self._ptrs is not None:
+            p = self._ptrs[r]
+        else:
+            ps = self._ps
+            p = int.from_bytes(self._table[r * ps:r * ps + ps], "little")
         return self._tok[p:p + self._width]
 
 
@@ -89,6 +93,11 @@ class _Shard:
         self.table = np.frombuffer(self.raw_table, dtype=np.uint8)
         self.offsets = np.frombuffer(_map(path / "offset.0"), dtype=np.uint64)
         self.n_bytes = len(self.raw_tok)
+        #: table.0 read as unsigned integers where its width is a C type's (1, 2, 4 or 8
+        #: bytes; little-endian, as the engine requires), else None (3, 5, 6, 7 bytes)
+        fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(ptr_size)
+        self.ptr_view = (memoryview(self.raw_table).cast(fmt)
+                         if fmt and memoryview(b"").cast(fmt).itemsize == ptr_size else None)
         self._docs = None
 
     def ptrs(self, lo: int, hi: int) -> np.ndarray:
@@ -142,8 +151,9 @@ class SpanIndex:
     :class:`~copyprobe.spans.types.SpanLookup`: :meth:`count`, :meth:`occurrences` and
     :meth:`find_spans` give the same answers as :class:`~copyprobe.spans.reference.MemoryIndex`
     over the same documents. Open it with :meth:`open`; :meth:`close` releases the maps
-    (also as a context manager). Queries may run from several threads (the engine releases
-    the GIL)."""
+    (also as a context manager). Queries may run from several threads (nothing is shared
+    but the read-only maps; the ``mmap`` search runs under the GIL, the engine's releases
+    it)."""
 
     def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard],
                  search: str = "mmap"):
@@ -169,6 +179,8 @@ class SpanIndex:
         validates before it publishes ``index.json``)."""
         from copyprobe.extras import require
 
+        if search not in SEARCHES:
+            raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
         require("spans", "infini_gram", needed_for="a span index")
         from infini_gram.engine import InfiniGramEngine
 
@@ -204,11 +216,16 @@ class SpanIndex:
             raise SpanIndexError(f"{self.path}: the engine counts {total} documents, the "
                                  f"manifest {mpath} {self.n_docs}")
         first = self._shards[0]
-        head = first.tok[1:min(first.n_bytes, 4096)].tobytes().split(b"\xff")[0]
-        probe = b" ".join(head.split(b" ")[:3]) + b" "  # " w0 w1 "
-        if self._count_bytes(probe) < 1:
-            raise SpanIndexError(f"{first.path}: the first document's first words are not "
-                                 "found in the index (a damaged table.0?)")
+        head = first.raw_tok[1:min(first.n_bytes, 4096)].split(b"\xff")[0]
+        probe = b" " + b" ".join(head.split()[:2]) + b" "  # " w0 w1 " (or " w0 ")
+        by_maps = sum(hi - lo for lo, hi in (sh.search(probe) for sh in self._shards))
+        by_engine = self._engine.count(input_ids=list(probe))
+        if "error" in by_engine:
+            raise SpanIndexError(f"{self.path}: infini-gram: {by_engine['error']}")
+        if by_maps < 1 or by_engine["count"] != by_maps:
+            raise SpanIndexError(f"{first.path}: the first document's first words are found "
+                                 f"{by_maps} times by the byte maps, {by_engine['count']} by "
+                                 "the engine (a damaged table.0?)")
 
     # -- SpanLookup ---------------------------------------------------------------------
     @property
@@ -253,11 +270,13 @@ class SpanIndex:
         q = encode_query(tokens)
         if not q:
             return 0
-        self._require_open()
-        res = self._engine.count(input_ids=list(q))
-        if "error" in res:
-            raise SpanIndexError(f"{self.path}: infini-gram: {res['error']}")
-        return int(res["count"])
+        if self._search == "engine":
+            self._require_open()
+            res = self._engine.count(input_ids=list(q))
+            if "error" in res:
+                raise SpanIndexError(f"{self.path}: infini-gram: {res['error']}")
+            return int(res["count"])
+        return self._count_bytes(q)
 
     def occurrences(self, tokens: Sequence[str], limit: int | None = None
                     ) -> list[tuple[int, int]]:
@@ -307,7 +326,7 @@ class SpanIndex:
         sh = self._shards[gptr >> 48]
         p = gptr & ((1 << 48) - 1)
         start = int(sh.offsets[doc_ix - sh.first_doc_ix]) + 1
-        return sh.tok[start:p].tobytes().count(b" ")
+        return sh.raw_tok[start:p].count(b" ")
 
     def doc_hit(self, doc_ix: int, word_start: int) -> DocHit:
         sh = self._shard_of(doc_ix)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from planting import make_planted, write_parquet  # noqa: E402
+from planting import Planted, make_planted, write_parquet  # noqa: E402
 
 from copyprobe.spans.build import build_index  # noqa: E402
 from copyprobe.spans.index import SpanIndex  # noqa: E402

@@ -38,8 +38,10 @@ def make_planted(seed: int = 7) -> Planted:
     rng = random.Random(seed)
     background = pseudo_words(rng, 4000, "b")
     planted_vocab = pseudo_words(rng, 400, "p")
-    passages = {"exact": rng.sample(planted_vocab, L), "longer": rng.sample(planted_vocab, L + 5),
-                "short": rng.sample(planted_vocab, L - 1), "thrice": rng.sample(planted_vocab, L + 1)}
+    passages = {"exact": rng.sample(planted_vocab, L),
+                "longer": rng.sample(planted_vocab, L + 5),
+                "short": rng.sample(planted_vocab, L - 1),
+                "thrice": rng.sample(planted_vocab, L + 1)}
     # (passage, doc number, word position): "longer" in 2 documents, "thrice" 3x in one
     plan = [("exact", 1, 40), ("longer", 2, 100), ("longer", 5, 7), ("short", 3, 50),
             ("thrice", 4, 10), ("thrice", 4, 120), ("thrice", 4, 250)]

@@ -73,6 +73,7 @@ def test_corpus_errors_name_the_file(tmp_path):
         list(iter_corpus([tmp_path / "nope.jsonl"]))
     with pytest.raises(SpanIndexError, match=rf"^{no_text}: no 'text' column"):
         build_index([no_text], tmp_path / "idx")
+    assert list((tmp_path / "idx").iterdir()) == []  # no staging file left behind
 
 
 # -- building ---------------------------------------------------------------------------
@@ -126,7 +127,7 @@ def test_the_build_never_imports_transformers(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(stub.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
     probe = subprocess.run([sys.executable, "-c", "import transformers"], capture_output=True,
-                           text=True)
+                           text=True, check=False)
     assert "transformers must not be imported" in probe.stderr  # the stub is in effect
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"text": "a small corpus of words"}\n', encoding="utf-8")
@@ -134,7 +135,7 @@ def test_the_build_never_imports_transformers(tmp_path, monkeypatch):
     assert manifest["n_docs"] == 1
 
 
-def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path):
+def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path, caplog):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"text": "alpha beta gamma delta"}\n{"text": "?!"}\n'
                       '{"text": "epsilon zeta eta theta iota"}\n', encoding="utf-8")
@@ -144,7 +145,7 @@ def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path):
         "copyprobe-span-index", 1, "words", "u8")
     assert m["normalizer_version"] == NORMALIZER_VERSION
     assert m["infini_gram_version"] == "2.6.0"
-    assert (m["n_docs"], m["skipped_docs"], m["reused"]) == (2, 1, False)
+    assert (m["n_docs"], m["skipped_docs"], m["repeated_docs"], m["reused"]) == (2, 1, 0, False)
     assert [(s["dir"], s["n_docs"], s["bytes"]) for s in m["shards"]] == [
         ("shard-00000-of-00002", 1, 25), ("shard-00001-of-00002", 1, 30)]
     assert set(m["shards"][0]["sha256"]) == {"tokenized.0", "offset.0", "metadata.0",
@@ -152,19 +153,21 @@ def test_manifest_and_an_unchanged_corpus_is_not_rebuilt(tmp_path):
     assert json.loads((out / "index.json").read_text()) == {
         k: v for k, v in m.items() if k != "reused"}
     docs = pd.read_parquet(out / "shard-00001-of-00002" / "docs.parquet")
-    assert docs[["shard", "local_ix", "doc_ix", "doc_id", "n_words", "byte_start"]].values.tolist() \
-        == [[1, 0, 1, "2", 5, 0]]
+    cols = ["shard", "local_ix", "doc_ix", "doc_id", "n_words", "byte_start"]
+    assert docs[cols].values.tolist() == [[1, 0, 1, "2", 5, 0]]
     table = out / "shard-00000-of-00002" / "table.0"
     stamp = table.stat().st_mtime_ns
     again = build_index([corpus], out, shards=2)
     assert again["reused"] and again["digest"] == m["digest"]
     assert table.stat().st_mtime_ns == stamp
-    corpus.write_text('{"text": "alpha beta gamma delta"}\n', encoding="utf-8")
-    changed = build_index([corpus], out, shards=2 - 1)
+    corpus.write_text('{"text": "alpha beta gamma delta"}\n'
+                      '{"text": "Alpha, beta; GAMMA delta!"}\n', encoding="utf-8")
+    changed = build_index([corpus], out, shards=1)
     assert not changed["reused"] and changed["digest"] != m["digest"]
+    assert changed["repeated_docs"] == 1 and "1 document(s) repeat" in caplog.text
     assert sorted(p.name for p in out.iterdir()) == ["index.json", "prepare.json",
                                                      "shard-00000-of-00001"]
-    with pytest.raises(SpanIndexError, match="1 document.* cannot fill 3 shards"):
+    with pytest.raises(SpanIndexError, match="2 document.* cannot fill 3 shards"):
         build_index([corpus], tmp_path / "idx3", shards=3)
 
 
@@ -237,3 +240,17 @@ def test_a_closed_index_refuses_queries(small_index):
     index.close()
     with pytest.raises(SpanIndexError, match="closed"):
         index.count(["common"])
+
+
+def test_a_scrambled_table_of_the_right_size_is_refused(small_index, tmp_path):
+    d = _copy(small_index, tmp_path / "scrambled")
+    table = d / "shard-00000-of-00001" / "table.0"
+    raw = table.read_bytes()
+    width = layout.ptr_size(len((d / "shard-00000-of-00001" / "tokenized.0").read_bytes()))
+    entries = [raw[k:k + width] for k in range(0, len(raw), width)]
+    table.write_bytes(b"".join(reversed(entries)))  # every pointer valid, the order reversed
+    with pytest.raises(SpanIndexError, match=rf"^{table.parent}: the first document's first "
+                                             r"words are found 0 times"):
+        SpanIndex.open(d)
+    with pytest.raises(ValueError, match="search must be one of mmap, engine"):
+        SpanIndex.open(small_index, search="fast")

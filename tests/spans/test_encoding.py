@@ -26,3 +26,19 @@ def test_units_and_the_stored_bytes():
     assert (toks.starts, toks.ends) == ([2, 10], [8, 16])
     assert encode_doc(["a", "b"]) == encode_query(["a", "b"]) == b" a b "
     assert encode_query([]) == b""
+
+
+def test_mixed_text_equals_normalize_words():
+    """Texts cut into ASCII and non-ASCII stretches give normalize_words' tokens exactly,
+    with ranges whose own words are the token."""
+    from copyprobe.matching.words import normalize_words
+
+    rng = random.Random(1)
+    pieces = ["a", "B", "9", "_", "'", "\u2019", " ", "\t", "\u00a0", "\u3000", "é", "e\u0301",
+              "\u0301", "ﬁ", "Ｆ", "²", "Σ", "ς", "ß", "क्ष", "東", "🎉", "\u00a8", "-", "."]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 16)))
+        toks = tokenize(text, "words")
+        assert toks.tokens == normalize_words(text) == words(text, "words"), repr(text)
+        for tok, a, b in zip(toks.tokens, toks.starts, toks.ends, strict=True):
+            assert tok in normalize_words(text[a:b]), (repr(text), tok, a, b)

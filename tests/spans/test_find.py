@@ -4,10 +4,10 @@ every span of at least L words found with its exact documents and positions, not
 
 from __future__ import annotations
 
+import json
 import random
-import unicodedata
-
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -101,8 +101,9 @@ def test_edges_output_start_end_whole_copy_and_short_outputs(planted_index, plan
 
 def test_word_boundary_a_partial_word_is_not_a_match(tmp_path):
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text('{"text": "the cat sat on the mat by the door"}\n'
-                      '{"text": "solo"}\n', encoding="utf-8")
+    # a one-word document first (the opening probe counts its words)
+    corpus.write_text('{"text": "solo"}\n'
+                      '{"text": "the cat sat on the mat by the door"}\n', encoding="utf-8")
     build_index([corpus], tmp_path / "idx")
     with SpanIndex.open(tmp_path / "idx") as index:
         (s,) = index.find_spans("xcat sat on the mat", min_words=3)
@@ -112,7 +113,7 @@ def test_word_boundary_a_partial_word_is_not_a_match(tmp_path):
         assert s.text == "mat by the"
         assert index.count(["solo"]) == 1 and index.count(["sol"]) == 0
         assert index.count(["door"]) == 1 and index.count(["the"]) == 3
-        assert index.find_spans("solo", min_words=1)[0].docs[0].doc_ix == 1
+        assert index.find_spans("solo", min_words=1)[0].docs[0].doc_ix == 0
 
 
 def _random_outputs(docs: list[CorpusDoc], n: int, seed: int) -> list[str]:
@@ -136,15 +137,14 @@ def repetitive(tmp_path_factory):
     """A small-vocabulary corpus (many accidental repeats) as 1 and 3 shards + the oracle."""
     rng = random.Random(11)
     vocab = pseudo_words(rng, 60, "w")
-    docs = [CorpusDoc("s" + str(k % 3), f"d{k}", " ".join(rng.choices(vocab, k=rng.randint(1, 250))))
-            for k in range(30)]
+    docs = [CorpusDoc("s" + str(k % 3), f"d{k}",
+                      " ".join(rng.choices(vocab, k=rng.randint(1, 250)))) for k in range(30)]
     docs.append(CorpusDoc("s0", "empty", "!!! ..."))  # no word: skipped
     corpus = tmp_path_factory.mktemp("rep") / "rep.jsonl"
-    import json
     corpus.write_text("".join(json.dumps(d.__dict__) + "\n" for d in docs), encoding="utf-8")
     base = tmp_path_factory.mktemp("repidx")
     m1 = build_index([corpus], base / "one")
-    m3 = build_index([corpus], base / "three", shards=3)
+    build_index([corpus], base / "three", shards=3)
     assert m1["skipped_docs"] == 1 and m1["n_docs"] == 30
     # 3 shards searched by the engine's own find, 1 by the memory maps' binary search
     with SpanIndex.open(base / "one") as one, \
@@ -173,7 +173,7 @@ def test_the_oracle_agrees_on_random_spliced_outputs_1_and_3_shards(repetitive):
 
 
 def test_a_frequent_span_past_scan_cap_is_a_lower_bound(repetitive):
-    docs, one, three, oracle = repetitive
+    docs, _, three, oracle = repetitive
     word = normalize_words(docs[0].text)[0]
     (s,) = three.find_spans(word, min_words=1, scan_cap=2)
     assert s.count == oracle.count([word]) > 2
@@ -191,7 +191,6 @@ UNICODE = [
 
 def test_unicode_round_trips_through_the_index(tmp_path):
     corpus = tmp_path / "u.jsonl"
-    import json
     corpus.write_text("".join(json.dumps({"text": t, "doc_id": str(i)}, ensure_ascii=False)
                               + "\n" for i, t in enumerate(UNICODE)), encoding="utf-8")
     build_index([corpus], tmp_path / "idx")
@@ -212,3 +211,26 @@ def test_unicode_round_trips_through_the_index(tmp_path):
             start = int(sh.offsets[s.docs[0].doc_ix]) + 1
             stored = sh.tok[start:start + len(s.text.encode()) + 2].tobytes()
             assert stored == b" " + s.text.encode() + b" "
+
+
+@pytest.mark.parametrize("ptr_size", [1, 2, 3, 4, 5, 8])
+def test_the_byte_map_search_reads_every_table_width(ptr_size, tmp_path):
+    """Shards over 16 MB have 4-byte entries (read as a typed view), odd widths are read
+    byte by byte: both give the suffix array's order. A shard of random bytes with its table
+    written at ``ptr_size`` bytes per entry, searched like an index's."""
+    from copyprobe.spans.index import _Shard
+
+    rng = random.Random(ptr_size)
+    data = bytes([0xFF]) + bytes(rng.choice(b" abc") for _ in range(200))
+    sa = sorted(range(len(data)), key=lambda p: data[p:])
+    (tmp_path / "tokenized.0").write_bytes(data)
+    (tmp_path / "table.0").write_bytes(b"".join(p.to_bytes(ptr_size, "little") for p in sa))
+    (tmp_path / "offset.0").write_bytes((0).to_bytes(8, "little"))
+    sh = _Shard(tmp_path, ptr_size, 0, 1)
+    assert (sh.ptr_view is not None) == (ptr_size in (1, 2, 4, 8))
+    assert sh.ptrs(0, len(sa)).tolist() == sa
+    for q in (b" a", b"ab", b"cab ", b"zzz", b" ", b"\xff", b"bb a"):
+        lo, hi = sh.search(q)
+        assert hi - lo == sum(data.startswith(q, p) for p in range(len(data)))
+        assert all(data[p:].startswith(q) for p in sa[lo:hi])
+        assert sh.lcp(lo - 1, q) <= len(q) and sh.lcp(len(sa), q) == 0
