@@ -49,7 +49,13 @@ from copyprobe.generation.base import (
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.guard.output import BLOCK_FINISH_REASON, OutputFinding
 from copyprobe.guard.output import TRUNCATE_FINISH_REASON as TRUNCATE_FINISH_REASON
-from copyprobe.guard.pipeline import Guard, GuardDecision, GuardError, GuardSpec
+from copyprobe.guard.pipeline import (
+    Guard,
+    GuardDecision,
+    GuardError,
+    GuardSpec,
+    output_index_digest,
+)
 from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt, image_digests
@@ -274,7 +280,13 @@ class GuardWrapper:
     def wrap_identity(cls, block: Mapping[str, Any], spec: Mapping[str, Any],
                       identity: Mapping[str, Any]) -> dict[str, Any]:
         cls._check_backend(spec)
-        return {**identity, "guard": GuardSpec.from_config(block).identity()}
+        gspec = GuardSpec.from_config(block)
+        guard = gspec.identity()
+        if gspec.output is not None:
+            # the output check's answers change with the protected documents, not only with
+            # the index's name: the index's content digest enters the key
+            guard = {**guard, "output_index_digest": output_index_digest(gspec)}
+        return {**identity, "guard": guard}
 
     @classmethod
     def wrap(cls, block: Mapping[str, Any], spec: Mapping[str, Any],

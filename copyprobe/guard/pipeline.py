@@ -131,20 +131,34 @@ def build_component(role: str, params: Mapping[str, Any], cache_dir: Path | None
     raise ValueError(f"no guard check {role!r}; known: {', '.join(ROLES)}")
 
 
+def _output_index_dir(params: Mapping[str, Any]) -> str:
+    name = params.get("index")
+    if not name:
+        raise GuardConfigError("guard.output.index: required: the name of the protected "
+                               "materials' span index (results/spans/<index>)")
+    from copyprobe.spans import paths as SP
+
+    return SP.INDEX_DIR.format(index=name)
+
+
+def output_index_digest(spec: GuardSpec) -> str:
+    """The content digest of the span index ``spec``'s output check reads (from its manifest:
+    an error naming the file where the index is not built)."""
+    from copyprobe.spans.index import index_digest
+
+    assert spec.output is not None
+    return index_digest(_output_index_dir(spec.output))
+
+
 def build_output_guard(params: Mapping[str, Any], index: Any = None) -> OutputGuard:
     """The output check from the ``output`` block; ``index`` (a SpanLookup) when the caller
     has one open, else the block's ``index`` names ``results/spans/<index>``, opened with
     :meth:`copyprobe.spans.index.SpanIndex.open`."""
     kwargs = {k: v for k, v in params.items() if k != "index"}
     if index is None:
-        name = params.get("index")
-        if not name:
-            raise GuardConfigError("guard.output.index: required: the name of the protected "
-                                   "materials' span index (results/spans/<index>)")
-        from copyprobe.spans import paths as SP
         from copyprobe.spans.index import SpanIndex
 
-        index = SpanIndex.open(SP.INDEX_DIR.format(index=name))
+        index = SpanIndex.open(_output_index_dir(params))
     return OutputGuard(index, **kwargs)
 
 

@@ -35,7 +35,7 @@ from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_quer
 from copyprobe.spans.find import find_spans
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 
-__all__ = ["SEARCHES", "SpanIndex"]
+__all__ = ["SEARCHES", "SpanIndex", "index_digest", "read_manifest"]
 
 #: how :meth:`SpanIndex.segments` finds a query's ranks
 SEARCHES = ("mmap", "engine")
@@ -186,7 +186,7 @@ class SpanIndex:
 
         root = Path(path).resolve()
         mpath = Path(manifest_path) if manifest_path else root / layout.MANIFEST
-        manifest = _read_manifest(mpath, unit)
+        manifest = read_manifest(mpath, unit)
         folders = [_check_shard(root, s, mpath, verify) for s in manifest["shards"]]
         link_dir, links = _links(folders)
         try:
@@ -360,7 +360,16 @@ class SpanIndex:
                 f"shards={len(self.manifest['shards'])})")
 
 
-def _read_manifest(path: Path, unit: str | None) -> dict:
+def index_digest(path: str | Path) -> str:
+    """The content digest of the built index in folder ``path`` (its documents, their
+    metadata and the unit), from its manifest alone: what a cache key of results derived from
+    the index takes (an error naming the file where there is no valid manifest)."""
+    return str(read_manifest(Path(path) / layout.MANIFEST, None)["digest"])
+
+
+def read_manifest(path: Path, unit: str | None = None) -> dict:
+    """The manifest at ``path``, checked (format, version, unit, normaliser, dtype); the
+    shards' files are checked by :meth:`SpanIndex.open`."""
     if not path.is_file():
         raise SpanIndexError(f"{path}: no span-index manifest (not built, or not finished)")
     try:

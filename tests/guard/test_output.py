@@ -263,13 +263,12 @@ def _model(srv: Any, tmp_path: Path, guard: dict) -> dict[str, Any]:
 
 
 def test_guarded_model_blocks_and_truncates_answers(server_module: Any, tmp_path: Path,
+                                                    span_index_dir: Path,
                                                     monkeypatch: pytest.MonkeyPatch):
+    """The output block's index ``prot`` is results/spans/prot, the real index of DOCS."""
     from copyprobe.generation import generate_shard
 
-    built = pipeline.build_component
-    monkeypatch.setattr(pipeline, "build_component", lambda role, params, cache_dir: (
-        OutputGuard(INDEX, **{k: v for k, v in params.items() if k != "index"})
-        if role == "output" else built(role, params, cache_dir)))
+    monkeypatch.chdir(span_index_dir.parents[2])
     answers = {"recite": ANSWER, "chat": "Nothing protected here at all."}
 
     def answer(body: dict) -> str:
@@ -624,6 +623,32 @@ def test_on_a_span_index_the_guard_and_the_proxy_decide_as_on_the_oracle(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_guarded_models_cache_identity_covers_the_protected_index(
+        span_index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Its answers change with the protected documents: the index's content digest is in the
+    backend identity (so in every cache key), and an index not built is an error naming it."""
+    from copyprobe.generation.runner import backend_identity
+    from copyprobe.spans.build import build_index
+    from copyprobe.spans.index import index_digest
+
+    spec = {"name": "m", "backend": "openai", "model_id": "m", "base_url": "http://127.0.0.1:9",
+            "guard": {"input": False, "output": {"index": "prot", "min_words": L}}}
+    monkeypatch.chdir(span_index_dir.parents[2])
+    ident = backend_identity(spec, None)
+    assert ident["guard"]["output_index_digest"] == index_digest(span_index_dir)
+    # the same name over other documents: another identity
+    other = tmp_path / "results" / "spans" / "prot"
+    src = tmp_path / "other.jsonl"
+    src.write_text(json.dumps({"doc_id": "x", "text": DOCS[0].text + " and one more"}) + "\n",
+                   encoding="utf-8")
+    build_index([src], other)
+    monkeypatch.chdir(tmp_path)
+    assert backend_identity(spec, None)["guard"] != ident["guard"]
+    monkeypatch.chdir(tmp_path / "results")
+    with pytest.raises(ValueError, match=r"results/spans/prot/index.json"):
+        backend_identity(spec, None)
 
 
 def replace_s(finding: Any, like: Any) -> Any:
