@@ -39,6 +39,8 @@ def shared() -> SharedInputs:
         "msr": {"attribution": {"index": "ix"}},
         "models": {"smol": {**API, "cutoff": "2024-06-30"}, "m": copy.deepcopy(COPYRIGHT),
                    "g": {**COPYRIGHT, "base": "m", "guard": {"policy": "block"}},
+                   "o": {**COPYRIGHT, "base": "m",
+                         "guard": {"input": False, "output": {"min_words": 8}}},
                    "x": {**API, "cutoff": "2024-06-30", "studies": ["extraction"],
                          "method": "monte_carlo"}},
         "variants": {"w40": {"msr": {"num_words": 40}},
@@ -85,10 +87,13 @@ PAGES = {
        for t in ("table1", "by_notice_form", "by_category", "table5", "over_refusal")},
     **{f"results/report/copyright/guard/{t}.html": ("Copyright tables", "guard", None)
        for t in ("table2", "table6", "ablation", "latency")},
+    "results/report/copyright/guard/guards_compared.html": (
+        "Copyright tables", "guard",
+        {"table": "guards compared: none, reminder, input, output, both"}),
     "results/report/msr/msr_attribution.html": (
         "MSR tables", None, {"table": "attribution: spans found in the corpus"}),
     **{f"results/report/copyright/b/attribution_{m}.html": (
-        "Copyright tables", "b", {"table": f"attribution of {m}"}) for m in ("m", "g")},
+        "Copyright tables", "b", {"table": f"attribution of {m}"}) for m in ("m", "g", "o")},
     "results/report/extraction/extraction_table.html": (
         "Extraction tables", None, {"table": "extraction probabilities of every model"}),
 }
@@ -132,7 +137,7 @@ def test_pages_of_tables_that_are_not_made_are_not_declared(shared):
 def test_every_page_has_a_caption_naming_its_settings(shared):
     captions = {page: _caption(shared, page) for page in PAGES}
     assert all(captions.values())
-    assert "Models: smol (openai), m (openai), g (openai), x (openai)." in \
+    assert "Models: smol (openai), m (openai), g (openai), o (openai), x (openai)." in \
         captions["results/report/environment.html"]
     text = captions["results/report/extraction/extraction_table.html"]
     assert text.startswith("The extraction study, one row per model and dataset")
@@ -156,7 +161,8 @@ def test_every_page_has_a_caption_naming_its_settings(shared):
         text = captions[f"results/report/copyright/b/{t}.html"]
         assert text.startswith(opening), t
         assert "Benchmark: b: materials from docs (copyrighted)" in text
-        assert "Models: m (openai), g (openai, guarded: block)." in text
+        assert "Models: m (openai), g (openai, guarded: block), o (openai, guarded: output check only)." \
+            in text
         assert "Refusal: the rule detector only (no judge configured)." in text
     text = captions["results/report/msr/msr_attribution.html"]
     assert text.startswith("Where the generations' long verbatim spans come from")
@@ -171,8 +177,12 @@ def test_every_page_has_a_caption_naming_its_settings(shared):
                        ("latency", "What the guard did and what it cost")):
         text = captions[f"results/report/copyright/guard/{t}.html"]
         assert text.startswith(opening), t
-        assert "Guarded models and their settings: g (policy block); each is compared" in text
+        assert "Guarded models and their settings: g (policy block), o (no input check, " \
+            "output check: block); each is compared" in text
         assert "Benchmarks: b (copyrighted materials)." in text
+    text = captions["results/report/copyright/guard/guards_compared.html"]
+    assert text.startswith("Guards compared on the same benchmark and base model")
+    assert "fewer than 1,000 requests" in text
 
 
 def test_a_page_without_a_caption_section_stops_the_report():

@@ -200,13 +200,13 @@ def output_index(guard: Mapping[str, Any], benchmark: str) -> str:
     return str(out.get("index") or BENCHMARK_INDEX.format(benchmark=benchmark))
 
 
-
 #: The report's row label of each of the guard's tables (P.TABLE_NAMES).
 TABLE_LABELS = {
     "table2": "Table 2: guarded against unguarded",
     "table6": "Table 6: guard decisions",
     "ablation": "ablation of the guard's parts",
     "latency": "latency the guard adds",
+    "guards_compared": "guards compared: none, reminder, input, output, both",
 }
 
 
@@ -242,6 +242,8 @@ class GuardStudy(Study):
         Table 2), listed as the subcategory ``guard`` of the copyright tables."""
         if not self.targets(cfg):
             return {}
+        tables = [*P.TABLE_NAMES, *(["guards_compared"] if P.COMPARED_MD in self.targets(cfg)
+                                    else [])]
         return {P.PAGE.format(table=t): ReportPage(
             P.TABLE.format(table=t), f"guard_{t}", "Copyright tables",
-            {"table": TABLE_LABELS[t]}, subcategory="guard") for t in P.TABLE_NAMES}
+            {"table": TABLE_LABELS[t]}, subcategory="guard") for t in tables}
