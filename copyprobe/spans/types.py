@@ -29,11 +29,13 @@ class CorpusDoc:
 
 @dataclass(frozen=True)
 class Tokens:
-    """A text's tokens under one unit, each with its character range in the original text."""
+    """A text's tokens under one unit, each with its character range in the original text;
+    in the unit ``tokens`` also the tokenizer's ids (``tokens`` are then the pieces' text)."""
 
     tokens: list[str]
     starts: list[int]
     ends: list[int]
+    ids: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
