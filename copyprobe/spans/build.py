@@ -308,6 +308,12 @@ def _nofile_limit() -> int:
     return 1_048_576 if hard == resource.RLIM_INFINITY else int(hard)
 
 
+#: GiB each suffix-array process of a u32 shard needs: infini-gram 2.6.0's ``make-part``
+#: allocates 2^32 x 8 bytes (a table over the whole u32 alphabet) whatever the shard's size
+#: (measured: "memory allocation of 34359738368 bytes failed" on a 70 KB shard)
+U32_GB_PER_CPU = 34
+
+
 def _shard_dtype(shard: Path) -> str:
     """The token type of a prepared shard: its plan's (``prepare.json`` beside it)."""
     return str(_read_json(shard.parent / PLAN, "span-index plan (prepare.json)")["token_dtype"])
@@ -333,6 +339,11 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
         (shard / stale).unlink(missing_ok=True)
     mem = max(1, int(mem_gb))
     used = sa_cpus(n_bytes, int(cpus), mem, width)
+    if dtype == "u32" and mem < U32_GB_PER_CPU * used:
+        raise SpanIndexError(
+            f"{shard}: a u32 shard (a vocabulary of 65535 ids or more) needs mem_gb >= "
+            f"{U32_GB_PER_CPU} per process ({U32_GB_PER_CPU * used} for {used}), got {mem}: "
+            "infini-gram 2.6.0's indexer allocates 32 GiB per process for the u32 alphabet")
     link_dir = neutral_dir()
     temp = shard.parent / f".sa-temp-{shard.name}"
     try:
