@@ -1,11 +1,11 @@
 """``copyprobe index build`` and ``copyprobe index find``: the span index outside Snakemake.
 
 Both print JSON. ``build`` prints the manifest's summary (documents, bytes, shards, digest,
-whether an unchanged index was reused, seconds); ``find`` prints
-``{index: {path, unit, n_docs, bytes, shards, digest, tokenizer}, words, spans: [{word_start, word_end,
-char_start, char_end, text, count, n_docs, n_docs_exact, docs: [{source, doc_id, title, url,
-word_start}]}], find_s}``. The heavy modules are imported inside the commands, so building the
-parser needs no extra.
+whether an unchanged index was reused, seconds, token type and tokenizer); ``find`` prints
+``{index: {path, unit, n_docs, bytes, shards, digest, tokenizer}, words, spans: [{word_start,
+word_end, char_start, char_end, text, count, n_docs, n_docs_exact, docs: [{source, doc_id,
+title, url, word_start}]}], find_s}`` (in the unit ``tokens``, words are tokens). The heavy
+modules are imported inside the commands, so building the parser needs no extra.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ The text's words ``t_0 .. t_{n-1}`` (in the index's unit) are laid out once as t
 ``t_i`` to the space after ``t_{j-1}``, which occurs in the index exactly where those words
 occur word-aligned on both sides (:mod:`~copyprobe.spans.encoding`). In the unit ``tokens``
 the layout is the ids' bytes and a query is any whole-token slice of it
-(:class:`~copyprobe.spans.units.TokenCodec`); the index's ``codec`` lays out and slices. ``occ(i, j)`` is
-monotone, so with ``j(i)`` the largest ``j`` for which ``[i, j)`` occurs, ``j`` is
+(:class:`~copyprobe.spans.units.TokenCodec`); the index's ``codec`` lays out and slices.
+``occ(i, j)`` is monotone, so with ``j(i)`` the largest ``j`` for which ``[i, j)`` occurs, ``j`` is
 non-decreasing and ``[i, j(i))`` is maximal iff ``j(i) > j(i')`` for every ``i' < i``.
 
 For each start ``i``: one ``find`` of the words ``[i, i + C)`` (``C`` = 64 words, doubled

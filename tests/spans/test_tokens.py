@@ -23,6 +23,7 @@ from planting import make_planted, write_parquet  # noqa: E402
 from copyprobe import cli  # noqa: E402
 from copyprobe.spans.build import build_index  # noqa: E402
 from copyprobe.spans.index import SpanIndex  # noqa: E402
+from copyprobe.spans.reference import maximal_runs  # noqa: E402
 from copyprobe.spans.tokenizer import load_tokenizer  # noqa: E402
 from copyprobe.spans.types import SpanIndexError  # noqa: E402
 
@@ -96,19 +97,15 @@ class Oracle:
         return out
 
     def spans(self, ids: list[int], min_len: int) -> list[tuple]:
-        out, prev, j = [], 0, 0
-        for i in range(len(ids)):
-            j = max(j, i)
-            while j < len(ids) and self.occurrences(ids[i:j + 1]):
-                j += 1
-            if j > prev and j - i >= min_len:
-                occ = self.occurrences(ids[i:j])
-                first: dict[int, int] = {}
-                for ix, p in occ:
-                    first.setdefault(ix, p)
-                docs = [(self.docs[ix].doc_id, p) for ix, p in sorted(first.items())[:5]]
-                out.append((i, j, len(occ), len(first), docs))
-            prev = max(prev, j)
+        out = []
+        for i, j in maximal_runs(len(ids), min_len,
+                                 lambda a, b: bool(self.occurrences(ids[a:b]))):
+            occ = self.occurrences(ids[i:j])
+            first: dict[int, int] = {}
+            for ix, p in occ:
+                first.setdefault(ix, p)
+            docs = [(self.docs[ix].doc_id, p) for ix, p in sorted(first.items())[:5]]
+            out.append((i, j, len(occ), len(first), docs))
         return out
 
 
