@@ -258,3 +258,19 @@ def test_cli_build_and_find_with_tokenizer(corpus, planted, gguf, hf_json, tmp_p
     err = capsys.readouterr().err
     assert "the index was built with the tokenizer" in err and str(hf_json) in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_attribution_counts_tokens(token_index, planted):
+    import pandas as pd
+
+    from copyprobe.spans.attribution import attribute
+
+    index, _ = token_index
+    text = "In short: " + planted.docs[5].text[200:500] + " That is all."
+    gens = pd.DataFrame([{"request_id": "r1", "model": "m", "sample_index": 0, "status": "ok",
+                          "text": text}])
+    spans, summary = attribute(gens, index, min_words=L, max_docs=3, name="smol", source="s")
+    (row,) = summary.to_dict("records")
+    assert row["generation_words"] == len(index.tokenize(text))  # tokens, not words
+    assert row["top_doc"].endswith("doc05") and 0.5 < row["coverage"] < 1
+    assert spans["n_words"].tolist() == [s.n_words for s in index.find_spans(text, min_words=L)]
