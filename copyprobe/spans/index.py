@@ -411,7 +411,7 @@ def read_manifest(path: Path, unit: str | None = None) -> dict:
                              f"{m['normalizer_version']}, this copyprobe tokenizes with "
                              f"{NORMALIZER_VERSION} (rebuild it)")
     want = (layout.TOKEN_DTYPE if m["unit"] in BYTE_UNITS
-            else token_dtype(int(m.get("tokenizer", {}).get("vocab_size", 0))))
+            else token_dtype(int((m.get("tokenizer") or {}).get("vocab_size", 0))))
     if m["token_dtype"] != want:
         raise SpanIndexError(f"{path}: token_dtype {m['token_dtype']!r}, expected {want!r} "
                              f"for unit {m['unit']!r}")

@@ -102,7 +102,8 @@ class SpanLookup(Protocol):
 
     def count(self, tokens: Sequence[str]) -> int:
         """Occurrences of the word sequence ``tokens`` (already in the index's unit),
-        word-aligned on both sides; 0 for an empty sequence."""
+        word-aligned on both sides; 0 for an empty sequence. In the unit ``tokens`` the
+        sequence is of token ids (:attr:`Tokens.ids`)."""
         ...
 
     def find_spans(self, text: str, *, min_words: int, max_docs: int = 5,
