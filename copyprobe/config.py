@@ -229,6 +229,15 @@ def _check_span_indexes(cfg: Mapping[str, Any]) -> None:
             raise ConfigError(f"config key '{key}': an index name may not contain {bad[0]!r} "
                               "(the infini-gram engine tells its files apart by such words in "
                               "their path)")
+        if spec.get("unit") == "tokens" and not spec.get("tokenizer"):
+            raise ConfigError(f"config key '{key}.tokenizer': required by unit 'tokens' (a "
+                              "GGUF model file, a tokenizer.json or a model folder)")
+        if spec.get("tokenizer") and spec.get("unit") != "tokens":
+            raise ConfigError(f"config key '{key}.tokenizer': only the unit 'tokens' takes a "
+                              f"tokenizer (this index's unit is {spec.get('unit')!r})")
+        if spec.get("tokenizer") and not Path(spec["tokenizer"]).exists():
+            raise ConfigError(f"config key '{key}.tokenizer': {spec['tokenizer']!r} is not an "
+                              "existing file or folder")
         for i, item in enumerate(spec["corpora"]):
             if item not in cfg["sources"] and not Path(item).exists():
                 raise ConfigError(f"config key '{key}.corpora.{i}': {item!r} is neither a "

@@ -25,6 +25,7 @@ for _index in span_inputs.names():
             span_inputs.prepare_rule(_index)
         input:
             corpora=span_inputs.corpora(_index),
+            tokenizer=span_inputs.tokenizer_inputs(_index),
             library=library("span_index_prepare"),
         output:
             span_inputs.prepared(_index),
@@ -39,6 +40,7 @@ for _index in span_inputs.names():
             out_dir=span_paths.INDEX_DIR.format(index=_index),
             unit=span_inputs.spec(_index)["unit"],
             shards=span_inputs.spec(_index)["shards"],
+            tokenizer=span_inputs.tokenizer(_index),
         script:
             "../workflow_scripts/span_index_prepare.py"
 
@@ -78,5 +80,6 @@ rule span_index:
     params:
         out_dir=span_inputs.index_dir,
         unit=span_inputs.index_unit,
+        tokenizer=span_inputs.index_tokenizer,
     script:
         "../workflow_scripts/span_index.py"

@@ -5,5 +5,5 @@ from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 p = snakemake.params  # noqa: F821
-finalize(p.out_dir, unit=p.unit)
+finalize(p.out_dir, unit=p.unit, tokenizer=p.tokenizer)
 log.info("index %s: manifest %s", p.out_dir, snakemake.output[0])  # noqa: F821

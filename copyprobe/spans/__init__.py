@@ -13,6 +13,9 @@ Modules, one concern each:
   :class:`SpanLookup` protocol every index implements;
 * :mod:`~copyprobe.spans.encoding`: the indexed unit (``words`` or ``whitespace``), tokens
   with character offsets, the byte encoding of a document and of a query;
+* :mod:`~copyprobe.spans.tokenizer`, :mod:`~copyprobe.spans.units`: the unit ``tokens`` (a
+  model's token ids from a local GGUF or tokenizer.json, stored as infini-gram u16/u32) and
+  the codec of each unit (how it is stored, sliced and searched);
 * :mod:`~copyprobe.spans.corpus`: reading corpora (Parquet, JSONL, a folder) as documents;
 * :mod:`~copyprobe.spans.build`: writing the shards and the manifest, the suffix arrays;
 * :mod:`~copyprobe.spans.index`: opening and validating an index, counts, occurrences;

@@ -48,14 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from copyprobe.spans.corpus import iter_located
-from copyprobe.spans.encoding import (
-    DEFAULT_UNIT,
-    NORMALIZER_VERSION,
-    StreamDigest,
-    check_unit,
-    encode_doc,
-    words,
-)
+from copyprobe.spans.encoding import DEFAULT_UNIT, NORMALIZER_VERSION
 from copyprobe.spans.index import SpanIndex
 from copyprobe.spans.layout import (
     DOC_SEP,
@@ -68,14 +61,15 @@ from copyprobe.spans.layout import (
     SHARD_BUILD,
     SHARD_FILES,
     STEP1_FILES,
-    TOKEN_DTYPE,
     infini_gram_version,
     neutral_dir,
     ptr_size,
     sha256,
     shard_dir_name,
 )
+from copyprobe.spans.tokenizer import SpanTokenizer
 from copyprobe.spans.types import SpanIndexError
+from copyprobe.spans.units import ByteCodec, make_codec
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +118,7 @@ class _Doc:
     size: int
 
 
-def _stage(corpora: Iterable[str | Path], unit: str, staging: Path
+def _stage(corpora: Iterable[str | Path], codec: ByteCodec, staging: Path
            ) -> tuple[list[_Doc], int, int]:
     """Encode every document into ``staging`` (in read order); the documents sorted by
     ``(source, doc_id)``, the number skipped for having no token and the number whose words
@@ -136,17 +130,17 @@ def _stage(corpora: Iterable[str | Path], unit: str, staging: Path
     repeats = 0
     with open(staging, "wb") as out:
         for path, number, doc in iter_located(corpora):
-            toks = words(doc.text, unit)
-            if not toks:
+            enc = codec.doc(doc.text)
+            if enc is None:
                 skipped += 1
                 continue
-            data = encode_doc(toks)
+            data, n_units = enc
             key = hashlib.blake2b(data, digest_size=16).digest()
             repeats += key in seen
             seen.add(key)
             out.write(data)
             docs.append(_Doc(doc.source, doc.doc_id, doc.title, doc.url, str(path), number,
-                             len(toks), at, len(data)))
+                             n_units, at, len(data)))
             at += len(data)
     docs.sort(key=lambda d: (d.source, d.doc_id))
     if repeats:
@@ -169,15 +163,15 @@ def _cuts(sizes: list[int], shards: int) -> list[int]:
     return [*cuts, n]
 
 
-def _digest(docs: list[_Doc], unit: str, data: mmap.mmap | bytes) -> str:
-    h = StreamDigest(unit)
+def _digest(docs: list[_Doc], codec: ByteCodec, data: mmap.mmap | bytes) -> str:
+    h = codec.digest()
     for d in docs:
         h.update(d.source, d.doc_id, d.title, d.url, data[d.at:d.at + d.size])
     return h.hexdigest()
 
 
 def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
-                 data: mmap.mmap | bytes) -> dict:
+                 data: mmap.mmap | bytes, sep: bytes = DOC_SEP) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     for f in folder.iterdir():  # a previous build's files (a stale table.0 would be kept)
         shutil.rmtree(f) if f.is_dir() else f.unlink()
@@ -187,9 +181,9 @@ def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
     with open(folder / "tokenized.0", "wb") as ds, open(folder / "metadata.0", "wb") as mt:
         for i, d in enumerate(docs):
             offsets[i] = pos
-            ds.write(DOC_SEP)
+            ds.write(sep)
             ds.write(data[d.at:d.at + d.size])
-            pos += 1 + d.size
+            pos += len(sep) + d.size
             line = (json.dumps({"path": d.path, "linenum": d.number,
                                 "metadata": {"doc_id": d.doc_id, "source": d.source,
                                              "title": d.title, "url": d.url}},
@@ -215,37 +209,42 @@ def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
             "ptr_size": ptr_size(pos)}
 
 
-def _plan(unit: str, corpora: list[str], docs: list[_Doc], skipped: int, repeats: int,
-          digest: str, shards: list[dict]) -> dict:
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "unit": unit,
-            "normalizer_version": NORMALIZER_VERSION, "token_dtype": TOKEN_DTYPE,
+def _plan(codec: ByteCodec, corpora: list[str], docs: list[_Doc], skipped: int,
+          repeats: int, digest: str, shards: list[dict]) -> dict:
+    plan = {"format": FORMAT, "format_version": FORMAT_VERSION, "unit": codec.unit,
+            "normalizer_version": NORMALIZER_VERSION, "token_dtype": codec.dtype,
             "digest": digest, "corpora": corpora, "n_docs": len(docs),
             "skipped_docs": skipped, "repeated_docs": repeats,
             "bytes": sum(s["bytes"] for s in shards), "shards": shards}
+    if codec.identity() is not None:
+        plan["tokenizer"] = codec.identity()
+    return plan
 
 
-def _check_args(unit: str, shards: int) -> None:
-    check_unit(unit)
+def _check_args(unit: str, shards: int,
+                tokenizer: str | Path | SpanTokenizer | None = None) -> ByteCodec:
+    codec = make_codec(unit, tokenizer)
     if not isinstance(shards, int) or shards < 1:
         raise SpanIndexError(f"shards must be a positive integer, got {shards!r}")
+    return codec
 
 
 class _Staged:
     """The corpora encoded into a staging file of ``out_dir`` (removed on exit)."""
 
-    def __init__(self, corpora: Iterable[str | Path], out_dir: Path, unit: str):
+    def __init__(self, corpora: Iterable[str | Path], out_dir: Path, codec: ByteCodec):
         self.corpora = [str(c) for c in corpora]
         self.path = out_dir / ".staging.bin"
         try:
-            self.docs, self.skipped, self.repeats = _stage(self.corpora, unit, self.path)
+            self.docs, self.skipped, self.repeats = _stage(self.corpora, codec, self.path)
         except BaseException:  # a bad corpus: leave nothing behind
             self.path.unlink(missing_ok=True)
             raise
-        self.unit = unit
+        self.codec = codec
         self._fh = open(self.path, "rb")
         self.data: mmap.mmap | bytes = (mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
                                         if self.path.stat().st_size else b"")
-        self.digest = _digest(self.docs, unit, self.data)
+        self.digest = _digest(self.docs, codec, self.data)
 
     def __enter__(self) -> _Staged:
         return self
@@ -265,35 +264,38 @@ class _Staged:
         for old in out_dir.glob("shard-*"):  # shards of an earlier plan
             if old.is_dir() and old.name not in names:
                 shutil.rmtree(old)
-        cuts = _cuts([d.size + 1 for d in self.docs], shards)
+        sep = self.codec.doc_sep
+        cuts = _cuts([d.size + len(sep) for d in self.docs], shards)
         info = [_write_shard(out_dir / shard_dir_name(k, shards), k, cuts[k],
-                             self.docs[cuts[k]:cuts[k + 1]], self.data)
+                             self.docs[cuts[k]:cuts[k + 1]], self.data, sep)
                 for k in range(shards)]
-        plan = _plan(self.unit, self.corpora, self.docs, self.skipped, self.repeats,
+        plan = _plan(self.codec, self.corpora, self.docs, self.skipped, self.repeats,
                      self.digest, info)
         _atomic_json(out_dir / PLAN, plan)
         return plan
 
 
 def prepare_index(corpora: Iterable[str | Path], out_dir: str | Path, *,
-                  unit: str = DEFAULT_UNIT, shards: int = 1) -> dict:
+                  unit: str = DEFAULT_UNIT, shards: int = 1,
+                  tokenizer: str | Path | SpanTokenizer | None = None) -> dict:
     """Step 1: every shard's step-1 files and ``docs.parquet``, and ``prepare.json`` (the
-    plan, returned). Removes an earlier ``index.json`` first (the index is rebuilt)."""
-    _check_args(unit, shards)
+    plan, returned). Removes an earlier ``index.json`` first (the index is rebuilt).
+    ``tokenizer``: the unit ``tokens``'s tokenizer file (:mod:`~copyprobe.spans.tokenizer`)."""
+    codec = _check_args(unit, shards, tokenizer)
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
-    with _Staged(corpora, out, unit) as staged:
+    with _Staged(corpora, out, codec) as staged:
         return staged.write(out, shards)
 
 
-def sa_cpus(n_bytes: int, cpus: int, mem_gb: int) -> int:
+def sa_cpus(n_bytes: int, cpus: int, mem_gb: int, width: int = 1) -> int:
     """The processes to build a shard of ``n_bytes`` with: at most ``cpus``, and few enough
     that every parallel part is longer than twice infini-gram's overlap (2.6.0 writes a wrong
     suffix array otherwise; see the module docstring)."""
     mem_bytes = mem_gb * 1024**3
     batches = 1
-    while batches * (mem_bytes // 12) < n_bytes:  # indexing.py's batches for u8
+    while batches * (mem_bytes // (12 if width == 1 else 8)) < n_bytes:  # indexing.py's
         batches *= 2
     c = max(1, cpus)
     while c > 1 and n_bytes // (batches * c) <= 2 * SA_OVERLAP:
@@ -306,9 +308,21 @@ def _nofile_limit() -> int:
     return 1_048_576 if hard == resource.RLIM_INFINITY else int(hard)
 
 
+#: GiB each suffix-array process of a u32 shard needs: infini-gram 2.6.0's ``make-part``
+#: allocates 2^32 x 8 bytes (a table over the whole u32 alphabet) whatever the shard's size
+#: (measured: "memory allocation of 34359738368 bytes failed" on a 70 KB shard)
+U32_GB_PER_CPU = 34
+
+
+def _shard_dtype(shard: Path) -> str:
+    """The token type of a prepared shard: its plan's (``prepare.json`` beside it)."""
+    return str(_read_json(shard.parent / PLAN, "span-index plan (prepare.json)")["token_dtype"])
+
+
 def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dict:
     """Step 2: the suffix array ``table.0`` of one prepared shard, by infini-gram's indexer
-    (a subprocess); writes and returns ``build.json`` (seconds, processes used)."""
+    (a subprocess), in the token type of the plan (``prepare.json`` beside the shard); writes
+    and returns ``build.json`` (seconds, processes used)."""
     from copyprobe.extras import require
 
     require("spans", "infini_gram", needed_for="building a span index")
@@ -317,12 +331,19 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
         if not (shard / name).is_file():
             raise SpanIndexError(f"{shard / name}: missing (run prepare_index first)")
     n_bytes = (shard / "tokenized.0").stat().st_size
+    dtype = _shard_dtype(shard)
+    width = {"u8": 1, "u16": 2, "u32": 4}[dtype]
     if n_bytes == 0:
         raise SpanIndexError(f"{shard / 'tokenized.0'}: empty shard")
     for stale in ("table.0", SHARD_BUILD):
         (shard / stale).unlink(missing_ok=True)
     mem = max(1, int(mem_gb))
-    used = sa_cpus(n_bytes, int(cpus), mem)
+    used = sa_cpus(n_bytes, int(cpus), mem, width)
+    if dtype == "u32" and mem < U32_GB_PER_CPU * used:
+        raise SpanIndexError(
+            f"{shard}: a u32 shard (a vocabulary of 65535 ids or more) needs mem_gb >= "
+            f"{U32_GB_PER_CPU} per process ({U32_GB_PER_CPU * used} for {used}), got {mem}: "
+            "infini-gram 2.6.0's indexer allocates 32 GiB per process for the u32 alphabet")
     link_dir = neutral_dir()
     temp = shard.parent / f".sa-temp-{shard.name}"
     try:
@@ -330,7 +351,7 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
         (link_dir / "nothing").mkdir()
         cmd = [sys.executable, "-m", "infini_gram.indexing",
                "--data_dir", str(link_dir / "nothing"), "--save_dir", str(link_dir / "shard"),
-               "--temp_dir", str(temp), "--token_dtype", TOKEN_DTYPE, "--shards", "1",
+               "--temp_dir", str(temp), "--token_dtype", dtype, "--shards", "1",
                "--workers", "1", "--worker_id", "0", "--cpus", str(used), "--mem", str(mem),
                "--ulimit", str(_nofile_limit())]
         t0 = time.perf_counter()
@@ -349,13 +370,14 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
         raise SpanIndexError(f"{shard}: infini-gram's indexer did not skip its own "
                              f"tokenizer (the step-1 files were not seen): {tail}")
     table = shard / "table.0"
-    want = ptr_size(n_bytes) * n_bytes
+    want = ptr_size(n_bytes) * n_bytes // width
     if not table.is_file() or table.stat().st_size != want:
         got = table.stat().st_size if table.is_file() else "no file"
         raise SpanIndexError(f"{table}: the indexer wrote {got} bytes, expected {want} "
-                             f"({n_bytes} suffixes of {ptr_size(n_bytes)} bytes)")
+                             f"({n_bytes // width} suffixes of {ptr_size(n_bytes)} bytes)")
     info = {"seconds": round(seconds, 3), "cpus": used, "cpus_asked": int(cpus),
             "mem_gb": mem, "bytes": n_bytes, "ptr_size": ptr_size(n_bytes),
+            "token_dtype": dtype,
             "infini_gram_version": infini_gram_version()}
     _atomic_json(shard / SHARD_BUILD, info)
     return info
@@ -403,19 +425,20 @@ def _unchanged(out: Path, unit: str, shards: int, digest: str) -> dict | None:
 
 def build_index(corpora: Iterable[str | Path], out_dir: str | Path, *,
                 unit: str = DEFAULT_UNIT, shards: int = 1, cpus: int = 1,
-                mem_gb: int = 2) -> dict:
+                mem_gb: int = 2, tokenizer: str | Path | SpanTokenizer | None = None) -> dict:
     """Build the span index of ``corpora`` in ``out_dir`` (all three steps, shards one after
     the other) and return its manifest. When ``out_dir`` already holds an index of the same
     documents (same digest), unit and shard count that opens, nothing is rebuilt: the
-    manifest is returned with ``"reused": True``."""
-    _check_args(unit, shards)
+    manifest is returned with ``"reused": True``. ``tokenizer``: the unit ``tokens``'s
+    tokenizer file (the digest covers its sha256)."""
+    codec = _check_args(unit, shards, tokenizer)
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    with _Staged(corpora, out, unit) as staged:
+    with _Staged(corpora, out, codec) as staged:
         old = _unchanged(out, unit, shards, staged.digest)
         if old is not None:
             try:
-                SpanIndex.open(out, unit=unit).close()
+                SpanIndex.open(out, unit=unit, tokenizer=codec.tokenizer).close()
                 return {**old, "reused": True}
             except SpanIndexError:
                 pass  # damaged: rebuild

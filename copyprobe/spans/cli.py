@@ -1,11 +1,11 @@
 """``copyprobe index build`` and ``copyprobe index find``: the span index outside Snakemake.
 
 Both print JSON. ``build`` prints the manifest's summary (documents, bytes, shards, digest,
-whether an unchanged index was reused, seconds); ``find`` prints
-``{index: {path, unit, n_docs, bytes, shards, digest}, words, spans: [{word_start, word_end,
-char_start, char_end, text, count, n_docs, n_docs_exact, docs: [{source, doc_id, title, url,
-word_start}]}], find_s}``. The heavy modules are imported inside the commands, so building the
-parser needs no extra.
+whether an unchanged index was reused, seconds, token type and tokenizer); ``find`` prints
+``{index: {path, unit, n_docs, bytes, shards, digest, tokenizer}, words, spans: [{word_start,
+word_end, char_start, char_end, text, count, n_docs, n_docs_exact, docs: [{source, doc_id,
+title, url, word_start}]}], find_s}`` (in the unit ``tokens``, words are tokens). The heavy
+modules are imported inside the commands, so building the parser needs no extra.
 """
 
 from __future__ import annotations
@@ -20,17 +20,18 @@ def cmd_index_build(args: argparse.Namespace) -> dict:
 
     t0 = time.perf_counter()
     m = build_index(args.corpus, args.out, unit=args.unit, shards=args.shards, cpus=args.cpus,
-                    mem_gb=args.mem_gb)
+                    mem_gb=args.mem_gb, tokenizer=args.tokenizer)
     return {"out": args.out, "unit": m["unit"], "n_docs": m["n_docs"],
             "skipped_docs": m["skipped_docs"], "bytes": m["bytes"],
             "shards": len(m["shards"]), "digest": m["digest"], "reused": m["reused"],
+            "token_dtype": m["token_dtype"], "tokenizer": m.get("tokenizer"),
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def cmd_index_find(args: argparse.Namespace) -> dict:
     from copyprobe.spans.index import SpanIndex
 
-    with SpanIndex.open(args.index, unit=args.unit) as index:
+    with SpanIndex.open(args.index, unit=args.unit, tokenizer=args.tokenizer) as index:
         t0 = time.perf_counter()
         spans = index.find_spans(args.text, min_words=args.min_words, max_docs=args.max_docs,
                                  scan_cap=args.scan_cap)
@@ -38,7 +39,7 @@ def cmd_index_find(args: argparse.Namespace) -> dict:
         m = index.manifest
         return {"index": {"path": args.index, "unit": m["unit"], "n_docs": m["n_docs"],
                           "bytes": m["bytes"], "shards": len(m["shards"]),
-                          "digest": m["digest"]},
+                          "digest": m["digest"], "tokenizer": m.get("tokenizer")},
                 "words": len(index.tokenize(args.text)),
                 "spans": [{**{k: v for k, v in asdict(s).items() if k != "docs"},
                            "docs": [d.as_dict() for d in s.docs]} for s in spans],
@@ -63,8 +64,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     b.add_argument("corpus", nargs="+", metavar="CORPUS", help="corpus files or folders")
     b.add_argument("--out", required=True, metavar="DIR", help="the index folder")
     b.add_argument("--unit", default=DEFAULT_UNIT, choices=UNITS,
-                   help="what a word is: words (normalised, case and punctuation ignored) or "
-                        "whitespace (str.split, strict)")
+                   help="what a word is: words (normalised, case and punctuation ignored), "
+                        "whitespace (str.split, strict) or tokens (a model's token ids: "
+                        "--tokenizer)")
+    b.add_argument("--tokenizer", metavar="PATH", default=None,
+                   help="with --unit tokens: a local GGUF model file (its vocabulary, through "
+                        "llama.cpp), a tokenizer.json or a model folder holding one")
     b.add_argument("--shards", type=int, default=1,
                    help="contiguous shards of about equal bytes (built one after the other)")
     b.add_argument("--cpus", type=int, default=1, help="processes per suffix-array build")
@@ -82,4 +87,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="occurrences read per span (n_docs is exact up to this count)")
     f.add_argument("--unit", choices=UNITS, default=None,
                    help="refuse an index built in another unit")
+    f.add_argument("--tokenizer", metavar="PATH", default=None,
+                   help="a token index: refuse it unless built with this tokenizer file "
+                        "(default: the file its manifest names)")
     f.set_defaults(func=cmd_index_find)

@@ -23,7 +23,10 @@ from collections.abc import Iterable, Sequence
 from copyprobe.matching.words import normalize_words, normalize_words_with_spans
 from copyprobe.spans.types import SpanIndexError, Tokens
 
-UNITS = ("words", "whitespace")
+UNITS = ("words", "whitespace", "tokens")
+#: the units stored byte-level (``tokens``, a model's token ids, needs a tokenizer:
+#: :mod:`copyprobe.spans.units`)
+BYTE_UNITS = ("words", "whitespace")
 DEFAULT_UNIT = "words"
 #: Bumped whenever a unit's tokens change for some text: an index records it, and one built
 #: under another version is refused (its spans would not be the ones queried).
@@ -50,9 +53,16 @@ def check_unit(unit: str) -> str:
     return unit
 
 
+def _byte_unit(unit: str) -> str:
+    if check_unit(unit) not in BYTE_UNITS:
+        raise SpanIndexError(f"the span-index unit {unit!r} needs a tokenizer (give one: "
+                             "copyprobe.spans.units.make_codec(unit, tokenizer=PATH))")
+    return unit
+
+
 def tokenize(text: str, unit: str = DEFAULT_UNIT) -> Tokens:
     """``text``'s tokens in ``unit`` with their character ranges in ``text``."""
-    check_unit(unit)
+    _byte_unit(unit)
     if unit == "words":
         tokens: list[str] = []
         starts: list[int] = []
@@ -77,7 +87,7 @@ def tokenize(text: str, unit: str = DEFAULT_UNIT) -> Tokens:
 def words(text: str, unit: str = DEFAULT_UNIT) -> list[str]:
     """The tokens alone (what is indexed for a document; the same tokens as
     :func:`tokenize`, without the offset map's cost)."""
-    check_unit(unit)
+    _byte_unit(unit)
     if unit == "whitespace":
         return text.split()
     out: list[str] = []
@@ -128,10 +138,12 @@ class StreamDigest:
     """The content digest of an index: sha256 over the unit, the normaliser version and every
     indexed document in index order (its source, doc_id, title, url and stored bytes). The
     suffix-array index and :class:`~copyprobe.spans.reference.MemoryIndex` compute it alike,
-    so an unchanged corpus has an unchanged digest (and a rebuild can be skipped)."""
+    so an unchanged corpus has an unchanged digest (and a rebuild can be skipped). In the unit
+    ``tokens`` the tokenizer file's sha256 (``tokenizer``) takes the normaliser's place."""
 
-    def __init__(self, unit: str):
-        self._h = hashlib.sha256(f"{check_unit(unit)}:{NORMALIZER_VERSION}".encode())
+    def __init__(self, unit: str, tokenizer: str | None = None):
+        seed = f"{check_unit(unit)}:{tokenizer if unit not in BYTE_UNITS else NORMALIZER_VERSION}"
+        self._h = hashlib.sha256(seed.encode())
 
     def update(self, source: str, doc_id: str, title: str, url: str, data: bytes) -> None:
         for part in (source, doc_id, title, url):

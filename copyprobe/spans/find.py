@@ -4,8 +4,10 @@
 The text's words ``t_0 .. t_{n-1}`` (in the index's unit) are laid out once as the byte string
 ``" t_0 t_1 ... t_{n-1} "``; the query of words ``[i, j)`` is its slice from the space before
 ``t_i`` to the space after ``t_{j-1}``, which occurs in the index exactly where those words
-occur word-aligned on both sides (:mod:`~copyprobe.spans.encoding`). ``occ(i, j)`` is
-monotone, so with ``j(i)`` the largest ``j`` for which ``[i, j)`` occurs, ``j`` is
+occur word-aligned on both sides (:mod:`~copyprobe.spans.encoding`). In the unit ``tokens``
+the layout is the ids' bytes and a query is any whole-token slice of it
+(:class:`~copyprobe.spans.units.TokenCodec`); the index's ``codec`` lays out and slices.
+``occ(i, j)`` is monotone, so with ``j(i)`` the largest ``j`` for which ``[i, j)`` occurs, ``j`` is
 non-decreasing and ``[i, j(i))`` is maximal iff ``j(i) > j(i')`` for every ``i' < i``.
 
 For each start ``i``: one ``find`` of the words ``[i, i + C)`` (``C`` = 64 words, doubled
@@ -30,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
+from copyprobe.spans.units import ByteCodec
 
 __all__ = ["DEFAULT_CAP_WORDS", "Searchable", "find_spans"]
 
@@ -42,6 +45,7 @@ class Searchable(Protocol):
     """What the search needs of an index (:class:`~copyprobe.spans.index.SpanIndex`)."""
 
     path: Path
+    codec: ByteCodec
 
     @property
     def shards(self) -> Sequence[_Shard]: ...
@@ -62,25 +66,12 @@ class Searchable(Protocol):
 DEFAULT_CAP_WORDS = 64
 
 
-def _layout(tokens: list[str]) -> tuple[bytes, list[int]]:
-    """``" t_0 ... t_{n-1} "`` and the offset of the space before each word (and of the last
-    space, at index n)."""
-    parts = [w.encode("utf-8") for w in tokens]
-    pos = [0] * (len(parts) + 1)
-    at = 0
-    for k, p in enumerate(parts):
-        pos[k] = at
-        at += 1 + len(p)
-    pos[len(parts)] = at
-    return b" " + b" ".join(parts) + b" ", pos
-
-
 def _reach(index: Searchable, buf: bytes, pos: list[int], i: int, cap: list[int]) -> int:
     """``j(i)``: the end of the longest run of words from ``i`` that occurs in the index."""
     n = len(pos) - 1
     while True:
         end = min(n, i + cap[0])
-        q = buf[pos[i]:pos[end] + 1]
+        q = index.codec.slice(buf, pos, i, end)
         segs = index.segments(q)
         if any(hi > lo for lo, hi in segs):
             if end == n:
@@ -90,7 +81,7 @@ def _reach(index: Searchable, buf: bytes, pos: list[int], i: int, cap: list[int]
         m = 0
         for sh, (lo, _) in zip(index.shards, segs, strict=True):
             m = max(m, sh.lcp(lo - 1, q), sh.lcp(lo, q))
-        return i + q[1:m].count(b" ")
+        return i + index.codec.matched(q, m)
 
 
 def find_spans(index: Searchable, text: str, *, min_words: int, max_docs: int = 5,
@@ -109,7 +100,7 @@ def find_spans(index: Searchable, text: str, *, min_words: int, max_docs: int = 
     n = len(t)
     if n < min_words:
         return []
-    buf, pos = _layout(t)
+    buf, pos = index.codec.layout(toks)
     cap = [cap_words]
     spans: list[Span] = []
     prev = 0
@@ -125,7 +116,7 @@ def find_spans(index: Searchable, text: str, *, min_words: int, max_docs: int = 
 
 def _span(index: Searchable, toks: Tokens, buf: bytes, pos: list[int], i: int, j: int,
           max_docs: int, scan_cap: int) -> Span:
-    q = buf[pos[i]:pos[j] + 1]
+    q = index.codec.slice(buf, pos, i, j)
     segs = index.segments(q)
     count = sum(hi - lo for lo, hi in segs)
     if count < 1:
@@ -138,5 +129,5 @@ def _span(index: Searchable, toks: Tokens, buf: bytes, pos: list[int], i: int, j
                                                                    int(gptr[k])))
                  for k in first[:max_docs])
     return Span(word_start=i, word_end=j, char_start=toks.starts[i],
-                char_end=toks.ends[j - 1], text=" ".join(toks.tokens[i:j]), count=count,
+                char_end=toks.ends[j - 1], text=index.codec.span_text(toks, i, j), count=count,
                 n_docs=len(first), n_docs_exact=count <= scan_cap, docs=hits)

@@ -31,9 +31,11 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from copyprobe.spans import layout
-from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_query, tokenize
+from copyprobe.spans.encoding import BYTE_UNITS, NORMALIZER_VERSION, check_unit
 from copyprobe.spans.find import find_spans
+from copyprobe.spans.tokenizer import SpanTokenizer, load_tokenizer, token_dtype
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
+from copyprobe.spans.units import ByteCodec, make_codec
 
 __all__ = ["SEARCHES", "SpanIndex", "index_digest", "read_manifest"]
 
@@ -50,7 +52,7 @@ class _Keys:
     def __init__(self, shard: _Shard, width: int):
         self._tok, self._table, self._ps = shard.raw_tok, shard.raw_table, shard.ptr_size
         self._ptrs = shard.ptr_view  # the table as integers, where the width has a format
-        self._n, self._width = shard.n_bytes, width
+        self._n, self._width = shard.n_ranks, width
 
     def __len__(self) -> int:
         return self._n
@@ -83,8 +85,9 @@ class _Shard:
     """One shard: its files memory-mapped (as bytes for the searches, as numpy arrays for
     the bulk reads) and its document table."""
 
-    def __init__(self, path: Path, ptr_size: int, first_doc_ix: int, n_docs: int):
-        self.path, self.ptr_size = path, ptr_size
+    def __init__(self, path: Path, ptr_size: int, first_doc_ix: int, n_docs: int,
+                 width: int = 1):
+        self.path, self.ptr_size, self.width = path, ptr_size, width
         self.first_doc_ix, self.n_docs = first_doc_ix, n_docs
         self.raw_tok = _map(path / "tokenized.0")
         self.raw_table = _map(path / "table.0")
@@ -93,6 +96,8 @@ class _Shard:
         self.table = np.frombuffer(self.raw_table, dtype=np.uint8)
         self.offsets = np.frombuffer(_map(path / "offset.0"), dtype=np.uint64)
         self.n_bytes = len(self.raw_tok)
+        #: suffixes in the table: one per token (a byte in u8, 2 or 4 bytes in u16 / u32)
+        self.n_ranks = self.n_bytes // width
         #: table.0 read as unsigned integers where its width is a C type's (1, 2, 4 or 8
         #: bytes; little-endian, as the engine requires), else None (3, 5, 6, 7 bytes)
         fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(ptr_size)
@@ -113,13 +118,13 @@ class _Shard:
         of the memory maps, no engine call; ``lo == hi`` on a miss, the insertion rank)."""
         keys = _Keys(self, len(query))
         lo = bisect.bisect_left(keys, query)
-        if lo == self.n_bytes or keys[lo] != query:
+        if lo == self.n_ranks or keys[lo] != query:
             return lo, lo
         return lo, bisect.bisect_right(keys, query, lo)
 
     def lcp(self, rank: int, query: bytes) -> int:
         """Bytes ``query`` shares with the suffix at ``rank`` (0 outside the shard)."""
-        if not 0 <= rank < self.n_bytes:
+        if not 0 <= rank < self.n_ranks:
             return 0
         return _common_prefix(_Keys(self, len(query))[rank], query)
 
@@ -156,7 +161,7 @@ class SpanIndex:
     it)."""
 
     def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard],
-                 search: str = "mmap"):
+                 search: str = "mmap", codec: ByteCodec | None = None):
         if search not in SEARCHES:
             raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
         self._search = search
@@ -165,18 +170,23 @@ class SpanIndex:
         self._engine = engine
         self._shards = shards
         self._unit = manifest["unit"]
+        #: how the unit is stored and searched (:mod:`~copyprobe.spans.units`)
+        self.codec = codec or make_codec(self._unit)
 
     # -- opening ------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, *, unit: str | None = None, verify: bool = False,
-             search: str = "mmap", manifest_path: str | Path | None = None) -> SpanIndex:
+             search: str = "mmap", manifest_path: str | Path | None = None,
+             tokenizer: str | Path | SpanTokenizer | None = None) -> SpanIndex:
         """Validate and open the index in ``path`` (a folder with ``index.json``).
 
         ``unit``: the unit the caller tokenizes in (the configured one); an index built in
         another is an error. ``verify``: also compare every file's sha256 with the manifest.
         ``search``: how :meth:`segments` searches (``mmap`` or ``engine``; the same answers).
         ``manifest_path``: read the manifest from there instead (the build's last step
-        validates before it publishes ``index.json``)."""
+        validates before it publishes ``index.json``). ``tokenizer`` (unit ``tokens``): the
+        configured tokenizer file; one whose identity differs from the manifest's is an
+        error naming both (without it, the file the manifest names is loaded and checked)."""
         from copyprobe.extras import require
 
         if search not in SEARCHES:
@@ -187,18 +197,22 @@ class SpanIndex:
         root = Path(path).resolve()
         mpath = Path(manifest_path) if manifest_path else root / layout.MANIFEST
         manifest = read_manifest(mpath, unit)
-        folders = [_check_shard(root, s, mpath, verify) for s in manifest["shards"]]
+        codec = _codec(manifest, mpath, tokenizer)
+        folders = [_check_shard(root, s, mpath, verify, codec.width)
+                   for s in manifest["shards"]]
         link_dir, links = _links(folders)
         try:
-            engine = InfiniGramEngine(index_dir=links, token_dtype="u8", vocab_size=255,
-                                      eos_token_id=254, version=4, load_to_ram=False,
+            engine = InfiniGramEngine(index_dir=links, token_dtype=codec.dtype,
+                                      vocab_size=codec.vocab_size,
+                                      eos_token_id=codec.eos_id, version=4, load_to_ram=False,
                                       ds_prefetch_depth=0, sa_prefetch_depth=0,
                                       od_prefetch_depth=0)
         finally:  # the engine has mapped its files and closed them: links are not needed
             shutil.rmtree(link_dir, ignore_errors=True)
-        shards = [_Shard(folder, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"])
+        shards = [_Shard(folder, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"],
+                         codec.width)
                   for folder, s in zip(folders, manifest["shards"], strict=True)]
-        index = cls(root, manifest, engine, shards, search)
+        index = cls(root, manifest, engine, shards, search, codec)
         index._check_engine(mpath)
         return index
 
@@ -208,18 +222,17 @@ class SpanIndex:
             raise SpanIndexError(f"{self.path}: the engine opened {eng.get_num_shards()} "
                                  f"shards, the manifest {mpath} lists {len(self._shards)}")
         for s, sh in enumerate(self._shards):
-            if eng.get_tok_cnt(s=s) != sh.n_bytes:
+            if eng.get_tok_cnt(s=s) != sh.n_ranks:
                 raise SpanIndexError(f"{sh.path}: the engine reads {eng.get_tok_cnt(s=s)} "
-                                     f"bytes, the manifest says {sh.n_bytes}")
+                                     f"tokens, the manifest's bytes make {sh.n_ranks}")
         total = self._engine.get_total_doc_cnt()
         if total != self.n_docs:
             raise SpanIndexError(f"{self.path}: the engine counts {total} documents, the "
                                  f"manifest {mpath} {self.n_docs}")
         first = self._shards[0]
-        head = first.raw_tok[1:min(first.n_bytes, 4096)].split(b"\xff")[0]
-        probe = b" " + b" ".join(head.split()[:2]) + b" "  # " w0 w1 " (or " w0 ")
+        probe = self.codec.probe(first.raw_tok[first.width:min(first.n_bytes, 4096)])
         by_maps = sum(hi - lo for lo, hi in (sh.search(probe) for sh in self._shards))
-        by_engine = self._engine.count(input_ids=list(probe))
+        by_engine = self._engine.count(input_ids=self.codec.ids(probe))
         if "error" in by_engine:
             raise SpanIndexError(f"{self.path}: infini-gram: {by_engine['error']}")
         if by_maps < 1 or by_engine["count"] != by_maps:
@@ -246,7 +259,7 @@ class SpanIndex:
         return self._shards
 
     def tokenize(self, text: str) -> Tokens:
-        return tokenize(text, self._unit)
+        return self.codec.tokenize(text)
 
     def segments(self, query: bytes) -> list[tuple[int, int]]:
         """``(lo, hi)`` rank range of ``query`` in each shard; on a miss ``lo == hi`` is the
@@ -256,7 +269,7 @@ class SpanIndex:
         self._require_open()
         if self._search == "mmap":
             return [sh.search(query) for sh in self._shards]
-        res = self._engine.engine.find(input_ids=list(query))
+        res = self._engine.engine.find(input_ids=self.codec.ids(query))
         segs = [(int(lo), int(hi)) for lo, hi in res.segment_by_shard]
         if len(segs) != len(self._shards):
             raise SpanIndexError(f"{self.path}: the engine answered for {len(segs)} shards, "
@@ -266,23 +279,24 @@ class SpanIndex:
     def _count_bytes(self, query: bytes) -> int:
         return sum(hi - lo for lo, hi in self.segments(query))
 
-    def count(self, tokens: Sequence[str]) -> int:
-        q = encode_query(tokens)
+    def count(self, tokens: Sequence[str] | Sequence[int]) -> int:
+        """Occurrences of a unit sequence (words; token ids in the unit ``tokens``)."""
+        q = self.codec.query(tokens)
         if not q:
             return 0
         if self._search == "engine":
             self._require_open()
-            res = self._engine.count(input_ids=list(q))
+            res = self._engine.count(input_ids=self.codec.ids(q))
             if "error" in res:
                 raise SpanIndexError(f"{self.path}: infini-gram: {res['error']}")
             return int(res["count"])
         return self._count_bytes(q)
 
-    def occurrences(self, tokens: Sequence[str], limit: int | None = None
+    def occurrences(self, tokens: Sequence[str] | Sequence[int], limit: int | None = None
                     ) -> list[tuple[int, int]]:
-        """``(doc_ix, word_start)`` of every occurrence of the word sequence (at most
+        """``(doc_ix, word_start)`` of every occurrence of the unit sequence (at most
         ``limit``, read shard by shard in rank order), sorted in index order."""
-        q = encode_query(tokens)
+        q = self.codec.query(tokens)
         if not q:
             return []
         hits = self.hits(self.segments(q), limit)
@@ -325,8 +339,10 @@ class SpanIndex:
         ``gptr`` (see :meth:`hits`)."""
         sh = self._shards[gptr >> 48]
         p = gptr & ((1 << 48) - 1)
-        start = int(sh.offsets[doc_ix - sh.first_doc_ix]) + 1
-        return sh.raw_tok[start:p].count(b" ")
+        start = int(sh.offsets[doc_ix - sh.first_doc_ix]) + sh.width
+        if self.codec.width > 1:
+            return (p - start) // sh.width
+        return self.codec.position(sh.raw_tok[start:p])
 
     def doc_hit(self, doc_ix: int, word_start: int) -> DocHit:
         sh = self._shard_of(doc_ix)
@@ -388,19 +404,47 @@ def read_manifest(path: Path, unit: str | None = None) -> dict:
     if unit is not None and check_unit(unit) != m["unit"]:
         raise SpanIndexError(f"{path}: the index was built in unit {m['unit']!r}, not the "
                              f"configured {unit!r} (rebuild it or configure its unit)")
+    if m["unit"] not in BYTE_UNITS and not isinstance(m.get("tokenizer"), dict):
+        raise SpanIndexError(f"{path}: an index in unit {m['unit']!r} records no tokenizer")
     if m["normalizer_version"] != NORMALIZER_VERSION:
         raise SpanIndexError(f"{path}: the index was built with normaliser version "
                              f"{m['normalizer_version']}, this copyprobe tokenizes with "
                              f"{NORMALIZER_VERSION} (rebuild it)")
-    if m["token_dtype"] != layout.TOKEN_DTYPE:
-        raise SpanIndexError(f"{path}: token_dtype {m['token_dtype']!r}, only "
-                             f"{layout.TOKEN_DTYPE!r} is read")
+    want = (layout.TOKEN_DTYPE if m["unit"] in BYTE_UNITS
+            else token_dtype(int((m.get("tokenizer") or {}).get("vocab_size", 0))))
+    if m["token_dtype"] != want:
+        raise SpanIndexError(f"{path}: token_dtype {m['token_dtype']!r}, expected {want!r} "
+                             f"for unit {m['unit']!r}")
     if not m["shards"]:
         raise SpanIndexError(f"{path}: the manifest lists no shard")
     return m
 
 
-def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
+def _codec(manifest: dict, mpath: Path, tokenizer: str | Path | SpanTokenizer | None
+           ) -> ByteCodec:
+    """The manifest's codec; in unit ``tokens`` with the given tokenizer (else the file the
+    manifest names), whose identity must be the manifest's."""
+    if manifest["unit"] in BYTE_UNITS:
+        if tokenizer is not None:
+            raise SpanIndexError(f"{mpath}: a tokenizer was given, but the index is in unit "
+                                 f"{manifest['unit']!r} (byte level)")
+        return make_codec(manifest["unit"])
+    rec = manifest["tokenizer"]
+    if tokenizer is None:
+        tok = load_tokenizer(rec["path"])
+    else:
+        tok = tokenizer if isinstance(tokenizer, SpanTokenizer) else load_tokenizer(tokenizer)
+    mine = tok.identity()
+    if any(mine[k] != rec.get(k) for k in ("kind", "sha256", "vocab_size")):
+        raise SpanIndexError(
+            f"{mpath}: the index was built with the tokenizer {rec.get('path')} ({rec.get('kind')}"
+            f", sha256 {str(rec.get('sha256'))[:12]}, vocabulary {rec.get('vocab_size')}), not "
+            f"with {tok.path} ({mine['kind']}, sha256 {mine['sha256'][:12]}, vocabulary "
+            f"{mine['vocab_size']}); rebuild the index or configure its tokenizer")
+    return make_codec("tokens", tok)
+
+
+def _check_shard(root: Path, s: dict, mpath: Path, verify: bool, width: int = 1) -> Path:
     folder = root / s["dir"]
     if not folder.is_dir():
         raise SpanIndexError(f"{folder}: missing shard folder (listed in {mpath})")
@@ -415,7 +459,7 @@ def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
         raise SpanIndexError(f"{folder / extra[0]}: unexpected file in a span-index shard"
                              f"{why}; a shard holds exactly {', '.join(layout.SHARD_FILES)}")
     n_bytes, n_docs = int(s["bytes"]), int(s["n_docs"])
-    sizes = {"tokenized.0": n_bytes, "table.0": layout.ptr_size(n_bytes) * n_bytes,
+    sizes = {"tokenized.0": n_bytes, "table.0": layout.ptr_size(n_bytes) * n_bytes // width,
              "offset.0": 8 * n_docs, "metaoff.0": 8 * n_docs}
     for name, want in sizes.items():
         got = (folder / name).stat().st_size
@@ -423,9 +467,9 @@ def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
             raise SpanIndexError(f"{folder / name}: {got} bytes, expected {want} (truncated "
                                  "or from another build)")
     with open(folder / "tokenized.0", "rb") as fh:
-        if fh.read(1) != layout.DOC_SEP:
+        if fh.read(width) != layout.DOC_SEP * width:
             raise SpanIndexError(f"{folder / 'tokenized.0'}: does not start with a document "
-                                 "separator (0xFF)")
+                                 f"separator ({'FF' * width})")
     try:
         rows = pq.ParquetFile(folder / layout.DOCS).metadata.num_rows
     except Exception as exc:  # not Parquet

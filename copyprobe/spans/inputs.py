@@ -32,6 +32,18 @@ class SpanInputs:
         """The corpus tables, files and folders an index reads (a changed one reruns it)."""
         return corpus_paths(self.config, name)
 
+    def tokenizer(self, name: str) -> str | None:
+        """The unit ``tokens``'s tokenizer file of an index (None in the byte units)."""
+        return self.spec(name).get("tokenizer")
+
+    def tokenizer_inputs(self, name: str) -> list[str]:
+        """The tokenizer file as an input (a replaced one reruns the index)."""
+        tok = self.tokenizer(name)
+        return [tok] if tok and Path(tok).is_file() else []
+
+    def index_tokenizer(self, wildcards: Any) -> str | None:
+        return self.tokenizer(wildcards.index)
+
     def prepared(self, name: str) -> list[str]:
         """The plan and the step-1 files of every shard of an index."""
         return [P.INDEX_PLAN.format(index=name),

@@ -6,7 +6,7 @@ slow (linear in the corpus per query): tests, and corpora of a few megabytes at 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from copyprobe.spans.encoding import (
     DEFAULT_UNIT,
@@ -27,6 +27,21 @@ def _occurrences(hay: bytes, needle: bytes) -> list[int]:
         out.append(at)
         at = hay.find(needle, at + 1)
     return out
+
+
+def maximal_runs(n: int, min_len: int, occurs: Callable[[int, int], bool]
+                 ) -> Iterator[tuple[int, int]]:
+    """Every maximal run ``[i, j)`` of at least ``min_len`` of ``n`` units for which
+    ``occurs(i, j)`` (monotone: a sub-run of one that occurs occurs), by brute force: for each
+    start the longest run, kept when it reaches further than every earlier one."""
+    prev_end = j = 0
+    for i in range(n):
+        j = max(j, i)
+        while j < n and occurs(i, j + 1):
+            j += 1
+        if j > prev_end and j - i >= min_len:
+            yield i, j
+        prev_end = max(prev_end, j)
 
 
 class MemoryIndex:
@@ -81,22 +96,15 @@ class MemoryIndex:
         toks = self.tokenize(text)
         t = toks.tokens
         spans: list[Span] = []
-        prev_end = 0
-        j = 0
-        for i in range(len(t)):
-            j = max(j, i)
-            while j < len(t) and self.count(t[i:j + 1]):
-                j += 1
-            if j > prev_end and j - i >= min_words:
-                occ = self.occurrences(t[i:j])
-                first: dict[int, int] = {}
-                for ix, pos in occ[:scan_cap]:
-                    first.setdefault(ix, pos)
-                hits = tuple(
-                    DocHit(ix, self.docs[ix].source, self.docs[ix].doc_id,
-                           self.docs[ix].title, self.docs[ix].url, pos)
-                    for ix, pos in sorted(first.items())[:max_docs])
-                spans.append(Span(i, j, toks.starts[i], toks.ends[j - 1], " ".join(t[i:j]),
-                                  len(occ), len(first), len(occ) <= scan_cap, hits))
-            prev_end = max(prev_end, j)
+        for i, j in maximal_runs(len(t), min_words, lambda a, b: bool(self.count(t[a:b]))):
+            occ = self.occurrences(t[i:j])
+            first: dict[int, int] = {}
+            for ix, pos in occ[:scan_cap]:
+                first.setdefault(ix, pos)
+            hits = tuple(
+                DocHit(ix, self.docs[ix].source, self.docs[ix].doc_id,
+                       self.docs[ix].title, self.docs[ix].url, pos)
+                for ix, pos in sorted(first.items())[:max_docs])
+            spans.append(Span(i, j, toks.starts[i], toks.ends[j - 1], " ".join(t[i:j]),
+                              len(occ), len(first), len(occ) <= scan_cap, hits))
         return spans

@@ -35,7 +35,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from copyprobe.spans.types import Span, SpanLookup, Tokens
+from copyprobe.spans.encoding import BYTE_UNITS
+from copyprobe.spans.types import Span, SpanIndexError, SpanLookup, Tokens
+
+
+def check_stream_unit(index: SpanLookup) -> None:
+    """Streams are matched in the byte-level units only: in the unit ``tokens`` a model's
+    tokens of a text's prefix are not the prefix of the text's tokens (a BPE merges across
+    the pieces' boundaries, a piece may end inside a character), so a span could be missed or
+    a protected word released. Refused with an error rather than guessed."""
+    if index.unit not in BYTE_UNITS:
+        raise SpanIndexError(
+            f"the streaming output check cannot use an index in unit {index.unit!r} (a "
+            "model's tokens of a stream's prefix are not a prefix of the whole answer's "
+            "tokens); guard streams with an index in unit words or whitespace, or check "
+            "whole answers (OutputGuard.check)")
 
 
 class StreamTokens:
@@ -94,7 +108,9 @@ def indexed_documents(index: SpanLookup) -> Iterator[list[str]]:
     stored bytes of a :class:`~copyprobe.spans.index.SpanIndex` (``shards[k].tok``:
     0xFF then the encoded document), the documents of a
     :class:`~copyprobe.spans.reference.MemoryIndex` (``docs``). Another kind of index is a
-    TypeError."""
+    TypeError (so is an index in the unit ``tokens``: its documents are ids, not words)."""
+    if index.unit not in BYTE_UNITS:
+        raise TypeError(f"the documents of an index in unit {index.unit!r} are token ids")
     shards = getattr(index, "shards", None)
     if shards is not None:
         for shard in shards:
@@ -164,6 +180,7 @@ class WindowMatcher:
         if window_filter is not None and window_filter.width != min_words:
             raise ValueError(f"the window filter is of {window_filter.width}-word windows, "
                              f"not {min_words}")
+        check_stream_unit(index)
         self.index = index
         self.window_filter = window_filter
         self.min_words = min_words

@@ -29,11 +29,13 @@ class CorpusDoc:
 
 @dataclass(frozen=True)
 class Tokens:
-    """A text's tokens under one unit, each with its character range in the original text."""
+    """A text's tokens under one unit, each with its character range in the original text;
+    in the unit ``tokens`` also the tokenizer's ids (``tokens`` are then the pieces' text)."""
 
     tokens: list[str]
     starts: list[int]
     ends: list[int]
+    ids: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -100,7 +102,8 @@ class SpanLookup(Protocol):
 
     def count(self, tokens: Sequence[str]) -> int:
         """Occurrences of the word sequence ``tokens`` (already in the index's unit),
-        word-aligned on both sides; 0 for an empty sequence."""
+        word-aligned on both sides; 0 for an empty sequence. In the unit ``tokens`` the
+        sequence is of token ids (:attr:`Tokens.ids`)."""
         ...
 
     def find_spans(self, text: str, *, min_words: int, max_docs: int = 5,

@@ -17,6 +17,7 @@ which validates every file) before its manifest counts as made.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from copyprobe.models import sha256_file
+from copyprobe.spans.layout import PLAN
 from copyprobe.spans.paths import SA_FILES, STEP1_FILES
 from copyprobe.spans.types import SpanIndexError
 from copyprobe.store import KeyedStore, content_key
@@ -48,8 +50,14 @@ def shard_key(shard_dir: str | os.PathLike[str]) -> str:
     tokenized = Path(shard_dir) / STEP1_FILES[0]
     if not tokenized.is_file():
         raise SpanIndexError(f"{tokenized}: missing (rule span_index_prepare writes it)")
-    return content_key({"format": FORMAT, "infini_gram": _engine_version(),
-                        "tokenized_sha256": sha256_file(tokenized)})
+    key = {"format": FORMAT, "infini_gram": _engine_version(),
+           "tokenized_sha256": sha256_file(tokenized)}
+    plan = Path(shard_dir).parent / PLAN
+    dtype = json.loads(plan.read_text(encoding="utf-8")).get("token_dtype", "u8") if (
+        plan.is_file()) else "u8"
+    if dtype != "u8":  # the same bytes are other suffixes in u16 / u32 (u8 keys unchanged)
+        key["token_dtype"] = dtype
+    return content_key(key)
 
 
 def _place(src: Path, dst: Path) -> None:
@@ -63,14 +71,14 @@ def _place(src: Path, dst: Path) -> None:
 
 
 def prepare(corpora: Sequence[str], out_dir: str | os.PathLike[str], *, unit: str,
-            shards: int) -> dict[str, Any]:
+            shards: int, tokenizer: str | None = None) -> dict[str, Any]:
     """Step 1 of every shard (:func:`copyprobe.spans.build.prepare_index`), then a check that
     each shard folder holds the files the rule declares."""
     from copyprobe.spans.build import prepare_index
     from copyprobe.spans.paths import shard_names
 
     out = Path(out_dir)
-    result = prepare_index(list(corpora), out, unit=unit, shards=shards)
+    result = prepare_index(list(corpora), out, unit=unit, shards=shards, tokenizer=tokenizer)
     for shard in shard_names(shards):
         for name in STEP1_FILES:
             if not (out / f"shard-{shard}" / name).is_file():
@@ -115,7 +123,8 @@ def build_shard_stored(shard_dir: str | os.PathLike[str], store_root: str | os.P
     return "built"
 
 
-def finalize(out_dir: str | os.PathLike[str], *, unit: str) -> dict[str, Any]:
+def finalize(out_dir: str | os.PathLike[str], *, unit: str,
+             tokenizer: str | None = None) -> dict[str, Any]:
     """The manifest (:func:`copyprobe.spans.build.finalize_index`), kept only once the index
     opens and validates in ``unit``; else it is removed and the error raised."""
     from copyprobe.spans.build import finalize_index
@@ -124,7 +133,7 @@ def finalize(out_dir: str | os.PathLike[str], *, unit: str) -> dict[str, Any]:
     out = Path(out_dir)
     manifest = finalize_index(out)
     try:
-        index = SpanIndex.open(out, unit=unit)
+        index = SpanIndex.open(out, unit=unit, tokenizer=tokenizer)
         try:
             n_docs = index.n_docs
         finally:

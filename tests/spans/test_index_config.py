@@ -54,12 +54,28 @@ def test_defaults_datasets_and_attribution(cfg, tmp_path):
     ({"ix": {"corpora": []}}, None, r"spans\.indexes\.ix\.corpora"),
     ({"ix": {"corpora": ["licences"], "unit": "bytes"}}, None, r"spans\.indexes\.ix\.unit"),
     ({}, {"index": "ix"}, r"'msr\.attribution\.index': no span index 'ix'"),
+    ({"ix": {"corpora": ["licences"], "unit": "tokens"}}, None,
+     r"'spans\.indexes\.ix\.tokenizer': required by unit 'tokens'"),
+    ({"ix": {"corpora": ["licences"], "tokenizer": "config"}}, None,
+     r"'spans\.indexes\.ix\.tokenizer': only the unit 'tokens' takes a tokenizer"),
+    ({"ix": {"corpora": ["licences"], "unit": "tokens", "tokenizer": "no/such.gguf"}}, None,
+     r"'spans\.indexes\.ix\.tokenizer': 'no/such\.gguf' is not an existing file"),
 ])
 def test_errors_name_the_key(cfg, indexes, attribution, message):
     cfg["spans"] = {"indexes": indexes}
     cfg["msr"]["attribution"] = attribution
     with pytest.raises(ConfigError, match=message):
         validate_config(cfg)
+
+
+def test_a_token_index_names_its_tokenizer(cfg, tmp_path):
+    tok = tmp_path / "tokenizer.json"
+    tok.write_text("{}")
+    cfg["spans"] = {"indexes": {"ix": {"corpora": ["licences"], "unit": "tokens",
+                                       "tokenizer": str(tok)}}}
+    inputs = SpanInputs(validate_config(cfg))
+    assert inputs.tokenizer("ix") == str(tok) and inputs.tokenizer_inputs("ix") == [str(tok)]
+    assert inputs.index_tokenizer(SimpleNamespace(index="ix")) == str(tok)
 
 
 def test_a_copyright_benchmark_brings_its_index_unless_given():
