@@ -71,10 +71,10 @@ if guard_inputs.output_models:
         output:
             generations=copyright_paths.GENERATIONS,
             checks=guard_paths.OUTPUT_CHECKS,
-        wildcard_constraints:
-            model=one_of(guard_inputs.output_models),
         log:
             "logs/copyright_output_guard/{benchmark}/{model}.log",
+        wildcard_constraints:
+            model=one_of(guard_inputs.output_models),
         conda:
             "../envs/library.yaml"
         resources:
