@@ -28,17 +28,13 @@ Three steps (the Snakemake rules run them as separate jobs; :func:`build_index` 
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import json
-import math
 import mmap
 import os
 import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -57,27 +53,29 @@ from copyprobe.spans.encoding import (
     encode_doc,
     words,
 )
+from copyprobe.spans.index import SpanIndex
+from copyprobe.spans.layout import (
+    DOC_SEP,
+    DOCS,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    PLAN,
+    SA_OVERLAP,
+    SHARD_BUILD,
+    SHARD_FILES,
+    STEP1_FILES,
+    TOKEN_DTYPE,
+    infini_gram_version,
+    neutral_dir,
+    ptr_size,
+    sha256,
+    shard_dir_name,
+)
 from copyprobe.spans.types import SpanIndexError
 
-__all__ = ["DOCS_SCHEMA", "FORMAT", "build_index", "build_shard", "finalize_index",
-           "prepare_index", "sa_cpus", "shard_dir_name"]
-
-#: the manifest's format name and version (a reader refuses others)
-FORMAT = "copyprobe-span-index"
-FORMAT_VERSION = 1
-TOKEN_DTYPE = "u8"
-DOC_SEP = b"\xff"
-#: infini-gram's overlap between the parts of a parallel suffix-array build (indexing.py HACK)
-SA_OVERLAP = 100_000
-MANIFEST = "index.json"
-PLAN = "prepare.json"
-SHARD_BUILD = "build.json"
-DOCS = "docs.parquet"
-#: every file of a built shard (anything else in its folder is refused when opening)
-STEP1_FILES = ("tokenized.0", "offset.0", "metadata.0", "metaoff.0")
-SHARD_FILES = (*STEP1_FILES, "table.0", DOCS, SHARD_BUILD)
-#: the substrings infini-gram's engine sorts a shard's files by, matched in the whole path
-ENGINE_KEYWORDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
+__all__ = ["DOCS_SCHEMA", "build_index", "build_shard", "finalize_index", "prepare_index",
+           "sa_cpus"]
 
 #: one row per document of a shard (``docs.parquet``), in the shard's order
 DOCS_SCHEMA = pa.schema([
@@ -91,22 +89,6 @@ DOCS_SCHEMA = pa.schema([
     ("n_words", pa.int32()),
     ("byte_start", pa.int64()),  # offset of the document's 0xFF in tokenized.0
 ])
-
-
-def shard_dir_name(k: int, n: int) -> str:
-    return f"shard-{k:05d}-of-{n:05d}"
-
-
-def ptr_size(n_bytes: int) -> int:
-    """Bytes per suffix-array entry of a shard of ``n_bytes`` (infini-gram's ``ratio``)."""
-    return max(1, math.ceil(math.log2(n_bytes) / 8)) if n_bytes > 1 else 1
-
-
-def infini_gram_version() -> str | None:
-    try:
-        return importlib.metadata.version("infini-gram")
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _atomic_json(path: Path, data: dict) -> None:
@@ -303,18 +285,6 @@ def _nofile_limit() -> int:
     return 1_048_576 if hard == resource.RLIM_INFINITY else int(hard)
 
 
-def _neutral_dir() -> Path:
-    """A fresh temporary folder whose path holds none of the engine's file keywords."""
-    for _ in range(20):
-        d = Path(tempfile.mkdtemp(prefix="copyprobe-spans-"))
-        if not any(k in str(d) for k in ENGINE_KEYWORDS):
-            return d
-        d.rmdir()
-    raise SpanIndexError(f"{tempfile.gettempdir()}: the temporary folder's path holds one of "
-                         f"{', '.join(ENGINE_KEYWORDS)}, which infini-gram reads as a file "
-                         "kind; set TMPDIR to another folder")
-
-
 def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dict:
     """Step 2: the suffix array ``table.0`` of one prepared shard, by infini-gram's indexer
     (a subprocess); writes and returns ``build.json`` (seconds, processes used)."""
@@ -332,7 +302,7 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
         (shard / stale).unlink(missing_ok=True)
     mem = max(1, int(mem_gb))
     used = sa_cpus(n_bytes, int(cpus), mem)
-    link_dir = _neutral_dir()
+    link_dir = neutral_dir()
     temp = shard.parent / f".sa-temp-{shard.name}"
     try:
         (link_dir / "shard").symlink_to(shard, target_is_directory=True)
@@ -370,20 +340,10 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
     return info
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def finalize_index(out_dir: str | Path, *, checksums: bool = True) -> dict:
     """Step 3: check every shard of the plan, record its files' sha256 (``checksums``) and
     write ``index.json`` (the manifest, returned); the index is then opened once to prove it
     answers (:meth:`~copyprobe.spans.index.SpanIndex.open` validates it)."""
-    from copyprobe.spans.index import SpanIndex
-
     out = Path(out_dir).resolve()
     plan = _read_json(out / PLAN, "span-index plan (prepare.json)")
     shards = []
@@ -392,7 +352,7 @@ def finalize_index(out_dir: str | Path, *, checksums: bool = True) -> dict:
         build = _read_json(folder / SHARD_BUILD, "shard build record (build_shard not run?)")
         entry = {**s, "build_s": build.get("seconds"), "build_cpus": build.get("cpus")}
         if checksums:
-            entry["sha256"] = {name: _sha256(folder / name) for name in SHARD_FILES
+            entry["sha256"] = {name: sha256(folder / name) for name in SHARD_FILES
                                if name != SHARD_BUILD and (folder / name).is_file()}
         shards.append(entry)
     manifest = {**plan, "shards": shards, "infini_gram_version": infini_gram_version()}
@@ -427,8 +387,6 @@ def build_index(corpora: Iterable[str | Path], out_dir: str | Path, *,
     the other) and return its manifest. When ``out_dir`` already holds an index of the same
     documents (same digest), unit and shard count that opens, nothing is rebuilt: the
     manifest is returned with ``"reused": True``."""
-    from copyprobe.spans.index import SpanIndex
-
     _check_args(unit, shards)
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -23,16 +23,40 @@ occurrence read in each. The suffix-array order of occurrences is never exposed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from copyprobe.spans.types import Span, SpanIndexError
+from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 
-if TYPE_CHECKING:
-    from copyprobe.spans.index import SpanIndex
+__all__ = ["DEFAULT_CAP_WORDS", "Searchable", "find_spans"]
 
-__all__ = ["find_spans", "DEFAULT_CAP_WORDS"]
+
+class _Shard(Protocol):
+    def lcp(self, rank: int, query: bytes) -> int: ...
+
+
+class Searchable(Protocol):
+    """What the search needs of an index (:class:`~copyprobe.spans.index.SpanIndex`)."""
+
+    path: Path
+
+    @property
+    def shards(self) -> Sequence[_Shard]: ...
+
+    def tokenize(self, text: str) -> Tokens: ...
+
+    def segments(self, query: bytes) -> list[tuple[int, int]]: ...
+
+    def hits(self, segments: list[tuple[int, int]], limit: int | None = None
+             ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def word_position(self, doc_ix: int, gptr: int) -> int: ...
+
+    def doc_hit(self, doc_ix: int, word_start: int) -> DocHit: ...
+
 
 #: the first query of each start covers this many words (doubled where a span is longer)
 DEFAULT_CAP_WORDS = 64
@@ -51,8 +75,7 @@ def _layout(tokens: list[str]) -> tuple[bytes, list[int]]:
     return b" " + b" ".join(parts) + b" ", pos
 
 
-def _reach(index: SpanIndex, buf: bytes, arr: np.ndarray, pos: list[int], i: int,
-           cap: list[int]) -> int:
+def _reach(index: Searchable, buf: bytes, pos: list[int], i: int, cap: list[int]) -> int:
     """``j(i)``: the end of the longest run of words from ``i`` that occurs in the index."""
     n = len(pos) - 1
     while True:
@@ -64,14 +87,13 @@ def _reach(index: SpanIndex, buf: bytes, arr: np.ndarray, pos: list[int], i: int
                 return n
             cap[0] *= 2  # the whole capped query occurs: look further
             continue
-        qa = arr[pos[i]:pos[end] + 1]
         m = 0
         for sh, (lo, _) in zip(index.shards, segs, strict=True):
-            m = max(m, sh.lcp(lo - 1, qa), sh.lcp(lo, qa))
+            m = max(m, sh.lcp(lo - 1, q), sh.lcp(lo, q))
         return i + q[1:m].count(b" ")
 
 
-def find_spans(index: SpanIndex, text: str, *, min_words: int, max_docs: int = 5,
+def find_spans(index: Searchable, text: str, *, min_words: int, max_docs: int = 5,
                scan_cap: int = 10_000, cap_words: int = DEFAULT_CAP_WORDS) -> list[Span]:
     """Every maximal span of ``text`` of at least ``min_words`` words found in ``index``, in
     order of ``word_start`` (see the module docstring); ``docs`` sorted by
@@ -88,21 +110,20 @@ def find_spans(index: SpanIndex, text: str, *, min_words: int, max_docs: int = 5
     if n < min_words:
         return []
     buf, pos = _layout(t)
-    arr = np.frombuffer(buf, dtype=np.uint8)
     cap = [cap_words]
     spans: list[Span] = []
     prev = 0
     for i in range(n - min_words + 1):
         if prev == n:
             break  # every later j(i) is n too: nothing maximal starts after i
-        j = max(_reach(index, buf, arr, pos, i, cap), i)
+        j = max(_reach(index, buf, pos, i, cap), i)
         if j > prev and j - i >= min_words:
             spans.append(_span(index, toks, buf, pos, i, j, max_docs, scan_cap))
         prev = max(prev, j)
     return spans
 
 
-def _span(index: SpanIndex, toks, buf: bytes, pos: list[int], i: int, j: int,
+def _span(index: Searchable, toks: Tokens, buf: bytes, pos: list[int], i: int, j: int,
           max_docs: int, scan_cap: int) -> Span:
     q = buf[pos[i]:pos[j] + 1]
     segs = index.segments(q)

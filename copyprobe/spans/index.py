@@ -4,7 +4,7 @@
 2.6.0 is compiled without its C++ asserts, so a missing or truncated file would otherwise be
 read out of bounds or answer 0 for every query (never a silent empty result here). Checked:
 the manifest (``index.json``: format, unit, normaliser version, token type), every shard's
-files (exactly :data:`~copyprobe.spans.build.SHARD_FILES`; a stray file such as
+files (exactly :data:`~copyprobe.spans.layout.SHARD_FILES`; a stray file such as
 ``offsets.parquet`` would be taken for one of the engine's by its name), their sizes against
 the manifest (``table.0`` = ptr_size x ``tokenized.0``, ``offset.0`` = ``metaoff.0`` = 8 x
 n_docs = 8 x rows of ``docs.parquet``), the first byte (the 0xFF separator), with ``verify``
@@ -20,38 +20,76 @@ longest common prefixes the span search needs (:mod:`~copyprobe.spans.find`).
 
 from __future__ import annotations
 
+import bisect
 import json
+import mmap
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from copyprobe.spans import build
+from copyprobe.spans import layout
+from copyprobe.spans.find import find_spans
 from copyprobe.spans.encoding import NORMALIZER_VERSION, check_unit, encode_query, tokenize
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 
-__all__ = ["SpanIndex"]
+__all__ = ["SEARCHES", "SpanIndex"]
+
+#: how :meth:`SpanIndex.segments` finds a query's ranks
+SEARCHES = ("mmap", "engine")
 
 
-@dataclass
+class _Keys:
+    """Rank ``r`` -> the first ``width`` bytes of the suffix at rank ``r``: a sequence
+    :mod:`bisect` searches (its loop runs in C, one ``__getitem__`` per step)."""
+
+    __slots__ = ("_tok", "_table", "_ps", "_n", "_width")
+
+    def __init__(self, shard: _Shard, width: int):
+        self._tok, self._table, self._ps = shard.raw_tok, shard.raw_table, shard.ptr_size
+        self._n, self._width = shard.n_bytes, width
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, r: int) -> bytes:
+        ps = self._ps
+        p = int.from_bytes(self._table[r * ps:r * ps + ps], "little")
+        return self._tok[p:p + self._width]
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo], a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 class _Shard:
-    """One shard's memory maps and document table."""
+    """One shard: its files memory-mapped (as bytes for the searches, as numpy arrays for
+    the bulk reads) and its document table."""
 
-    path: Path
-    tok: np.ndarray  # uint8, tokenized.0
-    table: np.ndarray  # uint8, table.0 (ptr_size bytes per rank, little-endian)
-    offsets: np.ndarray  # uint64, offset.0 (position of each document's 0xFF)
-    ptr_size: int
-    first_doc_ix: int
-    n_docs: int
-    docs: object = None  # pyarrow Table of docs.parquet, read on first use
-
-    @property
-    def n_bytes(self) -> int:
-        return len(self.tok)
+    def __init__(self, path: Path, ptr_size: int, first_doc_ix: int, n_docs: int):
+        self.path, self.ptr_size = path, ptr_size
+        self.first_doc_ix, self.n_docs = first_doc_ix, n_docs
+        self.raw_tok = _map(path / "tokenized.0")
+        self.raw_table = _map(path / "table.0")
+        #: uint8 views of tokenized.0 and table.0, the documents' offsets (uint64)
+        self.tok = np.frombuffer(self.raw_tok, dtype=np.uint8)
+        self.table = np.frombuffer(self.raw_table, dtype=np.uint8)
+        self.offsets = np.frombuffer(_map(path / "offset.0"), dtype=np.uint64)
+        self.n_bytes = len(self.raw_tok)
+        self._docs = None
 
     def ptrs(self, lo: int, hi: int) -> np.ndarray:
         """The pointers (byte offsets in ``tok``) of ranks ``lo .. hi-1``."""
@@ -61,30 +99,36 @@ class _Shard:
             out |= raw[:, k].astype(np.uint64) << np.uint64(8 * k)
         return out
 
-    def ptr(self, rank: int) -> int:
-        return int.from_bytes(
-            self.table[rank * self.ptr_size:(rank + 1) * self.ptr_size].tobytes(), "little")
+    def search(self, query: bytes) -> tuple[int, int]:
+        """``(lo, hi)``: the ranks of the suffixes starting with ``query`` (a binary search
+        of the memory maps, no engine call; ``lo == hi`` on a miss, the insertion rank)."""
+        keys = _Keys(self, len(query))
+        lo = bisect.bisect_left(keys, query)
+        if lo == self.n_bytes or keys[lo] != query:
+            return lo, lo
+        return lo, bisect.bisect_right(keys, query, lo)
 
-    def lcp(self, rank: int, query: np.ndarray) -> int:
+    def lcp(self, rank: int, query: bytes) -> int:
         """Bytes ``query`` shares with the suffix at ``rank`` (0 outside the shard)."""
-        if not 0 <= rank < len(self.tok):
+        if not 0 <= rank < self.n_bytes:
             return 0
-        p = self.ptr(rank)
-        seg = self.tok[p:p + len(query)]
-        n = len(seg)
-        diff = np.flatnonzero(seg != query[:n])
-        return int(diff[0]) if len(diff) else n
+        return _common_prefix(_Keys(self, len(query))[rank], query)
 
     def doc_table(self):
-        if self.docs is None:
-            self.docs = pq.read_table(self.path / build.DOCS,
-                                      columns=["source", "doc_id", "title", "url"])
-        return self.docs
+        if self._docs is None:
+            self._docs = pq.read_table(self.path / layout.DOCS,
+                                       columns=["source", "doc_id", "title", "url"])
+        return self._docs
+
+
+def _map(path: Path) -> mmap.mmap:
+    with open(path, "rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _links(paths: list[Path]) -> tuple[Path, list[str]]:
     """A neutral temporary folder holding one symlink per shard folder."""
-    folder = build._neutral_dir()
+    folder = layout.neutral_dir()
     out = []
     for k, p in enumerate(paths):
         link = folder / f"s{k:05d}"
@@ -101,7 +145,11 @@ class SpanIndex:
     (also as a context manager). Queries may run from several threads (the engine releases
     the GIL)."""
 
-    def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard]):
+    def __init__(self, path: Path, manifest: dict, engine, shards: list[_Shard],
+                 search: str = "mmap"):
+        if search not in SEARCHES:
+            raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
+        self._search = search
         self.path = path
         self.manifest = manifest
         self._engine = engine
@@ -111,11 +159,12 @@ class SpanIndex:
     # -- opening ------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, *, unit: str | None = None, verify: bool = False,
-             manifest_path: str | Path | None = None) -> SpanIndex:
+             search: str = "mmap", manifest_path: str | Path | None = None) -> SpanIndex:
         """Validate and open the index in ``path`` (a folder with ``index.json``).
 
         ``unit``: the unit the caller tokenizes in (the configured one); an index built in
         another is an error. ``verify``: also compare every file's sha256 with the manifest.
+        ``search``: how :meth:`segments` searches (``mmap`` or ``engine``; the same answers).
         ``manifest_path``: read the manifest from there instead (the build's last step
         validates before it publishes ``index.json``)."""
         from copyprobe.extras import require
@@ -124,7 +173,7 @@ class SpanIndex:
         from infini_gram.engine import InfiniGramEngine
 
         root = Path(path).resolve()
-        mpath = Path(manifest_path) if manifest_path else root / build.MANIFEST
+        mpath = Path(manifest_path) if manifest_path else root / layout.MANIFEST
         manifest = _read_manifest(mpath, unit)
         folders = [_check_shard(root, s, mpath, verify) for s in manifest["shards"]]
         link_dir, links = _links(folders)
@@ -135,16 +184,9 @@ class SpanIndex:
                                       od_prefetch_depth=0)
         finally:  # the engine has mapped its files and closed them: links are not needed
             shutil.rmtree(link_dir, ignore_errors=True)
-        shards = []
-        for folder, s in zip(folders, manifest["shards"], strict=True):
-            shards.append(_Shard(
-                path=folder,
-                tok=np.memmap(folder / "tokenized.0", dtype=np.uint8, mode="r"),
-                table=np.memmap(folder / "table.0", dtype=np.uint8, mode="r"),
-                offsets=np.memmap(folder / "offset.0", dtype=np.uint64, mode="r"),
-                ptr_size=build.ptr_size(s["bytes"]), first_doc_ix=s["first_doc_ix"],
-                n_docs=s["n_docs"]))
-        index = cls(root, manifest, engine, shards)
+        shards = [_Shard(folder, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"])
+                  for folder, s in zip(folders, manifest["shards"], strict=True)]
+        index = cls(root, manifest, engine, shards, search)
         index._check_engine(mpath)
         return index
 
@@ -191,9 +233,12 @@ class SpanIndex:
 
     def segments(self, query: bytes) -> list[tuple[int, int]]:
         """``(lo, hi)`` rank range of ``query`` in each shard; on a miss ``lo == hi`` is the
-        rank it would be inserted at. (The engine's raw ``find``: ``query`` is bytes, so
-        every id is below 256 and the Python validator's per-byte loop is skipped.)"""
+        rank it would be inserted at. ``search="mmap"``: a binary search of the memory maps
+        per shard; ``"engine"``: the engine's raw ``find`` (``query`` is bytes, so every id
+        is below 256 and the Python validator's per-byte loop is skipped)."""
         self._require_open()
+        if self._search == "mmap":
+            return [sh.search(query) for sh in self._shards]
         res = self._engine.engine.find(input_ids=list(query))
         segs = [(int(lo), int(hi)) for lo, hi in res.segment_by_shard]
         if len(segs) != len(self._shards):
@@ -272,8 +317,6 @@ class SpanIndex:
 
     def find_spans(self, text: str, *, min_words: int, max_docs: int = 5,
                    scan_cap: int = 10_000) -> list[Span]:
-        from copyprobe.spans.find import find_spans
-
         return find_spans(self, text, min_words=min_words, max_docs=max_docs,
                           scan_cap=scan_cap)
 
@@ -305,11 +348,11 @@ def _read_manifest(path: Path, unit: str | None) -> dict:
         m = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SpanIndexError(f"{path}: unreadable span-index manifest ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != build.FORMAT:
+    if not isinstance(m, dict) or m.get("format") != layout.FORMAT:
         raise SpanIndexError(f"{path}: not a copyprobe span-index manifest")
-    if m.get("format_version") != build.FORMAT_VERSION:
+    if m.get("format_version") != layout.FORMAT_VERSION:
         raise SpanIndexError(f"{path}: span-index format version {m.get('format_version')!r}; "
-                             f"this copyprobe reads {build.FORMAT_VERSION} (rebuild it)")
+                             f"this copyprobe reads {layout.FORMAT_VERSION} (rebuild it)")
     for key in ("unit", "normalizer_version", "token_dtype", "digest", "n_docs", "shards"):
         if key not in m:
             raise SpanIndexError(f"{path}: the manifest has no {key!r}")
@@ -321,9 +364,9 @@ def _read_manifest(path: Path, unit: str | None) -> dict:
         raise SpanIndexError(f"{path}: the index was built with normaliser version "
                              f"{m['normalizer_version']}, this copyprobe tokenizes with "
                              f"{NORMALIZER_VERSION} (rebuild it)")
-    if m["token_dtype"] != build.TOKEN_DTYPE:
+    if m["token_dtype"] != layout.TOKEN_DTYPE:
         raise SpanIndexError(f"{path}: token_dtype {m['token_dtype']!r}, only "
-                             f"{build.TOKEN_DTYPE!r} is read")
+                             f"{layout.TOKEN_DTYPE!r} is read")
     if not m["shards"]:
         raise SpanIndexError(f"{path}: the manifest lists no shard")
     return m
@@ -334,17 +377,17 @@ def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
     if not folder.is_dir():
         raise SpanIndexError(f"{folder}: missing shard folder (listed in {mpath})")
     names = {p.name for p in folder.iterdir()}
-    for name in build.SHARD_FILES:
+    for name in layout.SHARD_FILES:
         if name not in names:
             raise SpanIndexError(f"{folder / name}: missing")
-    extra = sorted(names - set(build.SHARD_FILES))
+    extra = sorted(names - set(layout.SHARD_FILES))
     if extra:
-        kinds = [e for e in extra if any(k in e for k in build.ENGINE_KEYWORDS)]
+        kinds = [e for e in extra if any(k in e for k in layout.ENGINE_KEYWORDS)]
         why = (" (infini-gram would read it as one of its own files)" if kinds else "")
         raise SpanIndexError(f"{folder / extra[0]}: unexpected file in a span-index shard"
-                             f"{why}; a shard holds exactly {', '.join(build.SHARD_FILES)}")
+                             f"{why}; a shard holds exactly {', '.join(layout.SHARD_FILES)}")
     n_bytes, n_docs = int(s["bytes"]), int(s["n_docs"])
-    sizes = {"tokenized.0": n_bytes, "table.0": build.ptr_size(n_bytes) * n_bytes,
+    sizes = {"tokenized.0": n_bytes, "table.0": layout.ptr_size(n_bytes) * n_bytes,
              "offset.0": 8 * n_docs, "metaoff.0": 8 * n_docs}
     for name, want in sizes.items():
         got = (folder / name).stat().st_size
@@ -352,21 +395,21 @@ def _check_shard(root: Path, s: dict, mpath: Path, verify: bool) -> Path:
             raise SpanIndexError(f"{folder / name}: {got} bytes, expected {want} (truncated "
                                  "or from another build)")
     with open(folder / "tokenized.0", "rb") as fh:
-        if fh.read(1) != build.DOC_SEP:
+        if fh.read(1) != layout.DOC_SEP:
             raise SpanIndexError(f"{folder / 'tokenized.0'}: does not start with a document "
                                  "separator (0xFF)")
     try:
-        rows = pq.ParquetFile(folder / build.DOCS).metadata.num_rows
+        rows = pq.ParquetFile(folder / layout.DOCS).metadata.num_rows
     except Exception as exc:  # not Parquet
-        raise SpanIndexError(f"{folder / build.DOCS}: unreadable ({exc})") from None
+        raise SpanIndexError(f"{folder / layout.DOCS}: unreadable ({exc})") from None
     if rows != n_docs:
-        raise SpanIndexError(f"{folder / build.DOCS}: {rows} rows, expected {n_docs}")
+        raise SpanIndexError(f"{folder / layout.DOCS}: {rows} rows, expected {n_docs}")
     if verify:
         sums = s.get("sha256")
         if not sums:
             raise SpanIndexError(f"{mpath}: no checksums recorded for {s['dir']} "
                                  "(built without them); cannot verify")
         for name, want in sums.items():
-            if build._sha256(folder / name) != want:
+            if layout.sha256(folder / name) != want:
                 raise SpanIndexError(f"{folder / name}: sha256 differs from the manifest")
     return folder
