@@ -48,7 +48,6 @@ from copyprobe.generation.base import (
 )
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.guard.output import BLOCK_FINISH_REASON, OutputFinding
-from copyprobe.guard.output import TRUNCATE_FINISH_REASON as TRUNCATE_FINISH_REASON
 from copyprobe.guard.pipeline import (
     Guard,
     GuardDecision,
@@ -193,7 +192,7 @@ class GuardedBackend(Backend):
             return answer
         try:
             finding = self.guard.check_output(answer.text)
-        except Exception as exc:  # an index that cannot be opened or read
+        except Exception as exc:  # noqa: BLE001 (an index that cannot be opened or read)
             return BackendError(f"guard output check failed: {type(exc).__name__}: {exc}",
                                 permanent=True, error_class="GuardError")
         assert finding is not None
