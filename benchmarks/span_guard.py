@@ -24,6 +24,11 @@ Measured 2026-12-01 on the 2-core VM shared with three other jobs (Python 3.11, 
 answers, 20 328 chunks of 4 characters; 400 streamed answers of 2098 characters, 525 chunks
 each, through the proxy at concurrency 32):
 
+    python benchmarks/span_guard.py                 (later, alone on the machine: load 2.8)
+      per chunk, stream: p50 8 us, p99 21 us, p99.9 576 us
+      per chunk, relay (SSE parse + check + rewrite): p50 29 us, p99 108 us, p99.9 659 us
+      proxy: 62.4 req/s without the output check (p50 0.40 s, p95 0.98 s per stream),
+             15.0 req/s with it (p50 2.1 s, p95 2.6 s)
     python benchmarks/span_guard.py                 (prefilter auto: on; load average 6.0)
       per chunk, stream: p50 26 us, p99 96 us, p99.9 1.7 ms
       per chunk, relay (SSE parse + check + rewrite): p50 60 us, p99 190 us, p99.9 2.7 ms
@@ -40,7 +45,16 @@ but its thread per shard waits for a core on a loaded machine (p99 about 4 ms). 
 includes the chunk that hits (find_spans of the span: about 1-20 ms) and scheduling delays.
 With the check the proxy serves about half (prefilter) or a sixth (without) of the requests
 per second it serves without it: the relay's CPU, about 60 us a chunk (525 a stream), is paid
-under the GIL by the proxy's 32 threads, beside the relaying itself. The two runs' "without" figures differ by the machine's load (31.8 vs 48.7 req/s).
+under the GIL by the proxy's 32 threads, beside the relaying itself. The runs' "without"
+figures differ by the machine's load (31.8, 48.7, 62.4 req/s).
+
+Not understood yet: alone on the machine the proxy serves 62-81 req/s without the check and
+12.6-15 with it, a drop of 4-6x, while the relay's own CPU per stream is only about 21 ms
+(``StreamRelay.feed`` over the 525 events of one answer, profiled: JSON parse and dump,
+incremental tokenizing, the window matcher), which would allow some 47 streams a second on
+one core. Writing each read's released events in one chunk instead of one chunk per event
+changed nothing (12.6 req/s). Where the rest goes (GIL hand-offs between the 32 handler
+threads, the hold-back's delayed writes) is to be profiled in the proxy process itself.
 """
 
 from __future__ import annotations
@@ -253,6 +267,35 @@ def proxy_throughput(index_dir: Path | None, answer: str, work: Path, *, request
         upstream.wait(timeout=10)
 
 
+def measure(*, corpus_mb: float = 5.0, n_answers: int = 50, requests: int = 400,
+            concurrency: int = 32, min_words: int = 12, prefilter: bool | None = None
+            ) -> list[str]:
+    """Both measurements, as the printed lines (benchmarks/span_index.py prints them too)."""
+    lines = []
+    work = Path(tempfile.mkdtemp(prefix="span-guard-bench-"))
+    docs = corpus(corpus_mb)
+    index = build(docs, work)
+    texts = answers(docs, n_answers)
+    chunk_latency(index, texts[:4], min_words=min_words, prefilter=prefilter)  # warm up
+    t = chunk_latency(index, texts, min_words=min_words, prefilter=prefilter)
+    lines.append(f"output check on {corpus_mb:g} MB of protected text, min_words {min_words}")
+    for name, xs in t.items():
+        lines.append(f"per chunk ({name}, 4-char deltas, {len(xs)} chunks): p50 "
+                     f"{pct(xs, 0.5) * 1e6:.0f} us, p99 {pct(xs, 0.99) * 1e6:.0f} us, p99.9 "
+                     f"{pct(xs, 0.999) * 1e6:.0f} us")
+    clean = texts[0]
+    lines.append(f"proxy: {requests} streamed answers of {len(clean)} chars "
+                 f"({len(clean) // 4 + 1} chunks) at concurrency {concurrency}")
+    for label, idx in (("without output check", None), ("with output check", work / "index")):
+        r = proxy_throughput(idx, clean, work, requests=requests, concurrency=concurrency,
+                             min_words=min_words, prefilter=prefilter)
+        lines.append(f"  {label}: {r['rps']:.1f} req/s, latency p50 {r['p50'] * 1000:.0f} ms, "
+                     f"p95 {r['p95'] * 1000:.0f} ms")
+    lines.append(f"prefilter: {'off' if prefilter is False else 'auto'}; {os.cpu_count()} "
+                 f"cores on this machine, load average {os.getloadavg()[0]:.1f}")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus-mb", type=float, default=5.0)
@@ -263,28 +306,11 @@ def main() -> None:
     ap.add_argument("--no-prefilter", action="store_true",
                     help="query the index for every word (no WindowFilter)")
     args = ap.parse_args()
-    pre = False if args.no_prefilter else None
-    work = Path(tempfile.mkdtemp(prefix="span-guard-bench-"))
-    docs = corpus(args.corpus_mb)
-    index = build(docs, work)
-    texts = answers(docs, args.answers)
-    chunk_latency(index, texts[:4], min_words=args.min_words, prefilter=pre)  # warm up
-    t = chunk_latency(index, texts, min_words=args.min_words, prefilter=pre)
-    for name, xs in t.items():
-        print(f"per chunk ({name}, 4-char deltas, {len(xs)} chunks): p50 "
-              f"{pct(xs, 0.5) * 1e6:.0f} us, p99 {pct(xs, 0.99) * 1e6:.0f} us, p99.9 "
-              f"{pct(xs, 0.999) * 1e6:.0f} us")
-    clean = texts[0]
-    print(f"proxy: {args.requests} streamed answers of {len(clean)} chars "
-          f"({len(clean) // 4 + 1} chunks) at concurrency {args.concurrency}")
-    for label, idx in (("without output check", None), ("with output check", work / "index")):
-        r = proxy_throughput(idx, clean, work, requests=args.requests,
-                             concurrency=args.concurrency, min_words=args.min_words,
-                             prefilter=pre)
-        print(f"  {label}: {r['rps']:.1f} req/s, latency p50 {r['p50'] * 1000:.0f} ms, "
-              f"p95 {r['p95'] * 1000:.0f} ms")
-    print(f"prefilter: {'off' if args.no_prefilter else 'auto'}; {os.cpu_count()} cores on "
-          f"this machine, load average {os.getloadavg()[0]:.1f}")
+    for line in measure(corpus_mb=args.corpus_mb, n_answers=args.answers,
+                        requests=args.requests, concurrency=args.concurrency,
+                        min_words=args.min_words,
+                        prefilter=False if args.no_prefilter else None):
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

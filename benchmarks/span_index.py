@@ -19,6 +19,10 @@ For each size (``--sizes`` in MB of text):
    fresh synthetic text with 1-3 planted or corpus passages spliced in), p50 / p99 on the first
    pass (the index pages it touches read for the first time) and warm (the same again).
 
+4. unless ``--no-guard``: the output guard's figures of :mod:`span_guard` (its added latency
+   per streamed chunk and the proxy's requests per second at concurrency 32 with and without
+   it, on 5 MB of protected text, a benchmark's materials), printed after the tables.
+
 Measured 2026-12-01 on the 2-core VM, ``python benchmarks/span_index.py --sizes 100,1000
 --cpus 2 --mem-gb 8 --outputs 50`` (one run, both sizes), 1 shard, page cache warm after the
 build (23 GB of RAM: a 4.9 GB index fits). Load average 1-3.7 (another session's tests were
@@ -56,7 +60,7 @@ call and suffers most from a busy machine; both found the same 91 spans. The ind
 5x the text: 1 byte per stored byte plus a 4-byte suffix-array entry.
 
     python benchmarks/span_index.py [--sizes 100,1000] [--cpus 2] [--shards 1]
-                                    [--mem-gb 4] [--outputs 50] [--keep]
+                                    [--mem-gb 4] [--outputs 50] [--keep] [--no-guard]
 """
 
 from __future__ import annotations
@@ -276,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mem-gb", type=int, default=4)
     ap.add_argument("--outputs", type=int, default=50)
     ap.add_argument("--keep", action="store_true", help="keep the built indexes (printed)")
+    ap.add_argument("--no-guard", action="store_true",
+                    help="leave out the output guard's figures (benchmarks/span_guard.py)")
     args = ap.parse_args(argv)
     rows = []
     for mb in [int(s) for s in args.sizes.split(",")]:
@@ -315,6 +321,13 @@ def main(argv: list[str] | None = None) -> None:
                   f"{f['find_warm_cpu_p99_ms']:.1f}  {f['spans']}")
     print(f"(shards {args.shards}, --cpus {args.cpus}, {args.outputs} outputs of "
           f"~{rows[0]['words_per_output']:.0f} words, find_spans min_words 12)")
+    if not args.no_guard:  # the output guard on a benchmark-sized protected index
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import span_guard
+
+        print()
+        for line in span_guard.measure():
+            print(line, flush=True)
 
 
 def _texts(corpus: Path):
