@@ -85,7 +85,7 @@ def test_the_core_alone_validates_a_config_without_any_study_block(monkeypatch):
                                        if k != "studies"}}}
     cfg = validate_config(bare)
     assert sorted(cfg) == ["api_jobs_on_head_node", "cache_dir", "curation", "models",
-                           "prices", "sources", "statistics"]
+                           "prices", "sources", "spans", "statistics"]
     assert "studies" not in cfg["models"]["api"]
 
 
