@@ -207,10 +207,13 @@ def test_a_stopped_run_stores_every_answer_received(sig, expected, fault_server,
     n = 24
     prompts_path = _prompts_file(tmp_path, n)
     cache = tmp_path / "cache"
+    # SIGINT as a terminal delivers it: a suite started in the background by a non-interactive
+    # shell runs with SIGINT ignored, which the child would inherit (and then never stop)
     proc = subprocess.Popen(
         [sys.executable, "-c", _STOPPABLE_RUN, srv.base_url, KEY_ENV, str(prompts_path),
          str(cache)], env={**os.environ, KEY_ENV: PLANTED}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # A worker sends its next request only once it has handled its answer, so when the
     # second wave has reached the server, all 8 answers of the first are in the client; the
     # second wave is then 0.4 s from being answered.
