@@ -41,6 +41,10 @@ def expand_ablations(cfg: dict[str, Any]) -> None:
         if not isinstance(guard, dict):
             continue
         if guard.pop("ablation", False):
+            if guard.get("input", True) is False:
+                raise ConfigError(f"config key 'models.{name}.guard.ablation': the ablation "
+                                  "switches the input checks (notice, status, risk) off one at "
+                                  "a time, and 'input: false' has switched them all off already")
             for check in GUARD_CHECKS:
                 if guard.get(check, True) is False:
                     continue  # already off in the model itself

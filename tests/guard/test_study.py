@@ -53,6 +53,13 @@ def test_the_ablation_variants_get_the_same_base():
     assert guard_pairs(cfg) == {"g": "m", "g-no-notice": "m", "g-no-status": "m"}
 
 
+def test_an_ablation_of_a_guard_without_input_checks_is_an_error():
+    with pytest.raises(ConfigError, match=r"'models.g.guard.ablation': the ablation switches "
+                                          r"the input checks .* 'input: false'"):
+        validate_config(_config(g={**BASE, "base": "m", "guard": {
+            "input": False, "output": {"index": "ix"}, "ablation": True}}))
+
+
 def test_the_base_key_stays_out_of_the_models_slice():
     from copyprobe.config import model_slice
 
