@@ -214,21 +214,16 @@ def _shared_checks(cfg: dict[str, Any]) -> None:
 
 
 def _check_span_indexes(cfg: Mapping[str, Any]) -> None:
-    """``spans.indexes``: names usable in paths (and not read as an engine file kind), corpora
+    """``spans.indexes``: names usable in paths (any: the engine only sees neutral symlinks), corpora
     that are sources or existing paths (after the studies' expand: MSR datasets are sources
     by then)."""
-    from copyprobe.spans.config import FORBIDDEN_IN_NAMES, indexes
+    from copyprobe.spans.config import indexes
 
     for name, spec in indexes(cfg).items():
         key = f"spans.indexes.{name}"
         if not NAME_RE.match(name):
             raise ConfigError(f"config key '{key}': names may use letters, digits, '_', '.', "
                               "'-' only")
-        bad = [w for w in FORBIDDEN_IN_NAMES if w in name.lower()]
-        if bad:
-            raise ConfigError(f"config key '{key}': an index name may not contain {bad[0]!r} "
-                              "(the infini-gram engine tells its files apart by such words in "
-                              "their path)")
         if spec.get("unit") == "tokens" and not spec.get("tokenizer"):
             raise ConfigError(f"config key '{key}.tokenizer': required by unit 'tokens' (a "
                               "GGUF model file, a tokenizer.json or a model folder)")

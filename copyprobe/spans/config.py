@@ -16,9 +16,6 @@ from copyprobe.paths import CORPUS
 
 #: The schema's defaults of an index entry (an index a study adds takes them too).
 DEFAULTS: dict[str, Any] = {"unit": "words", "shards": 1, "cpus": 1, "mem_gb": 2}
-#: The engine sorts an index's files into kinds by substring of their full path (its asserts
-#: compiled out): an index name holding one of these would be read as the wrong kind.
-FORBIDDEN_IN_NAMES = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
 
 
 def index_entry(corpora: Sequence[str], **settings: Any) -> dict[str, Any]:

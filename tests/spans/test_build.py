@@ -228,9 +228,10 @@ def test_a_path_holding_the_engines_file_kinds_opens_through_a_symlink(small_ind
     """The engine classifies files by substrings of the whole path: an index under
     ``tables/tokenized-offsets`` would be misread if it were handed the real path."""
     d = _copy(small_index, tmp_path / "tables" / "tokenized-offsets-metadata")
-    with SpanIndex.open(d) as index:
-        assert index.count(["common", "words"]) == 20
-        assert index.occurrences(["word3"]) == [(13, 0)]
+    for search in ("mmap", "engine"):
+        with SpanIndex.open(d, search=search) as index:
+            assert index.count(["common", "words"]) == 20
+            assert index.occurrences(["word3"]) == [(13, 0)]
     # the shard folder's own name holds none of them
     assert not any(k in layout.shard_dir_name(0, 1) for k in layout.ENGINE_KEYWORDS)
 
