@@ -66,7 +66,7 @@ def test_live_example_plans_every_source_and_the_reports(tmp_path, workflow_copy
     assert "rule curation_report:" in out or "localrule curation_report:" in out
 
 
-PAPER = ROOT / "config" / "examples" / "copyright_paper.yaml"
+PAPER = ROOT / "config" / "paper" / "copyright.yaml"
 SHARED = Path(os.environ.get("COPYPROBE_SHARED_FIXTURES") or ROOT.parent / "shared" / "fixtures")
 
 

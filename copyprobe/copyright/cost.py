@@ -75,6 +75,8 @@ def planned_requests(cfg: Mapping[str, Any],
         if judge is None or not responses:
             continue
         jspec = judge_spec(judge, cfg["cache_dir"])
+        if "price" not in jspec and jspec.get("model_id") in cfg.get("prices", {}):
+            jspec["price"] = dict(cfg["prices"][jspec["model_id"]])
         max_words = int(block.get("judge_max_words", 400))
         words = min(max_words, max(int(ct / cost.TOKENS_PER_WORD) for _, ct in responses))
         n_judged = (None if any(n is None for n, _ in responses)
