@@ -4,7 +4,8 @@ Per benchmark and model: one request per manifest row, i.e. per material x notic
 (the benign queries only under ``benign_forms``), with every material taken to have an
 original notice (an upper bound: a material without one gets no ``*_original`` rows). The
 prompt is the library's own (:func:`copyprobe.copyright.manifest.prompt_for`) with the generic
-notice and ``render.max_pages`` page images; a benchmark shown as text (``images: false``) has
+notice and the most page images the renderer draws (one with ``overflow: truncate``,
+else ``render.max_pages``); a benchmark shown as text (``images: false``) has
 materials of unknown length, so its prompt tokens are not estimated. The refusal judge gets
 one request per response, each response as long as its model's ``max_tokens`` allows, cut to
 ``judge_max_words``.
@@ -42,8 +43,9 @@ def _prompt_tokens(spec: Mapping[str, Any]) -> int | None:
     if settings is None:
         return None
     query = max((q.query for q in benchmark_queries(spec)), key=lambda s: len(s.split()))
+    pages = 1 if settings.overflow == "truncate" else settings.max_pages
     row = {"notice_text": GENERIC_NOTICE, "notice_place": notice_place("text_generic"),
-           "query": query, "image_paths": ["page.png"] * settings.max_pages}
+           "query": query, "image_paths": ["page.png"] * pages}
     return cost.prompt_tokens(prompt_for(row))
 
 
