@@ -8,6 +8,7 @@ config, run one model of a config on one prompts table, re-score released genera
 
     copyprobe validate-config config/config.yaml
     copyprobe collect config/config.yaml --source NAME --out corpus.parquet
+    copyprobe cost config/paper/msr.yaml [--documents SOURCE=N] [--markdown]
     copyprobe generate results/prompts/M/main/S.parquet --model M --out gen.parquet
     copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
@@ -74,6 +75,29 @@ def cmd_collect(args: argparse.Namespace) -> dict:
     return {**summary(result, args.source), **{f"{k}_file": str(v) for k, v in paths.items()}}
 
 
+def _source_count(text: str) -> tuple[str, int]:
+    name, sep, count = text.partition("=")
+    if not sep or not name or not count.isdigit():
+        raise argparse.ArgumentTypeError(f"expected SOURCE=N (a source name and a count), "
+                                         f"got {text!r}")
+    return name, int(count)
+
+
+def cmd_cost(args: argparse.Namespace) -> dict | None:
+    from copyprobe import cost
+    from copyprobe.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        raise SystemExit(f"copyprobe: {exc}")
+    rows = cost.estimate(cfg, dict(args.documents or []))
+    if args.markdown:
+        sys.stdout.write(cost.markdown(rows))
+        return None
+    return {"models": cost.by_model(rows), "runs": rows, "total": cost.summary(rows)}
+
+
 def cmd_generate(args: argparse.Namespace) -> dict:
     from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
     from copyprobe.config import ConfigError, load_config, run_slice, variant_names
@@ -138,6 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--manifest",
                    help="the manifest table (default: OUT's stem + .manifest.parquet)")
     c.set_defaults(func=cmd_collect)
+    k = sub.add_parser("cost", help="what a config costs to run: calls, tokens, USD per "
+                                    "model (planned from the config alone)",
+                       description="Plan every request a full first run of a config sends, "
+                                   "from the config alone (nothing is crawled or called): "
+                                   "calls, prompt and completion tokens and USD at the "
+                                   "models' prices (the prices table), per model and run. "
+                                   "Upper bounds: each source gives its limit, each answer "
+                                   "is as long as max_tokens allows (docs/paper-setups.md).")
+    k.add_argument("config", help="the YAML config file")
+    k.add_argument("--documents", action="append", type=_source_count, metavar="SOURCE=N",
+                   help="the documents a source gives, for a source without a limit "
+                        "(repeatable), e.g. copyguard=250")
+    k.add_argument("--markdown", action="store_true",
+                   help="print the per-model table as Markdown instead of JSON")
+    k.set_defaults(func=cmd_cost)
     g = sub.add_parser("generate", help="run one model of a config on a prompts table "
                                         "(what the workflow's generate rule does)",
                        description="Run one model of a config on a prompts table and write "

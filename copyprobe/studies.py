@@ -42,6 +42,25 @@ class ReportPage:
     facts: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class PlannedRequests:
+    """Requests a study will send to one model for one part of one run, planned from the
+    config alone (``copyprobe cost``, :mod:`copyprobe.cost`): how many, and the tokens of each
+    (prompt: estimated from word counts; completion: the most the decoding allows)."""
+
+    #: the model: a ``models`` name, or an extra model's name (``copyright.judge``)
+    model: str
+    #: its slice (backend, model_id, price, decoding)
+    spec: Mapping[str, Any]
+    #: the run (a variant, a benchmark) and the part of it (a source, a dataset)
+    run: str
+    part: str
+    #: None: not known from the config (a source without a ``limit``: give its count)
+    calls: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
 class Study:
     """What a study declares. Every hook has a do-nothing default; ``cfg`` is the validated
     config (defaults filled in)."""
@@ -118,6 +137,12 @@ class Study:
         """The report's HTML page (its path, under ``results/report/``) of each table that
         :meth:`targets` makes."""
         return {}
+
+    def planned_requests(self, cfg: Mapping[str, Any],
+                         documents: Mapping[str, int | None]) -> list[PlannedRequests]:
+        """The requests a full run of the study sends (its cost estimate), given the most
+        documents each source gives (``documents``: source -> count, None when unknown)."""
+        return []
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         """Add the study's ``copyprobe`` sub-commands (those :attr:`commands` names)."""

@@ -128,7 +128,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_option_has_help_and_shows_its_default():
     parser = build_parser()
     subs = _subparsers(parser)
-    assert set(subs) == {"validate-config", "collect", "generate", "msr-score", "msr-stats",
+    assert set(subs) == {"validate-config", "collect", "cost", "generate", "msr-score", "msr-stats",
                          "copyright-manifest", "copyright-queries", "copyright-score",
                          "guard", "list", "extraction-map", "index"}
     nested = {f"{group} {k}": v for group in ("guard", "index")

@@ -66,7 +66,7 @@ def test_live_example_plans_every_source_and_the_reports(tmp_path, workflow_copy
     assert "rule curation_report:" in out or "localrule curation_report:" in out
 
 
-PAPER = ROOT / "config" / "examples" / "copyright_paper.yaml"
+PAPER = ROOT / "config" / "paper" / "copyright.yaml"
 SHARED = Path(os.environ.get("COPYPROBE_SHARED_FIXTURES") or ROOT.parent / "shared" / "fixtures")
 
 
@@ -76,19 +76,53 @@ def test_copyright_paper_example_names_the_papers_models_and_keys_only_by_variab
     cfg = load_config(PAPER)
     models = cfg["models"]
     assert all(m["studies"] == ["copyright"] for m in models.values())
+    # the twelve models of the paper's Table 1, with the authors' decoding
+    assert len(models) == 12
     ids = {m.get("model_id") for m in models.values()}
-    for wanted in ("Qwen/Qwen2.5-VL-7B-Instruct", "llava-hf/llava-1.5-7b-hf",
-                   "OpenGVLab/InternVL2-8B", "gpt-4o-2024-08-06"):
+    for wanted in ("gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18", "anthropic/claude-3.7-sonnet",
+                   "google/gemini-2.0-flash-001", "llava-hf/llava-1.5-7b-hf",
+                   "llava-hf/llava-1.5-13b-hf", "llava-hf/llava-v1.6-vicuna-13b-hf",
+                   "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct",
+                   "deepseek-community/deepseek-vl-7b-chat", "THUDM/glm-4v-9b",
+                   "deepseek-community/Janus-Pro-7B"):
         assert wanted in ids
+    assert {(m["decoding"]["temperature"], m["decoding"]["max_tokens"])
+            for m in models.values()} == {(0.2, 512)}
     # local open models run on a GPU and see the images; API models name their key variable
     for name, m in models.items():
         if m["backend"] == "hf":
             assert m["vision"] is True, name
         if backend_facts(m["backend"])["remote"]:
             assert m["api_key_env"] in ("OPENAI_API_KEY", "OPENROUTER_API_KEY"), name
+            assert "price" in load_config_slice(cfg, name), name
     assert cfg["copyright"]["judge"]["api_key_env"] == "OPENAI_API_KEY"
     text = PAPER.read_text()
     assert "sk-" not in text  # no key in a tracked file
+
+
+def load_config_slice(cfg, name):
+    from copyprobe.config import model_slice
+
+    return model_slice(cfg, name)
+
+
+def test_copyright_paper_cost_counts_the_benchmark_rows_and_the_judge(capsys):
+    """`copyprobe cost` with the released folder's 250 materials: 100 rows per material with
+    copyprobe's own seeds, every API model and the judge priced."""
+    from copyprobe.cli import main
+
+    assert main(["cost", str(PAPER)]) == 0  # the folder's size is not in the config
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["total"]["calls"] == 0 and len(out["total"]["unknown"]) == 13
+    assert main(["cost", str(PAPER), "--documents", "copyguard=250"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by = {m["model"]: m for m in out["models"]}
+    assert by["gpt-4o"]["calls"] == 25_000 and by["copyright.judge"]["calls"] == 12 * 25_000
+    assert by["gpt-4o"]["usd"] > 0 and by["copyright.judge"]["usd"] > 0
+    assert by["qwen2.5-vl-7b"]["usd"] is None
+    assert out["total"]["unpriced"] == [] and out["total"]["unknown"] == []
 
 
 @pytest.mark.slow

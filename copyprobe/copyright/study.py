@@ -10,7 +10,7 @@ from typing import Any
 
 from copyprobe.config import NAME_RE, ConfigError, check_backend
 from copyprobe.copyright import paths as P
-from copyprobe.studies import STUDIES, ReportPage, Study, study_models
+from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study, study_models
 
 STUDY = "copyright"
 #: The generation layer's ``{source}`` of a copyright benchmark is this prefix + its name.
@@ -170,3 +170,9 @@ class CopyrightStudy(Study):
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         return report_pages(cfg)
+
+    def planned_requests(self, cfg: Mapping[str, Any],
+                         documents: Mapping[str, int | None]) -> list[PlannedRequests]:
+        from copyprobe.copyright.cost import planned_requests
+
+        return planned_requests(cfg, documents)

@@ -15,7 +15,7 @@ from copyprobe.msr.config import (
     msr_models,
     take_msr_settings,
 )
-from copyprobe.studies import STUDIES, ReportPage, Study
+from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
 
 
 def experiments_of(cfg: Mapping[str, Any], kind: str) -> list[str]:
@@ -129,3 +129,9 @@ class MSRStudy(Study):
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         return report_pages(cfg)
+
+    def planned_requests(self, cfg: Mapping[str, Any],
+                         documents: Mapping[str, int | None]) -> list[PlannedRequests]:
+        from copyprobe.msr.cost import planned_requests
+
+        return planned_requests(cfg, documents)

@@ -93,6 +93,14 @@ class Source(ABC):
         """
         return []
 
+    @classmethod
+    def max_documents(cls, params: Mapping[str, Any]) -> int | None:
+        """The most documents a source built from ``params`` gives one model, known from the
+        config alone (a cost estimate before any crawl): its ``limit`` when it has one; None
+        when the config does not bound it."""
+        limit = params.get("limit")
+        return None if limit is None else int(limit)
+
     @abstractmethod
     def documents(self) -> Iterable[Document]:
         """Yield the documents of this source (call :meth:`skip` for unusable items)."""

@@ -74,7 +74,7 @@ def test_an_unknown_backend_is_left_to_the_caller() -> None:
 
 
 def _config(tmp_path: Path, model: dict) -> Path:
-    cfg = yaml.safe_load((ROOT / "config" / "examples" / "copyright_paper.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "config" / "paper" / "copyright.yaml").read_text())
     cfg["models"] = {"m": {"studies": ["copyright"], **model}}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -91,7 +91,7 @@ def test_load_config_rejects_max_images_per_prompt_on_hf(tmp_path: Path) -> None
 
 
 def test_the_paper_example_passes_and_llava_runs_where_its_image_limit_is_read() -> None:
-    cfg = load_config(ROOT / "config" / "examples" / "copyright_paper.yaml")
+    cfg = load_config(ROOT / "config" / "paper" / "copyright.yaml")
     llava = cfg["models"]["llava-1.5-7b"]
     assert llava["max_images_per_prompt"] == 1
     assert "max_images_per_prompt" in backend_model_keys(llava["backend"])

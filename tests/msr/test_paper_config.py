@@ -1,5 +1,6 @@
-"""config/paper/msr.yaml: the MSR paper's setups validate, and a dry run (no API key, no GPU)
-plans the main runs, the three ablations, their figures and tables."""
+"""config/paper/msr.yaml: the MSR paper's setups validate, crawl their own documents (no user
+folder), a dry run (no API key, no GPU, no request) plans the main runs, the three ablations,
+their figures and tables, and `copyprobe cost` prices it from the config alone."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ from copyprobe.config import load_config, validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "config" / "paper" / "msr.yaml"
-OPENSTAX_FILES = ["bio_2e_os_book.csv", "econ_2e_os_book.csv", "concepts_bio.csv",
-                  "nursing_os_book.csv"]
 
 
 def test_the_paper_config_validates_with_the_papers_settings():
@@ -74,22 +73,20 @@ def test_the_commented_endpoint_alternative_for_llama_validates():
 
 @pytest.fixture(scope="module")
 def paper_workdir(tmp_path_factory, workflow_copy):
+    """The workflow and the paper config alone: no data folder of any kind."""
     wd = tmp_path_factory.mktemp("paper")
-    (wd / "data").mkdir()
-    workflow_copy(wd, documents=3, folder="data/wikipedia_post")
+    workflow_copy(wd, documents=1, folder="unused")
+    shutil.rmtree(wd / "unused")
     (wd / "config" / "paper").mkdir()
     shutil.copy(PAPER, wd / "config" / "paper" / "msr.yaml")
-    shutil.copy(ROOT / "config" / "config.yaml", wd / "config" / "config.yaml")
-    (wd / "data" / "openstax").mkdir()
-    row = {"section_id": "1.1", "section_name": "A section", "section_url": "1-1-a-section",
-           "contents": "Words of a section. " * 300}
-    for name in OPENSTAX_FILES:
-        pd.DataFrame([row]).to_csv(wd / "data" / "openstax" / name, index=False)
     return wd
 
 
-def test_a_dry_run_of_the_paper_needs_no_key(paper_workdir):
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+def test_a_dry_run_of_the_paper_needs_no_key_no_file_and_sends_no_request(paper_workdir):
+    # no key, no User-Agent, and any HTTP request would go to a closed port and fail the run
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "COPYPROBE_USER_AGENT")}
+    env.update({"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"})
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "--dry-run", "--cores", "2", "--configfile",
          "config/paper/msr.yaml", "--replace-workflow-config"],
@@ -106,20 +103,58 @@ def test_a_dry_run_of_the_paper_needs_no_key(paper_workdir):
     assert "results/figures/wikipedia_fk_models.png" in out
     assert "results/tables/sweep_input_length.csv" in out
     assert "results/comparisons/temperature/gpt-3.5-turbo-1106.json" in out
+    assert not (paper_workdir / ".cache").exists()  # nothing fetched, nothing cached
 
 
-def test_the_oer_source_reads_the_authors_files(shared_fixtures, tmp_path):
+def test_the_sources_are_copyprobes_crawlers_on_the_papers_books_and_windows(monkeypatch):
+    from copyprobe.config import source_cutoffs, source_spec
     from copyprobe.sources import build_source
 
     cfg = load_config(PAPER)
-    spec = {**cfg["sources"]["oer"], "path": str(shared_fixtures / "openstax")}
-    spec.pop("cut_at", None)
-    corpus = build_source("oer", spec).load("oer").corpus
-    # the three D_pre books before every model's cutoff, Nutrition for Nurses after
+    kinds = {name: s["kind"] for name, s in cfg["sources"].items()}
+    assert kinds == {"wikipedia_pre": "wikipedia", "wikipedia_post": "wikipedia",
+                     "oer": "openstax"}
+    assert not any(_inputs(cfg, name) for name in cfg["sources"])  # no user file
     cutoffs = [pd.Timestamp(m["cutoff"]).date() for m in cfg["models"].values()]
-    pre = corpus[corpus["published"] < min(cutoffs)]
-    post = corpus[corpus["published"] > max(cutoffs)]
-    assert len(pre) + len(post) == len(corpus) and len(post) > 0
-    assert set(post["url"].str.extract(r"books/([^/]+)/")[0]) == {"nutrition"}
-    assert {"biology-2e", "principles-economics-2e", "concepts-biology"} == set(
-        pre["url"].str.extract(r"books/([^/]+)/")[0])
+    pre, post = (source_spec(cfg, s) for s in ("wikipedia_pre", "wikipedia_post"))
+    assert pd.Timestamp(post["created_after"]).date() > max(cutoffs)
+    assert pd.Timestamp(pre["created_before"]).date().year <= min(cutoffs).year - 3
+    assert pre.get("revision_before", "cutoff") == "cutoff" and pre["min_words"] == 1000
+    oer = source_spec(cfg, "oer")
+    assert oer["reader"] == "archive"
+    assert [b["slug"] for b in oer["books"]] == [
+        "biology-2e", "principles-economics-2e", "concepts-biology", "nutrition", "pharmacology"]
+    assert not any("published" in b for b in oer["books"])  # dates from the catalogue
+    monkeypatch.setenv("COPYPROBE_USER_AGENT", "copyprobe-tests/0 (tests@example.org)")
+    for name in cfg["sources"]:  # each builds without a request
+        build_source(name, source_spec(cfg, name), source_cutoffs(cfg, name))
+
+
+def _inputs(cfg, name):
+    from copyprobe.sources.base import SOURCES
+
+    spec = {k: v for k, v in cfg["sources"][name].items() if k not in ("kind", "cut_at")}
+    return SOURCES.get(cfg["sources"][name]["kind"]).input_files(spec)
+
+
+def test_cost_plans_every_request_from_the_config_and_prices_it():
+    from copyprobe import cost
+
+    cfg = load_config(PAPER)
+    rows = cost.estimate(cfg)
+    runs = {(r["model"], r["run"], r["part"]): r for r in rows}
+    main = runs[("gpt-3.5-turbo-1106", "main", "wikipedia_pre")]
+    assert main["calls"] == 600 and runs[("gpt-4-turbo-2024-04-09", "main", "oer")]["calls"] == 500
+    # 5 of 6 segments of 1,000 words (166 each) plus the system message, at 4/3 tokens a word
+    words = 5 * 166 + len(cfg["msr"]["system_message"].split())
+    assert main["prompt_tokens"] == 600 * (cost.word_tokens(words) + 4 * 6)
+    assert main["completion_tokens"] == 600 * 340  # 2 tokens per held-out word (170)
+    assert main["usd"] == pytest.approx((main["prompt_tokens"] * 1.0
+                                         + main["completion_tokens"] * 2.0) / 1e6)
+    # temperature 0.1 sends the main run's requests: answered from the cache, not counted
+    assert ("gpt-3.5-turbo-1106", "temp0.1", "wikipedia_pre") not in runs
+    assert ("gpt-3.5-turbo-1106", "temp0.7", "wikipedia_pre") in runs
+    assert all(r["usd"] is None for r in rows if r["model"] == "llama-3-70b")  # local GPUs
+    total = cost.summary(rows)
+    assert total["unknown"] == [] and total["unpriced"] == []
+    assert total["usd"] == pytest.approx(sum(r["usd"] or 0 for r in rows), abs=0.01)

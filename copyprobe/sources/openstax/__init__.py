@@ -113,6 +113,12 @@ class OpenStax(Source):
             raise SourceError(user_agent_required("openstax", " by the archive reader"))
 
     @classmethod
+    def max_documents(cls, params: Mapping[str, Any]) -> int | None:
+        """``limit`` sections per book."""
+        limit = params.get("limit")
+        return None if limit is None else int(limit) * len(params.get("books") or [])
+
+    @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
         """msr_csv: the CSV files; cnxml from a plain folder: its books.xml, collections and
         modules (a pinned commit does not change); archive: none."""
