@@ -10,8 +10,10 @@ of the original model, as vLLM recommends), ``dtype`` (default ``"auto"``),
 ``tensor_parallel_size`` (default 1), ``max_model_len`` (default: the model's),
 ``gpu_memory_utilization`` (default 0.9), ``batch_size`` (prompts per ``generate_batch`` call,
 default 256; vLLM schedules them itself), ``seed`` (engine seed, default 0),
-``enforce_eager`` (default False), ``trust_remote_code`` (default False) and
-``max_images_per_prompt`` (vision models: vLLM's ``limit_mm_per_prompt``).
+``enforce_eager`` (default False), ``trust_remote_code`` (default False),
+``max_images_per_prompt`` (vision models: vLLM's ``limit_mm_per_prompt``) and ``hf_overrides``
+(vLLM's overrides of the checkpoint's config, e.g. ``{architectures: [GLM4VForCausalLM]}``
+for THUDM/glm-4v-9b, as vLLM's supported-models list says; part of the identity when set).
 
 Each request carries its own sampling seed (``decoding.seed + sample_index``), so sampled answers
 do not depend on the batch they ran in. Chat prompts go through ``LLM.chat`` (the model's chat
@@ -70,6 +72,25 @@ def _import_vllm() -> Any:
         raise BackendError(f"{NOT_INSTALLED} ({exc})", permanent=True,
                            error_class="BackendNotInstalled") from exc
     return vllm
+
+
+def engine_kwargs(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments ``vllm.LLM`` gets from a model entry (besides model and tokenizer)."""
+    kwargs: dict[str, Any] = {
+        "dtype": spec.get("dtype", "auto"),
+        "tensor_parallel_size": int(spec.get("tensor_parallel_size", 1)),
+        "seed": int(spec.get("seed", 0)),
+        "gpu_memory_utilization": float(spec.get("gpu_memory_utilization", 0.9)),
+        "enforce_eager": bool(spec.get("enforce_eager", False)),
+        "trust_remote_code": bool(spec.get("trust_remote_code", False)),
+    }
+    if spec.get("max_model_len") is not None:
+        kwargs["max_model_len"] = int(spec["max_model_len"])
+    if spec.get("max_images_per_prompt") is not None:
+        kwargs["limit_mm_per_prompt"] = {"image": int(spec["max_images_per_prompt"])}
+    if spec.get("hf_overrides"):
+        kwargs["hf_overrides"] = dict(spec["hf_overrides"])
+    return kwargs
 
 
 def _model(spec: Mapping[str, Any], model_file: ModelFile | None) -> tuple[str, str, str]:
@@ -180,24 +201,15 @@ class VLLMBackend(BatchedBackend, ScoringBackend):
         }
         if model_file is not None:
             identity["tokenizer"] = spec.get("tokenizer", "")
+        if spec.get("hf_overrides"):  # only when set: the identities of other models stay
+            identity["hf_overrides"] = dict(spec["hf_overrides"])
         return identity
 
     @classmethod
     def from_config(cls, spec: Mapping[str, Any], model_file: ModelFile | None) -> VLLMBackend:
         model_id, revision, _weights = _model(spec, model_file)
         vllm = _import_vllm()
-        kwargs: dict[str, Any] = {
-            "dtype": spec.get("dtype", "auto"),
-            "tensor_parallel_size": int(spec.get("tensor_parallel_size", 1)),
-            "seed": int(spec.get("seed", 0)),
-            "gpu_memory_utilization": float(spec.get("gpu_memory_utilization", 0.9)),
-            "enforce_eager": bool(spec.get("enforce_eager", False)),
-            "trust_remote_code": bool(spec.get("trust_remote_code", False)),
-        }
-        if spec.get("max_model_len") is not None:
-            kwargs["max_model_len"] = int(spec["max_model_len"])
-        if spec.get("max_images_per_prompt") is not None:
-            kwargs["limit_mm_per_prompt"] = {"image": int(spec["max_images_per_prompt"])}
+        kwargs = engine_kwargs(spec)
         if model_file is not None:
             if not spec.get("tokenizer"):
                 raise BackendError("vllm with a GGUF model_file needs 'tokenizer' (the original "

@@ -49,6 +49,22 @@ def test_file_images_are_sent_as_data_urls(tmp_path):
     assert msgs[1] == {"role": "assistant", "content": "ok"}
 
 
+def test_engine_arguments_come_from_the_entry_and_overrides_join_the_identity():
+    from copyprobe.generation.vllm_backend import engine_kwargs
+
+    spec = {"backend": "vllm", "model_id": "THUDM/glm-4v-9b", "max_images_per_prompt": 1,
+            "hf_overrides": {"architectures": ["GLM4VForCausalLM"]}, "max_model_len": 8192}
+    kwargs = engine_kwargs(spec)
+    assert kwargs["hf_overrides"] == {"architectures": ["GLM4VForCausalLM"]}
+    assert kwargs["limit_mm_per_prompt"] == {"image": 1} and kwargs["max_model_len"] == 8192
+    assert "hf_overrides" not in engine_kwargs({"backend": "vllm", "model_id": "m"})
+    if HAVE_VLLM:
+        plain = {k: v for k, v in spec.items() if k != "hf_overrides"}
+        assert VLLMBackend.identity_from_config(spec, None)["hf_overrides"] == \
+            spec["hf_overrides"]
+        assert "hf_overrides" not in VLLMBackend.identity_from_config(plain, None)
+
+
 GPU_REASON = ("needs a CUDA GPU and vllm installed (pip install copyprobe[vllm]); "
               f"cuda={_cuda()}, vllm={HAVE_VLLM}")
 
