@@ -94,16 +94,18 @@ def source_documents(cfg: Mapping[str, Any], given: Mapping[str, int] | None = N
 
 def usd(spec: Mapping[str, Any], prompt_tokens: int | None,
         completion_tokens: int | None) -> float | None:
-    """The price of the tokens at the model's ``price`` (None: no price, or a local backend)."""
+    """The price of the tokens at the model's ``price`` (None: no price, or a local backend),
+    times its backend's ``price_factor`` (``openai_batch``: half the list price)."""
     price = spec.get("price")
-    if not price or not backend_facts(str(spec.get("backend")))["remote"]:
+    facts = backend_facts(str(spec.get("backend")))
+    if not price or not facts["remote"]:
         return None
     if prompt_tokens is None or completion_tokens is None:
         return None
     if "input_per_million" not in price or "output_per_million" not in price:
         return None
-    return (prompt_tokens * price["input_per_million"]
-            + completion_tokens * price["output_per_million"]) / 1e6
+    return facts["price_factor"] * (prompt_tokens * price["input_per_million"]
+                                    + completion_tokens * price["output_per_million"]) / 1e6
 
 
 def _row(study: str, plan: PlannedRequests) -> dict[str, Any]:

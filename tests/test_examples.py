@@ -122,6 +122,9 @@ def test_copyright_paper_cost_counts_the_benchmark_rows_and_the_judge(capsys):
     assert by["gpt-4o"]["calls"] == 25_000 and by["copyright.judge"]["calls"] == 12 * 25_000
     assert by["gpt-4o"]["usd"] > 0 and by["copyright.judge"]["usd"] > 0
     assert by["qwen2.5-vl-7b"]["usd"] is None
+    mini = by["gpt-4o-mini"]  # on openai_batch: half the list price (0.15 / 0.6 per million)
+    assert mini["usd"] == pytest.approx(0.5 * (mini["prompt_tokens"] * 0.15
+                                               + mini["completion_tokens"] * 0.6) / 1e6)
     assert out["total"]["unpriced"] == [] and out["total"]["unknown"] == []
 
 

@@ -194,7 +194,7 @@ BACKENDS.declare("vllm", "copyprobe.generation.vllm_backend:VLLMBackend",
                  scores=True, score_paths=("prompt_logprobs",),
                  reads=(*_LOCAL, *_HUB, "tokenizer", "tensor_parallel_size", "max_model_len",
                         "gpu_memory_utilization", "enforce_eager", "max_images_per_prompt",
-                        "seed"))
+                        "seed", "hf_overrides"))
 BACKENDS.declare("openai", "copyprobe.generation.openai_api:OpenAIBackend",
                  remote=True, needs_model_file=False, gpu=False,
                  api_key_env="OPENAI_API_KEY", key_optional=True,
@@ -202,7 +202,7 @@ BACKENDS.declare("openai", "copyprobe.generation.openai_api:OpenAIBackend",
                  reads=(*_OPENAI, "api_key_optional", "endpoint", "echo_logprobs"))
 BACKENDS.declare("openai_batch", "copyprobe.generation.openai_batch:OpenAIBatchBackend",
                  remote=True, needs_model_file=False, gpu=False,
-                 api_key_env="OPENAI_API_KEY", key_optional=False,
+                 api_key_env="OPENAI_API_KEY", key_optional=False, price_factor=0.5,
                  reads=(*_OPENAI, "batch_dir", "metadata", "completion_window"))
 BACKENDS.declare("ocr_cascade", "copyprobe.generation.ocr_cascade:OCRCascadeBackend",
                  remote=False, needs_model_file=False, gpu=False,
@@ -231,11 +231,11 @@ def backend_wrappers(spec: Mapping[str, Any]) -> list[str]:
 
 def backend_facts(name: str) -> dict[str, Any]:
     """What is known about a backend without importing it: ``remote``, ``needs_model_file``,
-    ``gpu``, ``key_optional`` (all False for a backend registered without a declaration) and
-    ``api_key_env`` (None). The keys it reads: :func:`backend_model_keys`; whether it scores:
+    ``gpu``, ``key_optional`` (all False for a backend registered without a declaration),
+    ``api_key_env`` (None) and ``price_factor`` (1.0; the Batch API bills half the list price). The keys it reads: :func:`backend_model_keys`; whether it scores:
     :func:`copyprobe.generation.scoring.scoring_facts`."""
     facts: dict[str, Any] = {"remote": False, "needs_model_file": False, "gpu": False,
-                             "api_key_env": None, "key_optional": False}
+                             "api_key_env": None, "key_optional": False, "price_factor": 1.0}
     facts.update({k: v for k, v in BACKENDS.facts(name).items()
                   if k not in ("reads", "scores", "score_paths")})
     return facts
