@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import mmap
 import os
 import resource
 import shutil
@@ -51,6 +50,7 @@ from copyprobe.spans.corpus import iter_located
 from copyprobe.spans.encoding import DEFAULT_UNIT, NORMALIZER_VERSION
 from copyprobe.spans.index import SpanIndex
 from copyprobe.spans.layout import (
+    BUILDERS,
     DOC_SEP,
     DOCS,
     FORMAT,
@@ -76,9 +76,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BUILDERS", "DOCS_SCHEMA", "build_index", "build_shard", "finalize_index",
            "prepare_index", "resolve_builder", "sa_cpus"]
-
-#: the suffix-array builders of :func:`build_shard` (:func:`resolve_builder`)
-BUILDERS = ("auto", "engine", "copyprobe")
 
 #: one row per document of a shard (``docs.parquet``), in the shard's order
 DOCS_SCHEMA = pa.schema([
@@ -109,7 +106,7 @@ def _read_json(path: Path, what: str) -> dict:
         raise SpanIndexError(f"{path}: unreadable {what} ({exc})") from None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Doc:
     source: str
     doc_id: str
@@ -167,15 +164,33 @@ def _cuts(sizes: list[int], shards: int) -> list[int]:
     return [*cuts, n]
 
 
-def _digest(docs: list[_Doc], codec: ByteCodec, data: mmap.mmap | bytes) -> str:
+class _Reader:
+    """A staging file's documents by position (``os.pread``: no memory map, whose pages would
+    count in the process's memory, up to the whole encoded corpus)."""
+
+    def __init__(self, path: Path):
+        self._fd = os.open(path, os.O_RDONLY)
+
+    def __call__(self, d: _Doc) -> bytes:
+        data = os.pread(self._fd, d.size, d.at)
+        if len(data) != d.size:
+            raise SpanIndexError(f"staging file: read {len(data)} of {d.size} bytes at "
+                                 f"{d.at} (was it changed during the build?)")
+        return data
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _digest(docs: list[_Doc], codec: ByteCodec, read: _Reader) -> str:
     h = codec.digest()
     for d in docs:
-        h.update(d.source, d.doc_id, d.title, d.url, data[d.at:d.at + d.size])
+        h.update(d.source, d.doc_id, d.title, d.url, read(d))
     return h.hexdigest()
 
 
 def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
-                 data: mmap.mmap | bytes, sep: bytes = DOC_SEP) -> dict:
+                 read: _Reader, sep: bytes = DOC_SEP) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     for f in folder.iterdir():  # a previous build's files (a stale table.0 would be kept)
         shutil.rmtree(f) if f.is_dir() else f.unlink()
@@ -186,7 +201,7 @@ def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
         for i, d in enumerate(docs):
             offsets[i] = pos
             ds.write(sep)
-            ds.write(data[d.at:d.at + d.size])
+            ds.write(read(d))
             pos += len(sep) + d.size
             line = (json.dumps({"path": d.path, "linenum": d.number,
                                 "metadata": {"doc_id": d.doc_id, "source": d.source,
@@ -245,18 +260,18 @@ class _Staged:
             self.path.unlink(missing_ok=True)
             raise
         self.codec = codec
-        self._fh = open(self.path, "rb")
-        self.data: mmap.mmap | bytes = (mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
-                                        if self.path.stat().st_size else b"")
-        self.digest = _digest(self.docs, codec, self.data)
+        self.read = _Reader(self.path)
+        try:
+            self.digest = _digest(self.docs, codec, self.read)
+        except BaseException:
+            self.__exit__()
+            raise
 
     def __enter__(self) -> _Staged:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if isinstance(self.data, mmap.mmap):
-            self.data.close()
-        self._fh.close()
+        self.read.close()
         self.path.unlink(missing_ok=True)
 
     def write(self, out_dir: Path, shards: int) -> dict:
@@ -271,7 +286,7 @@ class _Staged:
         sep = self.codec.doc_sep
         cuts = _cuts([d.size + len(sep) for d in self.docs], shards)
         info = [_write_shard(out_dir / shard_dir_name(k, shards), k, cuts[k],
-                             self.docs[cuts[k]:cuts[k + 1]], self.data, sep)
+                             self.docs[cuts[k]:cuts[k + 1]], self.read, sep)
                 for k in range(shards)]
         plan = _plan(self.codec, self.corpora, self.docs, self.skipped, self.repeats,
                      self.digest, info)
