@@ -328,6 +328,18 @@ def queries(index_dir: Path, corpus: Path, record: Path, n_outputs: int) -> dict
     return res
 
 
+def print_builders(r: dict) -> None:
+    """The table of :func:`compare_builders`."""
+    head = ("corpus MB  tokens  builder  SA s  Mtokens/s  peak RSS MB (python / indexer)  "
+            "traced peak MB (bytes/token)  same table")
+    lines = [f"{r['mb']}  {r['tokens']}  {b}  {r[b]['seconds']:.1f}  "
+             f"{r[b]['mtokens_per_s']:.3f}  {r[b]['self_rss_mb']:.0f} / "
+             f"{r[b]['children_rss_mb']:.0f}  {r[b]['traced_peak_mb']:.0f} "
+             f"({r[b]['traced_peak_mb'] * 2**20 / r['tokens']:.1f})  {r['identical']}"
+             for b in ("engine", "copyprobe")]
+    print("\n".join([head, *lines, ""]))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100,1000", help="corpus sizes in MB of text")
@@ -345,15 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.builders_mb:
         r = compare_builders(args.builders_mb, args.cpus, args.mem_gb)
         print(json.dumps(r, indent=1), flush=True)
-        print("corpus MB  tokens  builder  SA s  Mtokens/s  peak RSS MB (python / indexer)  "
-              "traced peak MB (bytes/token)  same table")
-        for b in ("engine", "copyprobe"):
-            f = r[b]
-            print(f"{r['mb']}  {r['tokens']}  {b}  {f['seconds']:.1f}  "
-                  f"{f['mtokens_per_s']:.3f}  {f['self_rss_mb']:.0f} / "
-                  f"{f['children_rss_mb']:.0f}  {f['traced_peak_mb']:.0f} "
-                  f"({f['traced_peak_mb'] * 2**20 / r['tokens']:.1f})  {r['identical']}")
-        print()
+        print_builders(r)
     rows = []
     for mb in [int(s) for s in args.sizes.split(",") if s]:
         t0 = time.perf_counter()
