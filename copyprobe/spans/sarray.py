@@ -144,10 +144,14 @@ def build_table(tokenized: str | Path, table: str | Path, width: int, *,
     del tokens
     ps = ptr_size(n_bytes)
     tmp = table.with_name(f".{table.name}.tmp")
-    with open(tmp, "wb") as out:
-        for a in range(0, n, _CHUNK):
-            ptrs = sa[a:a + _CHUNK].astype("<u8")
-            ptrs *= np.uint64(width)
-            out.write(ptrs.view(np.uint8).reshape(-1, 8)[:, :ps].tobytes())
-    tmp.replace(table)
+    try:
+        with open(tmp, "wb") as out:
+            for a in range(0, n, _CHUNK):
+                ptrs = sa[a:a + _CHUNK].astype("<u8")
+                ptrs *= np.uint64(width)
+                out.write(ptrs.view(np.uint8).reshape(-1, 8)[:, :ps].tobytes())
+        tmp.replace(table)
+    except BaseException:  # no stray file in the shard folder (opening would refuse it)
+        tmp.unlink(missing_ok=True)
+        raise
     return n
