@@ -40,8 +40,8 @@ running beside it):
 
 From 100 MB to 1 GB (10x): the build takes 13.4x as long (the suffix array 15x: n log n, and
 the indexer's merge), the index stays 4.87x the text, the indexer's peak memory grows 4.7x
-(3.9 GB) and the prepare step's 8.8x (4.9 GB: it holds the encoded corpus in memory, about 5x
-the text; a corpus beyond a few GB needs it streamed per shard, or a bigger machine). A
+(3.9 GB) and the prepare step's 8.8x (4.9 GB; prepare has streamed since: 291 MB at 100 MB,
+315 MB at 1 GB, docs/span-index.md#layout). A
 450-token output's attribution on the 1 GB index: 17.0 ms p50, 28.4 ms p99 warm, 19.1 / 49.4
 ms on the first pass (the issue's bound: 50 ms; OLMoTrace reports 4.5 s per output on an index
 of trillions of tokens, about 10^4 times this one). ``count`` grows from 0.03 to 0.09 ms p50.
@@ -59,8 +59,16 @@ default) costs half the CPU of the engine's ``find``, which starts a thread per 
 call and suffers most from a busy machine; both found the same 91 spans. The index is about
 5x the text: 1 byte per stored byte plus a 4-byte suffix-array entry.
 
+``--builders-mb MB`` (default 5; 0 skips) first compares the suffix-array builders on one u16
+shard, the MB corpus in SmolLM2's tokens: infini-gram's indexer and copyprobe's
+(:mod:`copyprobe.spans.sarray`), seconds, tokens/s, peak RSS (and the traced numpy peak), and
+whether the two tables are the same bytes. Measured 2026-12-01, ``--sizes "" --builders-mb 20
+--cpus 2 --mem-gb 8`` at load 15: 4.42 M tokens, engine 22.9 s (2 processes), copyprobe 20.3 s
+(1), traced peak 129 MB (30.7 bytes a token), the same table.
+
     python benchmarks/span_index.py [--sizes 100,1000] [--cpus 2] [--shards 1]
                                     [--mem-gb 4] [--outputs 50] [--keep] [--no-guard]
+                                    [--builders-mb 5]
 """
 
 from __future__ import annotations
