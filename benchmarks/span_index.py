@@ -212,9 +212,9 @@ def _smollm2() -> Path:
 
 
 def _builder_child(shard: str, builder: str, cpus: int, mem_gb: int, q) -> None:
-    from copyprobe.spans.build import build_shard
-
     import tracemalloc
+
+    from copyprobe.spans.build import build_shard
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()  # numpy's arrays are traced: the builder's own peak
