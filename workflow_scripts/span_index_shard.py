@@ -7,5 +7,5 @@ from copyprobe.workflow import setup_logging
 log = setup_logging(snakemake.log[0])  # noqa: F821
 p = snakemake.params  # noqa: F821
 how = build_shard_stored(p.shard_dir, p.build["store"], cpus=snakemake.threads,  # noqa: F821
-                         mem_gb=p.build["mem_gb"])
+                         mem_gb=p.build["mem_gb"], builder=p.build["builder"])
 log.info("shard %s: %s", p.shard_dir, how)

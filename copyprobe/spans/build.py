@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import mmap
 import os
 import resource
 import shutil
@@ -51,6 +50,7 @@ from copyprobe.spans.corpus import iter_located
 from copyprobe.spans.encoding import DEFAULT_UNIT, NORMALIZER_VERSION
 from copyprobe.spans.index import SpanIndex
 from copyprobe.spans.layout import (
+    BUILDERS,
     DOC_SEP,
     DOCS,
     FORMAT,
@@ -67,14 +67,15 @@ from copyprobe.spans.layout import (
     sha256,
     shard_dir_name,
 )
+from copyprobe.spans.sarray import build_table
 from copyprobe.spans.tokenizer import SpanTokenizer
 from copyprobe.spans.types import SpanIndexError
 from copyprobe.spans.units import ByteCodec, make_codec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DOCS_SCHEMA", "build_index", "build_shard", "finalize_index", "prepare_index",
-           "sa_cpus"]
+__all__ = ["BUILDERS", "DOCS_SCHEMA", "build_index", "build_shard", "finalize_index",
+           "prepare_index", "resolve_builder", "sa_cpus"]
 
 #: one row per document of a shard (``docs.parquet``), in the shard's order
 DOCS_SCHEMA = pa.schema([
@@ -105,7 +106,7 @@ def _read_json(path: Path, what: str) -> dict:
         raise SpanIndexError(f"{path}: unreadable {what} ({exc})") from None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Doc:
     source: str
     doc_id: str
@@ -163,15 +164,33 @@ def _cuts(sizes: list[int], shards: int) -> list[int]:
     return [*cuts, n]
 
 
-def _digest(docs: list[_Doc], codec: ByteCodec, data: mmap.mmap | bytes) -> str:
+class _Reader:
+    """A staging file's documents by position (``os.pread``: no memory map, whose pages would
+    count in the process's memory, up to the whole encoded corpus)."""
+
+    def __init__(self, path: Path):
+        self._fd = os.open(path, os.O_RDONLY)
+
+    def __call__(self, d: _Doc) -> bytes:
+        data = os.pread(self._fd, d.size, d.at)
+        if len(data) != d.size:
+            raise SpanIndexError(f"staging file: read {len(data)} of {d.size} bytes at "
+                                 f"{d.at} (was it changed during the build?)")
+        return data
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _digest(docs: list[_Doc], codec: ByteCodec, read: _Reader) -> str:
     h = codec.digest()
     for d in docs:
-        h.update(d.source, d.doc_id, d.title, d.url, data[d.at:d.at + d.size])
+        h.update(d.source, d.doc_id, d.title, d.url, read(d))
     return h.hexdigest()
 
 
 def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
-                 data: mmap.mmap | bytes, sep: bytes = DOC_SEP) -> dict:
+                 read: _Reader, sep: bytes = DOC_SEP) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     for f in folder.iterdir():  # a previous build's files (a stale table.0 would be kept)
         shutil.rmtree(f) if f.is_dir() else f.unlink()
@@ -182,7 +201,7 @@ def _write_shard(folder: Path, k: int, first_ix: int, docs: list[_Doc],
         for i, d in enumerate(docs):
             offsets[i] = pos
             ds.write(sep)
-            ds.write(data[d.at:d.at + d.size])
+            ds.write(read(d))
             pos += len(sep) + d.size
             line = (json.dumps({"path": d.path, "linenum": d.number,
                                 "metadata": {"doc_id": d.doc_id, "source": d.source,
@@ -241,18 +260,18 @@ class _Staged:
             self.path.unlink(missing_ok=True)
             raise
         self.codec = codec
-        self._fh = open(self.path, "rb")
-        self.data: mmap.mmap | bytes = (mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
-                                        if self.path.stat().st_size else b"")
-        self.digest = _digest(self.docs, codec, self.data)
+        self.read = _Reader(self.path)
+        try:
+            self.digest = _digest(self.docs, codec, self.read)
+        except BaseException:
+            self.__exit__()
+            raise
 
     def __enter__(self) -> _Staged:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if isinstance(self.data, mmap.mmap):
-            self.data.close()
-        self._fh.close()
+        self.read.close()
         self.path.unlink(missing_ok=True)
 
     def write(self, out_dir: Path, shards: int) -> dict:
@@ -267,7 +286,7 @@ class _Staged:
         sep = self.codec.doc_sep
         cuts = _cuts([d.size + len(sep) for d in self.docs], shards)
         info = [_write_shard(out_dir / shard_dir_name(k, shards), k, cuts[k],
-                             self.docs[cuts[k]:cuts[k + 1]], self.data, sep)
+                             self.docs[cuts[k]:cuts[k + 1]], self.read, sep)
                 for k in range(shards)]
         plan = _plan(self.codec, self.corpora, self.docs, self.skipped, self.repeats,
                      self.digest, info)
@@ -319,13 +338,25 @@ def _shard_dtype(shard: Path) -> str:
     return str(_read_json(shard.parent / PLAN, "span-index plan (prepare.json)")["token_dtype"])
 
 
-def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dict:
-    """Step 2: the suffix array ``table.0`` of one prepared shard, by infini-gram's indexer
-    (a subprocess), in the token type of the plan (``prepare.json`` beside the shard); writes
-    and returns ``build.json`` (seconds, processes used)."""
-    from copyprobe.extras import require
+def resolve_builder(builder: str, dtype: str) -> str:
+    """The suffix-array builder a shard of token type ``dtype`` gets: ``auto`` is
+    infini-gram's indexer for u8 and u16 (faster: benchmarks/span_index.py) and copyprobe's
+    (:mod:`~copyprobe.spans.sarray`) for u32, which the indexer cannot build below 32 GiB a
+    process; ``engine`` and ``copyprobe`` are taken as given."""
+    if builder not in BUILDERS:
+        raise SpanIndexError(f"unknown suffix-array builder {builder!r}; known: "
+                             f"{', '.join(BUILDERS)}")
+    if builder == "auto":
+        return "copyprobe" if dtype == "u32" else "engine"
+    return builder
 
-    require("spans", "infini_gram", needed_for="building a span index")
+
+def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2,
+                builder: str = "auto") -> dict:
+    """Step 2: the suffix array ``table.0`` of one prepared shard, in the token type of the
+    plan (``prepare.json`` beside the shard), by ``builder`` (:func:`resolve_builder`:
+    infini-gram's indexer, a subprocess, or copyprobe's numpy builder; both write the same
+    bytes); writes and returns ``build.json`` (seconds, processes used, builder)."""
     shard = Path(shard_dir).resolve()
     for name in STEP1_FILES:
         if not (shard / name).is_file():
@@ -338,12 +369,22 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
     for stale in ("table.0", SHARD_BUILD):
         (shard / stale).unlink(missing_ok=True)
     mem = max(1, int(mem_gb))
+    if resolve_builder(builder, dtype) == "copyprobe":
+        t0 = time.perf_counter()
+        build_table(shard / "tokenized.0", shard / "table.0", width, mem_gb=mem)
+        return _record_build(shard, n_bytes, width, {
+            "seconds": round(time.perf_counter() - t0, 3), "cpus": 1, "cpus_asked": int(cpus),
+            "mem_gb": mem, "builder": "copyprobe"})
+    from copyprobe.extras import require
+
+    require("spans", "infini_gram", needed_for="building a span index with its engine")
     used = sa_cpus(n_bytes, int(cpus), mem, width)
     if dtype == "u32" and mem < U32_GB_PER_CPU * used:
         raise SpanIndexError(
             f"{shard}: a u32 shard (a vocabulary of 65535 ids or more) needs mem_gb >= "
             f"{U32_GB_PER_CPU} per process ({U32_GB_PER_CPU * used} for {used}), got {mem}: "
-            "infini-gram 2.6.0's indexer allocates 32 GiB per process for the u32 alphabet")
+            "infini-gram 2.6.0's indexer allocates 32 GiB per process for the u32 alphabet; "
+            "builder 'copyprobe' (or 'auto') builds it without")
     link_dir = neutral_dir()
     temp = shard.parent / f".sa-temp-{shard.name}"
     try:
@@ -369,15 +410,22 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2) -> dic
     if "Step 1 (tokenize): Skipped" not in out:
         raise SpanIndexError(f"{shard}: infini-gram's indexer did not skip its own "
                              f"tokenizer (the step-1 files were not seen): {tail}")
+    return _record_build(shard, n_bytes, width, {
+        "seconds": round(seconds, 3), "cpus": used, "cpus_asked": int(cpus), "mem_gb": mem,
+        "builder": "engine"})
+
+
+def _record_build(shard: Path, n_bytes: int, width: int, info: dict) -> dict:
+    """Check ``table.0``'s size and write ``build.json`` (``info`` and the shard's figures)."""
     table = shard / "table.0"
     want = ptr_size(n_bytes) * n_bytes // width
     if not table.is_file() or table.stat().st_size != want:
         got = table.stat().st_size if table.is_file() else "no file"
-        raise SpanIndexError(f"{table}: the indexer wrote {got} bytes, expected {want} "
-                             f"({n_bytes // width} suffixes of {ptr_size(n_bytes)} bytes)")
-    info = {"seconds": round(seconds, 3), "cpus": used, "cpus_asked": int(cpus),
-            "mem_gb": mem, "bytes": n_bytes, "ptr_size": ptr_size(n_bytes),
-            "token_dtype": dtype,
+        raise SpanIndexError(f"{table}: the {info['builder']} builder wrote {got} bytes, "
+                             f"expected {want} ({n_bytes // width} suffixes of "
+                             f"{ptr_size(n_bytes)} bytes)")
+    info = {**info, "bytes": n_bytes, "ptr_size": ptr_size(n_bytes),
+            "token_dtype": {1: "u8", 2: "u16", 4: "u32"}[width],
             "infini_gram_version": infini_gram_version()}
     _atomic_json(shard / SHARD_BUILD, info)
     return info
@@ -425,13 +473,16 @@ def _unchanged(out: Path, unit: str, shards: int, digest: str) -> dict | None:
 
 def build_index(corpora: Iterable[str | Path], out_dir: str | Path, *,
                 unit: str = DEFAULT_UNIT, shards: int = 1, cpus: int = 1,
-                mem_gb: int = 2, tokenizer: str | Path | SpanTokenizer | None = None) -> dict:
+                mem_gb: int = 2, tokenizer: str | Path | SpanTokenizer | None = None,
+                builder: str = "auto") -> dict:
     """Build the span index of ``corpora`` in ``out_dir`` (all three steps, shards one after
     the other) and return its manifest. When ``out_dir`` already holds an index of the same
     documents (same digest), unit and shard count that opens, nothing is rebuilt: the
     manifest is returned with ``"reused": True``. ``tokenizer``: the unit ``tokens``'s
-    tokenizer file (the digest covers its sha256)."""
+    tokenizer file (the digest covers its sha256). ``builder``: the suffix arrays'
+    (:func:`resolve_builder`)."""
     codec = _check_args(unit, shards, tokenizer)
+    resolve_builder(builder, codec.dtype)  # an unknown builder fails before any work
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with _Staged(corpora, out, codec) as staged:
@@ -445,5 +496,5 @@ def build_index(corpora: Iterable[str | Path], out_dir: str | Path, *,
         (out / MANIFEST).unlink(missing_ok=True)
         plan = staged.write(out, shards)
     for s in plan["shards"]:
-        build_shard(out / s["dir"], cpus=cpus, mem_gb=mem_gb)
+        build_shard(out / s["dir"], cpus=cpus, mem_gb=mem_gb, builder=builder)
     return {**finalize_index(out), "reused": False}

@@ -20,7 +20,7 @@ def cmd_index_build(args: argparse.Namespace) -> dict:
 
     t0 = time.perf_counter()
     m = build_index(args.corpus, args.out, unit=args.unit, shards=args.shards, cpus=args.cpus,
-                    mem_gb=args.mem_gb, tokenizer=args.tokenizer)
+                    mem_gb=args.mem_gb, tokenizer=args.tokenizer, builder=args.builder)
     return {"out": args.out, "unit": m["unit"], "n_docs": m["n_docs"],
             "skipped_docs": m["skipped_docs"], "bytes": m["bytes"],
             "shards": len(m["shards"]), "digest": m["digest"], "reused": m["reused"],
@@ -48,6 +48,7 @@ def cmd_index_find(args: argparse.Namespace) -> dict:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from copyprobe.spans.encoding import DEFAULT_UNIT, UNITS
+    from copyprobe.spans.layout import BUILDERS
 
     g = sub.add_parser("index", help="the span index: build one over corpora, find a text's "
                                      "verbatim spans in it",
@@ -75,6 +76,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--cpus", type=int, default=1, help="processes per suffix-array build")
     b.add_argument("--mem-gb", type=int, default=2,
                    help="memory (GiB) a suffix-array build may plan with")
+    b.add_argument("--builder", default="auto", choices=BUILDERS,
+                   help="who builds the suffix arrays: infini-gram's indexer (engine), "
+                        "copyprobe's numpy builder (the same bytes, slower; no 32 GiB need "
+                        "for u32), or auto (copyprobe for u32 shards only)")
     b.set_defaults(func=cmd_index_build)
     f = group.add_parser("find", help="the verbatim spans of a text found in an index",
                          description="Every maximal span of TEXT of at least --min-words words "

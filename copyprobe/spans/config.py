@@ -1,7 +1,8 @@
 """The core config block ``spans.indexes``: each index's corpora, unit and build resources.
 
-``spans.indexes.NAME: {corpora, unit, shards, cpus, mem_gb}``. A corpora item is a source name
-(its ``results/corpus/<source>.parquet``), or a path (a Parquet, JSONL or folder that
+``spans.indexes.NAME: {corpora, unit, shards, cpus, mem_gb, builder}`` (``builder`` has no
+default: absent is ``auto``, so entries written before it keep their form). A corpora item is
+a source name (its ``results/corpus/<source>.parquet``), or a path (a Parquet, JSONL or folder that
 :func:`copyprobe.spans.corpus.iter_corpus` reads); a study may rewrite items of its own before
 the checks run (the MSR study turns a dataset name into its sources) and add indexes of its own
 (a copyright benchmark's ``copyright-<benchmark>``, :func:`index_entry`). The checks are

@@ -35,6 +35,10 @@ __all__ = ["corpus_files", "iter_corpus", "iter_located"]
 COLUMNS = ("doc_id", "source", "title", "url", "text")
 TEXT_SUFFIXES = (".txt", ".md")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz")
+#: rows per record batch; batches are read row group by row group, because pyarrow 26's
+#: ``iter_batches`` over a whole file keeps memory growing with the file (measured on a 1 GB
+#: corpus of 39 row groups: 1,032 MB of anonymous memory at the end, 240 MB row group by row
+#: group)
 _BATCH_ROWS = 4096
 
 
@@ -97,11 +101,13 @@ def _parquet(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
     if "text" not in names:
         raise SpanIndexError(f"{path}: no 'text' column (columns: {', '.join(names)})")
     row = 0
-    for batch in f.iter_batches(batch_size=_BATCH_ROWS, columns=[c for c in COLUMNS
-                                                                  if c in names]):
-        for rec in batch.to_pylist():
-            yield row, _doc(path, "row", rec, row)
-            row += 1
+    columns = [c for c in COLUMNS if c in names]
+    for group in range(f.num_row_groups):  # one row group at a time: see _BATCH_ROWS
+        for batch in f.iter_batches(batch_size=_BATCH_ROWS, row_groups=[group],
+                                    columns=columns):
+            for rec in batch.to_pylist():
+                yield row, _doc(path, "row", rec, row)
+                row += 1
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, CorpusDoc]]:

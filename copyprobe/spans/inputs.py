@@ -71,8 +71,10 @@ class SpanInputs:
         return 240 * attempt
 
     def shard_params(self, wildcards: Any) -> dict[str, Any]:
-        """Memory of the build (GiB), and where built suffix arrays are kept by content."""
-        return {"mem_gb": self.spec(wildcards.index)["mem_gb"],
+        """Memory of the build (GiB), its builder, and where built suffix arrays are kept by
+        content (both builders write the same bytes: the key is the shard's content alone)."""
+        spec = self.spec(wildcards.index)
+        return {"mem_gb": spec["mem_gb"], "builder": spec.get("builder", "auto"),
                 "store": str(Path(self.config["cache_dir"]) / P.STORE)}
 
     # ---- span_index

@@ -26,6 +26,8 @@ TOKEN_DTYPE = "u8"
 DOC_SEP = b"\xff"
 #: infini-gram's overlap between the parts of a parallel suffix-array build (indexing.py HACK)
 SA_OVERLAP = 100_000
+#: who builds a shard's suffix array (:func:`copyprobe.spans.build.resolve_builder`)
+BUILDERS = ("auto", "engine", "copyprobe")
 MANIFEST = "index.json"
 PLAN = "prepare.json"
 SHARD_BUILD = "build.json"

@@ -88,7 +88,7 @@ def prepare(corpora: Sequence[str], out_dir: str | os.PathLike[str], *, unit: st
 
 
 def build_shard_stored(shard_dir: str | os.PathLike[str], store_root: str | os.PathLike[str],
-                       *, cpus: int, mem_gb: int) -> str:
+                       *, cpus: int, mem_gb: int, builder: str = "auto") -> str:
     """Give ``shard_dir`` its suffix array: the stored build of its content key, else a new
     build (:func:`copyprobe.spans.build.build_shard`), which is then stored. Returns
     ``"reused"`` or ``"built"``."""
@@ -104,7 +104,7 @@ def build_shard_stored(shard_dir: str | os.PathLike[str], store_root: str | os.P
     from copyprobe.spans.build import build_shard
 
     before = {p.name for p in shard.iterdir()}
-    build_shard(shard, cpus=cpus, mem_gb=mem_gb)
+    build_shard(shard, cpus=cpus, mem_gb=mem_gb, builder=builder)
     made = sorted(p for p in shard.iterdir() if p.name not in before and p.is_file())
     missing = [n for n in SA_FILES if not (shard / n).is_file()]
     if missing:

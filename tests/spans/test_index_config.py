@@ -45,6 +45,9 @@ def test_defaults_datasets_and_attribution(cfg, tmp_path):
     assert inputs.index_shards(w)[-1] == "results/spans/ix/shard-00002-of-00003/build.json"
     assert inputs.shard_mem_mb(w) == 3072 and inputs.shard_threads(w) == 1
     assert inputs.shard_runtime(w, 2) == 480
+    assert inputs.shard_params(w)["builder"] == "auto"  # no builder key: auto
+    cfg["spans"]["indexes"]["ix"]["builder"] = "copyprobe"
+    assert SpanInputs(validate_config(cfg)).shard_params(w)["builder"] == "copyprobe"
 
 
 @pytest.mark.parametrize("indexes, attribution, message", [
@@ -52,6 +55,8 @@ def test_defaults_datasets_and_attribution(cfg, tmp_path):
     ({"a b": {"corpora": ["licences"]}}, None, r"'spans\.indexes\.a b': names may use"),
     ({"ix": {"corpora": []}}, None, r"spans\.indexes\.ix\.corpora"),
     ({"ix": {"corpora": ["licences"], "unit": "bytes"}}, None, r"spans\.indexes\.ix\.unit"),
+    ({"ix": {"corpora": ["licences"], "builder": "sais"}}, None,
+     r"spans\.indexes\.ix\.builder"),
     ({}, {"index": "ix"}, r"'msr\.attribution\.index': no span index 'ix'"),
     ({"ix": {"corpora": ["licences"], "unit": "tokens"}}, None,
      r"'spans\.indexes\.ix\.tokenizer': required by unit 'tokens'"),

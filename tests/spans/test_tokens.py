@@ -1,6 +1,7 @@
 """Span indexes in a model's tokens (unit ``tokens``): the packaged SmolLM2 GGUF's vocabulary
 (llama.cpp, vocab_only; u16) and Hugging Face tokenizer.json files made here (a u16 one, and
-one of 70,000 ids whose u32 build is refused below infini-gram's memory need).
+one whose words have ids above 70,000, a u32 index that copyprobe's suffix-array builder
+builds, infini-gram's indexer refusing it below its 32 GiB a process).
 
 Checked against a brute-force oracle on token ids (every span, its count, documents and token
 positions), the memory-map search against the engine's, the suffix array's byte order, the
@@ -21,9 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from planting import make_planted, write_parquet  # noqa: E402
 
 from copyprobe import cli  # noqa: E402
-from copyprobe.spans.build import build_index  # noqa: E402
+from copyprobe.spans.build import build_index, build_shard  # noqa: E402
 from copyprobe.spans.index import SpanIndex  # noqa: E402
 from copyprobe.spans.reference import maximal_runs  # noqa: E402
+from copyprobe.spans.sarray import build_table  # noqa: E402
 from copyprobe.spans.tokenizer import load_tokenizer  # noqa: E402
 from copyprobe.spans.types import SpanIndexError  # noqa: E402
 
@@ -53,16 +55,19 @@ def token_index(corpus, gguf, tmp_path_factory):
         yield index, manifest
 
 
-def _word_level(planted, size: int, path: Path) -> Path:
-    """A word-level tokenizer.json of ``size`` ids (the planted words first)."""
+def _word_level(planted, size: int, path: Path, words_from: int = 2) -> Path:
+    """A word-level tokenizer.json of at least ``size`` ids: the planted words from id
+    ``words_from`` on (fillers before them), fillers after them up to ``size``."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
     words = sorted({w for d in planted.docs for w in d.text.lower().replace(".", " ").split()})
     vocab = {"[UNK]": 0, ".": 1}
+    for k in range(words_from - len(vocab)):
+        vocab[f"filler{k}"] = len(vocab)
     for w in words:
         vocab[w] = len(vocab)
     for k in range(size - len(vocab)):
-        vocab[f"filler{k}"] = len(vocab)
+        vocab[f"filler{words_from + k}"] = len(vocab)
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -208,15 +213,63 @@ def test_index_from_a_tokenizer_json(corpus, planted, hf_json, gguf, tmp_path):
     assert str(hf_json) in str(err.value) and "SmolLM2" in str(err.value)
 
 
-def test_a_u32_vocabulary_is_refused_below_the_indexers_memory(corpus, planted, tmp_path):
-    big = _word_level(planted, 70_000, tmp_path / "big" / "tokenizer.json")
-    assert load_tokenizer(big).dtype == "u32"
-    with pytest.raises(SpanIndexError, match=r"a u32 shard .* needs mem_gb >= 34"):
-        build_index([corpus], tmp_path / "u32", unit="tokens", tokenizer=big, mem_gb=2)
-    plan = json.loads((tmp_path / "u32" / "prepare.json").read_text())
-    assert plan["token_dtype"] == "u32"
-    shard = tmp_path / "u32" / plan["shards"][0]["dir"]
-    assert (shard / "tokenized.0").read_bytes()[:4] == b"\xff" * 4
+def test_copyprobe_tables_equal_the_engines_on_u16_shards(token_index, tmp_path):
+    index, _ = token_index
+    assert len(index.shards) == 2
+    for k, sh in enumerate(index.shards):
+        mine = tmp_path / f"table-{k}"
+        assert build_table(sh.path / "tokenized.0", mine, 2, mem_gb=1) == sh.n_ranks
+        assert mine.read_bytes() == (sh.path / "table.0").read_bytes(), sh.path
+
+
+@pytest.fixture(scope="module")
+def u32_index(corpus, planted, tmp_path_factory):
+    """An index of a 70,000-id word-level tokenizer (u32), built by copyprobe's builder
+    (``auto``): infini-gram's indexer needs 32 GiB a process for it."""
+    base = tmp_path_factory.mktemp("u32")
+    big = _word_level(planted, 0, base / "big" / "tokenizer.json", words_from=70_000)
+    manifest = build_index([corpus], base / "u32", unit="tokens", tokenizer=big, shards=2)
+    return base / "u32", big, manifest
+
+
+def test_a_u32_index_finds_what_the_oracle_finds(u32_index, planted):
+    out, big, manifest = u32_index
+    tok = load_tokenizer(big)
+    assert tok.dtype == manifest["token_dtype"] == "u32"
+    for s in manifest["shards"]:
+        build = json.loads((out / s["dir"] / "build.json").read_text())
+        assert (build["builder"], build["token_dtype"]) == ("copyprobe", "u32")
+    oracle = Oracle(planted.docs, tok)
+    n_spans = 0
+    with SpanIndex.open(out) as mm, SpanIndex.open(out, search="engine") as eng:
+        assert mm.shards[0].raw_tok[:4] == b"\xff" * 4
+        for text in _queries(planted, n=6, seed=13):
+            ids = mm.tokenize(text).ids
+            want = oracle.spans(ids, L)
+            assert _found(mm, text) == want == _found(eng, text), text
+            n_spans += len(want)
+            for a in range(0, len(ids) - 3, 5):
+                assert mm.count(ids[a:a + 3]) == eng.count(ids[a:a + 3]) == len(
+                    oracle.occurrences(ids[a:a + 3]))
+        filler = tok.encode("filler69000")  # an id of no document
+        assert mm.count(filler) == eng.count(filler) == 0
+    # every word of the documents has an id above 65535 (only "." and [UNK] are below)
+    doc_ids = np.concatenate([tok.encode(d.text) for d in planted.docs])
+    assert (doc_ids[doc_ids > 1] >= 70_000).all() and (doc_ids >= 70_000).mean() > 0.8
+    assert n_spans >= 6
+
+
+def test_a_u32_shard_is_refused_by_the_engines_builder_below_its_memory(u32_index,
+                                                                        tmp_path):
+    import shutil
+
+    out, _, _ = u32_index
+    copy = tmp_path / "u32"
+    shutil.copytree(out, copy)
+    shard = next(copy.glob("shard-*"))
+    with pytest.raises(SpanIndexError, match=r"a u32 shard .* needs mem_gb >= 34.*builder "
+                                             r"'copyprobe'"):
+        build_shard(shard, mem_gb=2, builder="engine")
 
 
 def test_units_and_tokenizers_must_fit(corpus, gguf, tmp_path):
