@@ -579,7 +579,8 @@ def _read_to_end(r: urllib3.BaseHTTPResponse, chunks: Iterator[bytes]) -> None:
     """The rest of a stream the relay ended at the upstream's ``[DONE]`` (normally only the
     chunked body's terminator), read from ``chunks`` (the body's iterator, left suspended
     there) so that its connection goes back to the pool clean; one that sends more, or
-    breaks, is left unread (its connection is then closed, not pooled). Without it the
+    breaks, is left unread (its connection is then closed, not pooled; one that never ends
+    its body holds this handler until ``upstream_timeout``). Without it the
     connection was pooled with the terminator unread (the next answer on it began
     ``0\\r\\n``: a 502) or, until the iterator was collected, with its response still
     open (``ResponseNotReady``: a 502)."""
