@@ -38,6 +38,13 @@ each, through the proxy at concurrency 32):
       per chunk, stream: p50 88 us, p99 4.1 ms, p99.9 7.9 ms
       per chunk, relay: p50 125 us, p99 4.2 ms, p99.9 8.0 ms
       proxy: 48.7 req/s without, 8.1 req/s with the output check
+    python benchmarks/span_guard.py                 (main, then this branch, twice, alternating;
+                                                     load 18-29 from other jobs)
+      main:   relay p50 39 / 41 us; proxy 18.9 / 20.5 req/s without, 11.2 / 13.8 with the check
+      branch: relay p50 30 / 28 us; proxy 19.0 / 19.0 req/s without, 10.1 / 12.2 with;
+              CPU per request (2nd run): proxy 8.4 ms without, 39.1 ms with the check,
+              upstream 7.6 / 7.2 ms, client 5.0 / 6.1 ms
+      (at such load requests/s are noise; the CPU per request is the figure to compare)
 
 So the issue's 1 ms p99 per chunk holds with the prefilter (the default for an index of at
 most 4 million windows) and not without it: an engine query costs about 80 us at the median,
