@@ -4,8 +4,9 @@ a fixed latency. No threads, minimal parsing, so that the client is what gets me
 
 A request with ``"stream": true`` is answered with server-sent events (chunked): a role
 chunk, the answer in deltas of ``--chunk-chars`` characters (``--chunk-delay`` seconds apart),
-a chunk with ``finish_reason: "stop"``, then ``data: [DONE]``. ``--answer`` (or
-``--answer-file``) sets the answer text of both kinds (default ``"echo"``).
+a chunk with ``finish_reason: "stop"``, then ``data: [DONE]`` (and, ``--tail-delay`` seconds
+later, the chunked body's terminator: what a server that ends its stream late sends).
+``--answer`` (or ``--answer-file``) sets the answer text of both kinds (default ``"echo"``).
 
     python benchmarks/loopback_server.py --latency 0.2     (prints the base URL)
 """
@@ -51,7 +52,8 @@ def stream_chunks(answer: str, chunk_chars: int) -> list[bytes]:
 
 
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 latency: float, answer: str, chunk_chars: int, chunk_delay: float) -> None:
+                 latency: float, answer: str, chunk_chars: int, chunk_delay: float,
+                 tail_delay: float = 0.0) -> None:
     plain = response(answer)
     try:
         while True:
@@ -63,7 +65,13 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             body = await reader.readexactly(length) if length else b""
             await asyncio.sleep(latency)
             if b'"stream"' in body and json.loads(body).get("stream"):
-                for part in stream_chunks(answer, chunk_chars):
+                parts = stream_chunks(answer, chunk_chars)
+                if tail_delay:  # the terminator (b"0\r\n\r\n") on its own, later
+                    parts[-1:] = [parts[-1][:-5], None, parts[-1][-5:]]
+                for part in parts:
+                    if part is None:
+                        await asyncio.sleep(tail_delay)
+                        continue
                     writer.write(part)
                     await writer.drain()
                     if chunk_delay:
@@ -78,9 +86,10 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 async def main(latency: float, port: int, answer: str = "echo", chunk_chars: int = 4,
-               chunk_delay: float = 0.0) -> None:
+               chunk_delay: float = 0.0, tail_delay: float = 0.0) -> None:
     server = await asyncio.start_server(
-        lambda r, w: handle(r, w, latency, answer, chunk_chars, chunk_delay), "127.0.0.1", port)
+        lambda r, w: handle(r, w, latency, answer, chunk_chars, chunk_delay, tail_delay),
+        "127.0.0.1", port)
     print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
     async with server:
         await server.serve_forever()
@@ -96,7 +105,10 @@ if __name__ == "__main__":
                     help="characters per streamed delta")
     ap.add_argument("--chunk-delay", type=float, default=0.0,
                     help="seconds between streamed deltas")
+    ap.add_argument("--tail-delay", type=float, default=0.0,
+                    help="seconds between a stream's [DONE] and the end of its body")
     args = ap.parse_args()
     text = (Path(args.answer_file).read_text(encoding="utf-8") if args.answer_file
             else args.answer)
-    asyncio.run(main(args.latency, args.port, text, args.chunk_chars, args.chunk_delay))
+    asyncio.run(main(args.latency, args.port, text, args.chunk_chars, args.chunk_delay,
+                     args.tail_delay))

@@ -38,6 +38,13 @@ each, through the proxy at concurrency 32):
       per chunk, stream: p50 88 us, p99 4.1 ms, p99.9 7.9 ms
       per chunk, relay: p50 125 us, p99 4.2 ms, p99.9 8.0 ms
       proxy: 48.7 req/s without, 8.1 req/s with the output check
+    python benchmarks/span_guard.py                 (main, then this branch, twice, alternating;
+                                                     load 18-29 from other jobs)
+      main:   relay p50 39 / 41 us; proxy 18.9 / 20.5 req/s without, 11.2 / 13.8 with the check
+      branch: relay p50 30 / 28 us; proxy 19.0 / 19.0 req/s without, 10.1 / 12.2 with;
+              CPU per request (2nd run): proxy 8.4 ms without, 39.1 ms with the check,
+              upstream 7.6 / 7.2 ms, client 5.0 / 6.1 ms
+      (at such load requests/s are noise; the CPU per request is the figure to compare)
 
 So the issue's 1 ms p99 per chunk holds with the prefilter (the default for an index of at
 most 4 million windows) and not without it: an engine query costs about 80 us at the median,
@@ -48,13 +55,36 @@ per second it serves without it: the relay's CPU, about 60 us a chunk (525 a str
 under the GIL by the proxy's 32 threads, beside the relaying itself. The runs' "without"
 figures differ by the machine's load (31.8, 48.7, 62.4 req/s).
 
-Not understood yet: alone on the machine the proxy serves 62-81 req/s without the check and
-12.6-15 with it, a drop of 4-6x, while the relay's own CPU per stream is only about 21 ms
-(``StreamRelay.feed`` over the 525 events of one answer, profiled: JSON parse and dump,
-incremental tokenizing, the window matcher), which would allow some 47 streams a second on
-one core. Writing each read's released events in one chunk instead of one chunk per event
-changed nothing (12.6 req/s). Where the rest goes (GIL hand-offs between the 32 handler
-threads, the hold-back's delayed writes) is to be profiled in the proxy process itself.
+Why the check costs the proxy 4-6x its throughput (profiled 2026-12-01 in the proxy process
+itself: py-spy 0.4.3 ``record --gil --nonblocking`` and the CPU time of each process from
+/proc, the benchmark's proxy, upstream and client; the VM at load 7-30 from other jobs): it is
+the Python work per streamed event, all under the proxy's one GIL; no bug limits it.
+
+* The proxy's CPU per streamed request is 7.3 ms without the check and 42-47 ms with it
+  (before the change below), at concurrency 1 and 32 alike (43 and 44 ms): it is paid per
+  event, not in contention between the 32 handler threads (the relay in 32 threads, each
+  releasing the GIL after every event, costs 7-20% more CPU per stream than in one).
+* Where it goes (py-spy --gil, concurrency 1, samples holding the GIL): StreamRelay.feed 51%
+  (json.loads 11%, the check itself, OutputStream.feed, 9%, the tokenizer 4%, json.dumps 5%,
+  the rest the relay's own Python), writing the rewritten events 20%, urllib3's chunk reads
+  11%. StreamRelay.feed costs about 20 ms a stream in the proxy against 11-13 ms (525
+  events, best of 30) in a tight loop: a loop's figure (as the first profile's 21 ms) is a
+  hot-cache lower bound; in the proxy two syscalls and other threads run between two events.
+* So one proxy process serves at most 1 / (CPU per request): 21-24 req/s with the check, on
+  any number of cores; on this 2-core VM the client (aiohttp, 6-10 ms a request) and the
+  upstream (7-8 ms) share the two cores with it, and 13-15 req/s is about 60% of that.
+  Without the check, 62-80 req/s is bounded by the client and upstream.
+* Not the cause: the upstream (7-8 ms CPU a request either way); index opening or tokenizer
+  loading (the OutputGuard and its index are built once at start; the profile shows neither);
+  a lock on the shared index (the mmap search is lock-free; no lock waits in the profile).
+* Found on the way: a passed stream's upstream connection went back to the pool with its
+  chunked terminator unread (the relay stops at ``[DONE]``); the next answer on it could be a
+  502 (seen under py-spy as ``ResponseNotReady``). The proxy now reads the body to its end.
+* Reduced: the relay's Python per event (one data line parsed without splitting, one JSON
+  encoder, no per-event dict comprehensions): the relay loop 13.3 -> 10.6 ms a stream, the
+  proxy's CPU per request 46.9 / 46.2 -> 36.1 / 37.3 ms (old / new interleaved, load 26-32).
+  What is left is the JSON parse and dump of each event (about 10 us), the tokenizer (3-5 us
+  a word) and the writes; past that, several proxy processes (one GIL each) would scale it.
 """
 
 from __future__ import annotations
@@ -221,6 +251,15 @@ async def _run(url: str, requests: int, concurrency: int) -> tuple[float, list[f
         return time.perf_counter() - t0, latencies
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux /proc; NaN elsewhere)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _start(cmd: list[str], log: Path) -> tuple[subprocess.Popen, str]:
     out = log.open("w+")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=out,
@@ -258,8 +297,15 @@ def proxy_throughput(index_dir: Path | None, answer: str, work: Path, *, request
         cmd += ["--span-index", str(index_dir)]
     proxy, url = _start(cmd, work / f"proxy-{bool(index_dir)}.log")
     try:
+        before = (_cpu_s(proxy.pid), _cpu_s(upstream.pid), time.process_time())
         wall, lat = asyncio.run(_run(url, requests, concurrency))
-        return {"rps": requests / wall, "p50": statistics.median(lat), "p95": pct(lat, 0.95)}
+        after = (_cpu_s(proxy.pid), _cpu_s(upstream.pid), time.process_time())
+        # CPU per request of each process (over the warm-up's requests too)
+        n = requests + concurrency
+        cpu = {k: (b - a) / n for k, a, b in zip(("proxy", "upstream", "client"), before,
+                                                 after)}
+        return {"rps": requests / wall, "p50": statistics.median(lat), "p95": pct(lat, 0.95),
+                "cpu": cpu}
     finally:
         proxy.terminate()
         proxy.wait(timeout=20)
@@ -290,7 +336,8 @@ def measure(*, corpus_mb: float = 5.0, n_answers: int = 50, requests: int = 400,
         r = proxy_throughput(idx, clean, work, requests=requests, concurrency=concurrency,
                              min_words=min_words, prefilter=prefilter)
         lines.append(f"  {label}: {r['rps']:.1f} req/s, latency p50 {r['p50'] * 1000:.0f} ms, "
-                     f"p95 {r['p95'] * 1000:.0f} ms")
+                     f"p95 {r['p95'] * 1000:.0f} ms; CPU per request: "
+                     + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r["cpu"].items()))
     lines.append(f"prefilter: {'off' if prefilter is False else 'auto'}; {os.cpu_count()} "
                  f"cores on this machine, load average {os.getloadavg()[0]:.1f}")
     return lines

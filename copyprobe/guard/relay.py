@@ -38,8 +38,12 @@ from copyprobe.guard.output import OutputFinding, OutputGuard, OutputStream
 CONTENT_FILTER = "content_filter"
 
 
+#: one encoder for every event (``json.dumps`` with options builds one per call)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _json(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _ENCODE(obj).encode("utf-8")
 
 
 def copyguard_info(finding: OutputFinding, guard: OutputGuard,
@@ -90,20 +94,24 @@ class StreamRelay:
         self.stopped = False       # some choice was stopped by the guard
         self.done = False
         self.findings: dict[int, OutputFinding] = {}
-        self._base: dict[str, Any] = {}
+        self._last: dict[str, Any] = {}   # the last chat chunk (the guard's chunks copy it)
 
     # -- events --------------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[bytes]:
         out: list[bytes] = []
         if self.done:
             return out
-        self.buf = (self.buf + data).replace(b"\r\n", b"\n")
+        buf = self.buf + data if self.buf else data
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n")
+        at = 0
         while not self.done:
-            cut = self.buf.find(b"\n\n")
+            cut = buf.find(b"\n\n", at)
             if cut < 0:
                 break
-            event, self.buf = self.buf[:cut + 2], self.buf[cut + 2:]
-            out.extend(self._event(event))
+            out.extend(self._event(buf[at:cut + 2]))
+            at = cut + 2
+        self.buf = buf[at:] if at else buf
         return out
 
     def finish(self) -> list[bytes]:
@@ -117,12 +125,19 @@ class StreamRelay:
             self.done = True
         return out
 
-    def _event(self, raw: bytes) -> list[bytes]:
+    @staticmethod
+    def _payload(raw: bytes) -> str | None:
+        """The event's data (its ``data:`` lines joined), None if it has none."""
+        if raw.startswith(b"data: ") and raw.find(b"\n", 6) == len(raw) - 2:
+            return raw[6:-2].decode("utf-8", errors="replace")  # one data line: most events
         lines = raw.decode("utf-8", errors="replace").split("\n")
         data = [ln[5:].removeprefix(" ") for ln in lines if ln.startswith("data:")]
-        if not data:
+        return "\n".join(data) if data else None
+
+    def _event(self, raw: bytes) -> list[bytes]:
+        payload = self._payload(raw)
+        if payload is None:
             return [raw] if raw.strip() else []
-        payload = "\n".join(data)
         if payload.strip() == "[DONE]":
             out = self._close_open()
             self.done = True
@@ -134,8 +149,7 @@ class StreamRelay:
         if not isinstance(obj, dict) or not isinstance(obj.get("choices"), list) \
                 or not obj["choices"]:
             return [raw]  # an error, a usage-only chunk, ...
-        self._base = {k: obj[k] for k in ("id", "object", "created", "model",
-                                          "system_fingerprint") if k in obj}
+        self._last = obj
         out: list[bytes] = []
         kept = []
         for choice in obj["choices"]:
@@ -157,17 +171,20 @@ class StreamRelay:
             self.done = True
         return events
 
-    def _stream(self, idx: int) -> OutputStream:
-        if idx not in self.streams:
-            self.streams[idx] = self.guard.stream()
-        return self.streams[idx]
+    @property
+    def _base(self) -> dict[str, Any]:
+        """The fields of the guard's own chunks taken from the upstream's last one."""
+        return {k: self._last[k] for k in ("id", "object", "created", "model",
+                                           "system_fingerprint") if k in self._last}
 
     def _choice(self, idx: int, choice: dict[str, Any]
                 ) -> tuple[dict[str, Any] | None, bytes | None]:
         """The choice as sent on (None: nothing to send) and the guard's last chunk of it
         (None: not stopped)."""
-        stream = self._stream(idx)
-        delta = dict(choice.get("delta") or {})
+        stream = self.streams.get(idx)
+        if stream is None:
+            stream = self.streams[idx] = self.guard.stream()
+        delta = dict(choice.get("delta") or ())
         content = delta.get("content")
         release, finding = "", None
         if isinstance(content, str) and content:
@@ -192,10 +209,9 @@ class StreamRelay:
         if drop_finish:
             delta = {k: v for k, v in delta.items() if k != "content"}
             choice = {**choice, "finish_reason": None}
-        others = {k: v for k, v in delta.items() if k != "content"}
-        if not release and not others and choice.get("finish_reason") is None:
-            return None
         if not release:
+            if len(delta) <= ("content" in delta) and choice.get("finish_reason") is None:
+                return None  # nothing but held-back content
             delta.pop("content", None)
         return {**choice, "delta": delta}
 

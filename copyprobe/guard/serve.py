@@ -526,6 +526,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         r = self.server.upstream.request("POST", "/chat/completions", body, stream=True)
         output = self.server.guard.component(OUTPUT)
         relay = StreamRelay(output, n) if output is not None else None
+        chunks: Iterator[bytes] | None = None
         try:
             if r.status != 200:  # the upstream's error, as it sent it
                 data = r.read()
@@ -561,9 +562,36 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 out["error"] = error
             return out
         finally:
-            if relay is not None and relay.stopped:
-                r.close()  # the rest of the answer is not wanted: the upstream may stop
+            if relay is not None and relay.done and not relay.stopped and chunks is not None:
+                _read_to_end(r, chunks)  # after its [DONE]: normally the terminator alone
+            if not r.closed:
+                # the rest of the answer is not wanted (the guard stopped it, the client went
+                # away): the upstream may stop, and the connection is not pooled half-read
+                r.close()
             r.release_conn()
+
+
+#: bytes an upstream may send after its ``[DONE]`` before its connection is closed instead
+_TAIL_BYTES = 65536
+
+
+def _read_to_end(r: urllib3.BaseHTTPResponse, chunks: Iterator[bytes]) -> None:
+    """The rest of a stream the relay ended at the upstream's ``[DONE]`` (normally only the
+    chunked body's terminator), read from ``chunks`` (the body's iterator, left suspended
+    there) so that its connection goes back to the pool clean; one that sends more, or
+    breaks, is left unread (its connection is then closed, not pooled; one that never ends
+    its body holds this handler until ``upstream_timeout``). Without it the
+    connection was pooled with the terminator unread (the next answer on it began
+    ``0\\r\\n``: a 502) or, until the iterator was collected, with its response still
+    open (``ResponseNotReady``: a 502)."""
+    left = _TAIL_BYTES
+    try:
+        for data in chunks:
+            left -= len(data)
+            if left < 0:
+                return  # the caller closes it
+    except (urllib3.exceptions.HTTPError, OSError):
+        pass
 
 
 def make_server(settings: ProxySettings, guard: Guard | None = None) -> GuardProxy:

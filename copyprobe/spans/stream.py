@@ -75,11 +75,11 @@ class StreamTokens:
             return 0
         toks = self._tokenize(seg)
         base = self.done
-        self.tokens.extend(toks.tokens)
-        self.starts.extend(s + base for s in toks.starts)
-        self.ends.extend(e + base for e in toks.ends)
+        self.tokens += toks.tokens
+        self.starts += [s + base for s in toks.starts]
+        self.ends += [e + base for e in toks.ends]
         self.done = end
-        return len(toks)
+        return len(toks.tokens)
 
     def feed(self, delta: str) -> int:
         """Append ``delta``; the number of words it completed."""
@@ -194,14 +194,15 @@ class WindowMatcher:
         return self.words.text
 
     def _scan(self) -> StreamHit | None:
-        w, L = self.words, self.min_words
-        while self.hit is None and self.checked < len(w):
+        tokens, L, wf = self.words.tokens, self.min_words, self.window_filter
+        n = len(tokens)
+        while self.hit is None and self.checked < n:
             t = self.checked
             self.checked += 1
             if t < L - 1:
                 continue
-            window = w.tokens[t - L + 1:t + 1]
-            if self.window_filter is not None and window not in self.window_filter:
+            window = tokens[t - L + 1:t + 1]
+            if wf is not None and window not in wf:
                 continue
             if self.index.count(window):
                 self.hit = self._hit(t - L + 1, t + 1)
@@ -240,8 +241,9 @@ class WindowMatcher:
             return self.hit.span.char_start
         if w.finished:
             return len(self.text)
-        k = max(0, len(w) - self.min_words + 1)
-        return w.starts[k] if k < len(w) else w.done
+        n = len(w.tokens)
+        k = max(0, n - self.min_words + 1)
+        return w.starts[k] if k < n else w.done
 
     def extend(self) -> Span | None:
         """The hit's span extended over the complete words held after it (``find_spans`` from

@@ -416,23 +416,37 @@ def test_non_streaming_answers_are_rewritten_per_choice():
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def reciting_upstream(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """benchmarks/loopback_server.py (its own process, 127.0.0.1) answering every request with
-    ANSWER, streamed in deltas of 4 characters."""
+def _loopback(tmp_path_factory: pytest.TempPathFactory, answer: str, *args: str) -> Any:
     import subprocess
     import sys
 
-    answer = tmp_path_factory.mktemp("upstream") / "answer.txt"
-    answer.write_text(ANSWER, encoding="utf-8")
+    path = tmp_path_factory.mktemp("upstream") / "answer.txt"
+    path.write_text(answer, encoding="utf-8")
     proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "loopback_server.py"),
-                             "--latency", "0", "--answer-file", str(answer),
-                             "--chunk-chars", "4"], stdout=subprocess.PIPE, text=True)
+                             "--latency", "0", "--answer-file", str(path),
+                             "--chunk-chars", "4", *args], stdout=subprocess.PIPE, text=True)
     try:
         yield proc.stdout.readline().strip()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def reciting_upstream(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """benchmarks/loopback_server.py (its own process, 127.0.0.1) answering every request with
+    ANSWER, streamed in deltas of 4 characters."""
+    yield from _loopback(tmp_path_factory, ANSWER)
+
+
+CLEAN = "Nothing protected here, " + " ".join(_words(30)) + "."
+
+
+@pytest.fixture(scope="module")
+def late_ending_upstream(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The loopback server streaming CLEAN, whose chunked body ends 0.3 s after its
+    ``[DONE]``."""
+    yield from _loopback(tmp_path_factory, CLEAN, "--tail-delay", "0.3")
 
 
 @pytest.fixture
@@ -443,9 +457,9 @@ def output_proxy(reciting_upstream: str, tmp_path: Path) -> Any:
 
     made = []
 
-    def make(action: str) -> str:
+    def make(action: str, upstream: str = reciting_upstream) -> str:
         block = {"input": False, "output": {"min_words": L, "action": action}}
-        settings = ProxySettings(upstream=reciting_upstream, guard=block, port=0,
+        settings = ProxySettings(upstream=upstream, guard=block, port=0,
                                  cache_dir=str(tmp_path / "guard"))
         guard = Guard(block, components={"output": OutputGuard(INDEX, min_words=L,
                                                                action=action)}).build()
@@ -507,6 +521,19 @@ def test_proxy_stream_reciting_a_protected_passage_ends_with_content_filter(outp
     said = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert BEFORE.startswith(said[:len(said) - len(chunks[-1].choices[0].delta.content)])
     assert chunks[-1].choices[0].delta.content.startswith("I can't provide this answer")
+
+
+def test_a_passed_stream_is_read_to_its_end_before_its_connection_is_reused(
+        output_proxy: Any, late_ending_upstream: str):
+    # the relay ends the client's stream at the upstream's [DONE]; the proxy then reads the
+    # upstream's body to its end, so the pooled connection is clean for the next request
+    # (it used to be pooled with the terminator unread: the next answer began "0\r\n" and
+    # was a 502, or, under load, the still-open response gave ResponseNotReady)
+    url = output_proxy("truncate", late_ending_upstream)
+    for _ in range(2):
+        status, _, raw = _post(url, {**REQUEST, "stream": True})
+        assert status == 200, raw
+        assert _parse(raw)[0] == {0: CLEAN} and raw.endswith(b"data: [DONE]\n\n")
 
 
 def test_proxy_non_streaming_block(output_proxy: Any):
