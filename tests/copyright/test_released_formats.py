@@ -281,3 +281,27 @@ def test_cli_scores_the_authors_json_with_every_metric(release, tmp_path):
     para = back[1]["responses"][2]
     assert para["BERTScore_F1"] == pytest.approx(1.0, abs=1e-4) and "ROUGE-L" not in para
     assert back[0]["responses"][3]["Cosine_Similarity"] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_judge_runs_as_configured(release, tmp_path, capsys, fault_server):
+    """--judge: the model entry's judge (an OpenAI-compatible server here) sees every generated
+    response, never a failed one; its verdict fills refused (this server echoes, so its
+    answers are unparseable: never counted as either)."""
+    import yaml
+
+    root, samples = release
+    path = tmp_path / "responses.json"
+    path.write_text(json.dumps(_responses(samples[:2])), encoding="utf-8")
+    judge = tmp_path / "judge.yaml"
+    judge.write_text(yaml.safe_dump({"judge": {
+        "backend": "openai", "model_id": "judge-model", "base_url": fault_server.base_url,
+        "api_key_env": "COPYPROBE_TEST_JUDGE_KEY", "api_key_optional": True,
+        "request_timeout": 5, "requests": {"max_attempts": 1}}}), encoding="utf-8")
+    out = tmp_path / "scored.parquet"
+    summary = _run(capsys, "copyright-score", str(path), "--out", str(out), "--metrics",
+                   "rouge-l", "--judge", str(judge), "--cache-dir", str(tmp_path / "cache"))
+    # 8 responses, 3 distinct texts: the same judge prompt is one call
+    assert fault_server.total_requests == 3 and summary["judge"]["failed"] == 0
+    df = read_table(out, SCORED_RUN)
+    assert set(df["judge_status"]) == {"ok"} and set(df["refusal_judge"]) == {"unparseable"}
+    assert df["refused"].isna().all() and summary["refused_by_judge"] == 0
