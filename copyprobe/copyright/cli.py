@@ -47,7 +47,7 @@ def load_materials(materials: str | Path, notices: str | None = None
     elif path.is_dir():
         spec = {"kind": "copyright_dataset", "path": str(path.resolve())}
     else:
-        raise SystemExit(f"copyprobe: {path}: no such folder or file")
+        raise SystemExit(f"copyprobe: {path}: no such folder or corpus file (nor dataset JSON)")
     if notices:
         spec["notices"] = str(Path(notices).resolve())
     result = build_source("materials", spec).load("materials")
