@@ -171,7 +171,7 @@ class CopyrightJson(Source):
         folder = rel.split("/", 1)[0] if "/" in rel else ""
         category = folder[: -len(CATEGORY_SUFFIX)] if folder.endswith(CATEGORY_SUFFIX) else ""
         stem = PurePosixPath(rel).stem
-        stem = stem[: -len("_text")] if stem.endswith("_text") else stem
+        stem = stem.removesuffix("_text")
         found = best_notice([n for _, n in find_notices(notice)]) if notice else None
         prov: dict[str, Any] = {
             "file": rel, "dataset_json": str(self.path), "index": index,
