@@ -305,3 +305,25 @@ def test_judge_runs_as_configured(release, tmp_path, capsys, fault_server):
     df = read_table(out, SCORED_RUN)
     assert set(df["judge_status"]) == {"ok"} and set(df["refusal_judge"]) == {"unparseable"}
     assert df["refused"].isna().all() and summary["refused_by_judge"] == 0
+
+
+def test_config_takes_images_released(release, tmp_path):
+    from copyprobe.config import ConfigError, validate_config
+
+    root, _ = release
+    model = {"backend": "openai", "studies": ["copyright"], "model_id": "m", "api_key_env": "K"}
+
+    def config(**bench) -> dict:
+        return {"sources": {"cg": {"kind": "copyright_json",
+                                   "path": str(root / "dataset" / "data.json")}},
+                "copyright": {"benchmarks": {"b": {"materials": ["cg"], **bench}}},
+                "models": {"m": dict(model)}}
+
+    out = validate_config(config(images="released", released_images={"path": str(root)}))
+    assert out["copyright"]["benchmarks"]["b"]["released_images"]["on_error"] == "raise"
+    with pytest.raises(ConfigError, match=r"released_images.path': no such folder"):
+        validate_config(config(images="released", released_images={"path": str(tmp_path / "x")}))
+    with pytest.raises(ConfigError, match=r"released_images': set, but images is not"):
+        validate_config(config(released_images={"path": str(root)}))
+    with pytest.raises(ConfigError, match=r"images"):
+        validate_config(config(images="rendered"))
