@@ -75,10 +75,11 @@ def image_names(category: str, text_file: str) -> list[str]:
 
 def images_root(path: Path) -> Path:
     """The folder holding the ``*_copyright_images`` folders: ``path/dataset`` or ``path``."""
-    for cand in (path / "dataset", path):
-        if cand.is_dir() and any(p.is_dir() and p.name.endswith(IMAGES_SUFFIX)
-                                 for p in cand.iterdir()):
-            return cand
+    from copyprobe.sources.materials.dataset import layout_root
+
+    root = layout_root(path, IMAGES_SUFFIX)
+    if root is not None:
+        return root
     raise ReleasedImagesError(f"images: released: {path} holds no <category>{IMAGES_SUFFIX} "
                               f"folder (nor does {path / 'dataset'}); expected the released "
                               f"layout dataset/{{book,code,lyrics,news}}{IMAGES_SUFFIX}/"

@@ -45,6 +45,7 @@ from copyprobe.sources.materials.common import (
     int_param,
     readable_title,
     resolve_path,
+    str_param,
     word_count,
 )
 from copyprobe.sources.materials.dataset import CATEGORY_SUFFIX
@@ -128,11 +129,7 @@ class CopyrightJson(Source):
         root = params.get("root")
         self.root_param = None if root is None else resolve_path(KIND, root, "root")
         self.min_words = int_param(KIND, params, "min_words", 1, 0)
-        on_error = params.get("on_error", "raise")
-        if on_error not in ("raise", "skip"):
-            raise SourceError(f"source {KIND}: param 'on_error' = {on_error!r} must be 'raise' "
-                              "or 'skip'")
-        self.on_error: str = on_error
+        self.on_error = str_param(KIND, params, "on_error", "raise", ("raise", "skip"))
 
     @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
