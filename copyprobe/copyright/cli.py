@@ -231,6 +231,25 @@ def _score_inputs(args: argparse.Namespace) -> tuple[object, str, dict]:
     return resp, model, {**params, "source": source}
 
 
+def _scoring_config(args: argparse.Namespace) -> tuple[dict, dict | None, int, str]:
+    """The metrics spec, judge entry (None: rule detector only), judge word limit and cache
+    folder: the flags, else ``--config``'s copyright block and cache_dir, else the defaults."""
+    metrics: dict = {}
+    judge = None
+    max_words, cache_dir = 400, ".cache/copyprobe"
+    if args.config:
+        from copyprobe.config import load_config
+
+        cfg = load_config(args.config)
+        block = cfg["copyright"]
+        metrics, judge = dict(block["metrics"]), block["judge"]
+        max_words, cache_dir = block["judge_max_words"], cfg["cache_dir"]
+    if args.judge:
+        judge = _model_entry(args.judge)
+    return (metrics, judge, args.judge_max_words or max_words,
+            args.cache_dir or cache_dir)
+
+
 def cmd_copyright_score(args: argparse.Namespace) -> dict:
     from copyprobe.artifacts import provenance, write_table
     from copyprobe.copyright.metrics.rouge import RougeL
@@ -244,7 +263,8 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
     from copyprobe.extras import require
 
     resp, model, params = _score_inputs(args)
-    settings = metric_settings({})
+    metrics_spec, judge, max_words, cache_dir = _scoring_config(args)
+    settings = metric_settings(metrics_spec)
     used: dict = {"rouge_l": RougeL.settings()}
 
     def bertscore():
@@ -267,12 +287,12 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
 
     gens = resp.generations
     judge_summary: dict = {}
-    if args.judge:
+    if judge is not None:
         from copyprobe.copyright.refusal import judge_responses
 
         verdicts = judge_responses(
             gens.assign(response=gens["text"].where(gens["status"] == "ok", None)),
-            _model_entry(args.judge), args.cache_dir, max_tokens=args.judge_max_words)
+            judge, cache_dir, max_tokens=max_words)
         judge_summary = verdicts.attrs.get("summary", {})
     else:
         verdicts = rule_only_verdicts(gens)
@@ -281,8 +301,10 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
                          bertscore=_NotScored() if rouge_only else bertscore,
                          embedder=_NotScored() if rouge_only else embedder,
                          source=params["source"])
-    params = {**params, "model": model, "metrics": args.metrics, "judge": args.judge,
-              "judge_max_words": args.judge_max_words, "format": args.format}
+    params = {**params, "model": model, "metrics": args.metrics, "config": args.config,
+              "judge": None if judge is None else {k: v for k, v in judge.items()
+                                                   if k != "api_key"},
+              "judge_max_words": max_words, "format": args.format}
     if args.format == "authors":
         if resp.samples is None and args.generations is not None:
             raise SystemExit("copyprobe: --format authors writes a responses file's scores "
@@ -305,7 +327,7 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
     if args.generations is None:
         out["forms"] = dict(Counter(df["notice_form"]))
         out["form_basis"] = resp.form_basis
-    if args.judge:
+    if judge is not None:
         out["refused_by_judge"] = int(df["refused"].fillna(False).astype(bool).sum())
         out["judge"] = judge_summary
     if args.format == "authors":
@@ -314,6 +336,8 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    from copyprobe.copyright.notices import NOTICE_FORMS
+
     m = sub.add_parser("copyright-manifest",
                        help="build the copyright benchmark's manifest (one row per material, "
                             "notice form, task and query)",
@@ -407,21 +431,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--materials", help="the materials of a responses file: a released folder, "
                                        "dataset JSON or corpus Parquet file (default for the "
                                        "authors' JSON: its own samples' text)")
-    s.add_argument("--form", choices=["none", "text_generic", "text_original", "image_generic",
-                                      "image_original"],
+    s.add_argument("--form", choices=list(NOTICE_FORMS),
                    help="the notice form of an authors' responses JSON (their script runs one "
                         "per file; default: read from the queries' notice prefix)")
     s.add_argument("--model", help="the model's name (default: the input's model column when "
                                    "it holds one, else the file's stem)")
     s.add_argument("--metrics", choices=["all", "rouge-l"], default="all",
                    help="rouge-l: score repetition and extraction only (the core install)")
+    s.add_argument("--config", metavar="CONFIG.yaml",
+                   help="a workflow config: its copyright.metrics, copyright.judge, "
+                        "judge_max_words and cache_dir are used (the flags below win)")
     s.add_argument("--judge", metavar="MODEL.yaml",
                    help="a YAML file with the refusal judge's model entry (as the config's "
-                        "copyright.judge); without it the rule detector only")
-    s.add_argument("--judge-max-words", type=int, default=400,
-                   help="the judge sees each response cut to this many words")
-    s.add_argument("--cache-dir", default=".cache/copyprobe",
-                   help="where the judge's calls are cached")
+                        "copyright.judge); without it or --config's judge: the rule detector "
+                        "only")
+    s.add_argument("--judge-max-words", type=int,
+                   help="the judge sees each response cut to this many words (default 400, "
+                        "or --config's copyright.judge_max_words)")
+    s.add_argument("--cache-dir",
+                   help="where the judge's calls are cached (default .cache/copyprobe, or "
+                        "--config's cache_dir)")
     s.add_argument("--format", choices=["table", "authors"], default="table",
                    help="authors: write the authors' JSON with per-response scores added "
                         "(their metric names) instead of the scored table")

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from copyprobe.artifacts import read_table
+from copyprobe.artifacts import read_meta, read_table
 from copyprobe.cli import main
 from copyprobe.copyright.benchmark import build_benchmark
 from copyprobe.copyright.manifest import ManifestError
@@ -292,11 +292,11 @@ def test_judge_runs_as_configured(release, tmp_path, capsys, fault_server):
     _, samples = release
     path = tmp_path / "responses.json"
     path.write_text(json.dumps(_responses(samples[:2])), encoding="utf-8")
+    entry = {"backend": "openai", "model_id": "judge-model", "base_url": fault_server.base_url,
+             "api_key_env": "COPYPROBE_TEST_JUDGE_KEY", "api_key_optional": True,
+             "request_timeout": 5, "requests": {"max_attempts": 1}}
     judge = tmp_path / "judge.yaml"
-    judge.write_text(yaml.safe_dump({"judge": {
-        "backend": "openai", "model_id": "judge-model", "base_url": fault_server.base_url,
-        "api_key_env": "COPYPROBE_TEST_JUDGE_KEY", "api_key_optional": True,
-        "request_timeout": 5, "requests": {"max_attempts": 1}}}), encoding="utf-8")
+    judge.write_text(yaml.safe_dump({"judge": entry}), encoding="utf-8")
     out = tmp_path / "scored.parquet"
     summary = _run(capsys, "copyright-score", str(path), "--out", str(out), "--metrics",
                    "rouge-l", "--judge", str(judge), "--cache-dir", str(tmp_path / "cache"))
@@ -305,6 +305,18 @@ def test_judge_runs_as_configured(release, tmp_path, capsys, fault_server):
     df = read_table(out, SCORED_RUN)
     assert set(df["judge_status"]) == {"ok"} and set(df["refusal_judge"]) == {"unparseable"}
     assert df["refused"].isna().all() and summary["refused_by_judge"] == 0
+
+    # the judge as a workflow config has it: its word limit cuts the prompt (a new call each)
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
+    cfg.update(cache_dir=str(tmp_path / "cache2"),
+               copyright={"judge": entry, "judge_max_words": 3})
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    _run(capsys, "copyright-score", str(path), "--out", str(out), "--metrics", "rouge-l",
+         "--config", str(config))
+    assert fault_server.total_requests == 6 and (tmp_path / "cache2").is_dir()
+    assert "[... reply cut here ...]" in fault_server.requests[-1].text
+    assert read_meta(out)["params"]["judge_max_words"] == 3
 
 
 def test_config_takes_images_released(release, tmp_path):
