@@ -107,7 +107,9 @@ def test_dataset_json_reads_materials_with_their_notice(release, tmp_path):
     assert prov["released_root"] == str(root) and prov["released_images"]["2"].endswith(
         "2/Harbour Log _sample_1.png")
 
-    bad = [*samples[:2], {**samples[2], "text": ""}, "not a sample"]
+    bad = [*samples[:2], {**samples[2], "text": ""}, "not a sample",
+           {**samples[1], "txt_file": "dataset/lyrics_copyright/Dance Monkey.txt",
+            "text": "Copyright © 2019 Sony Music Entertainment"}]
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(SourceError, match=rf"{path}, sample 2: key 'text' must be a non-empty"):
@@ -115,10 +117,12 @@ def test_dataset_json_reads_materials_with_their_notice(release, tmp_path):
     src = build_source("m", {"kind": "copyright_json", "path": str(path), "on_error": "skip"})
     result = src.load("m")
     assert len(result.corpus) == 2
-    assert [r.split(", ")[-1] for r in result.skipped["ref"]] == ["sample 2", "sample 3"]
+    assert [r.split(", ")[-1] for r in result.skipped["ref"]] == ["sample 2", "sample 3",
+                                                                   "sample 4"]
+    assert result.skipped["reason"].iloc[2] == "the text is only a copyright line (no material)"
 
 
-def test_released_images_stand_in_for_the_renders(release, tmp_path):
+def test_released_images_stand_in_for_the_renders(release, tmp_path, capsys):
     root, _ = release
     corpus = _corpus({"kind": "copyright_dataset", "path": str(root)})
     spec = {"materials": ["m"], "per_task": 1, "benign": False, "images": "released",
@@ -150,6 +154,13 @@ def test_released_images_stand_in_for_the_renders(release, tmp_path):
                                              "forms": ["image_generic"]},
                                   images_dir=tmp_path / "img", names=["m"])
     assert set(rendered["image_origin"]) == {"rendered"} and set(rendered["image_file"]) == {""}
+    # the same outside the workflow
+    out = tmp_path / "manifest.parquet"
+    summary = _run(capsys, "copyright-manifest", str(root), "--out", str(out),
+                   "--released-images", str(root), "--on-missing-image", "skip")
+    assert summary["materials_without_released_image"] == 1 and summary["images"] == 9
+    assert "Stone Song" in json.loads((tmp_path / "manifest.report.json").read_text())[
+        "materials_without_released_image"][0]["reason"]
 
 
 def _responses(samples: list[dict], form_prefix: str = "") -> list[dict]:

@@ -26,7 +26,8 @@ Params (config keys):
 ``root``      the folder the JSON's relative paths start from (default: the first of the JSON's
               folder and its parents under which the first sample's ``txt_file`` exists, else
               the JSON's folder).
-``min_words`` samples with fewer words are skipped with the reason (default 1).
+``min_words`` samples with fewer words are skipped with the reason (default 1); so is a
+              sample whose text is only a copyright line (two released lyrics files are).
 ``on_error``  "raise" (default): a bad sample stops the run naming the file and its index;
               "skip": it is skipped with the reason.
 """
@@ -49,7 +50,7 @@ from copyprobe.sources.materials.common import (
     word_count,
 )
 from copyprobe.sources.materials.dataset import CATEGORY_SUFFIX
-from copyprobe.sources.materials.rights import best_notice, find_notices
+from copyprobe.sources.materials.rights import best_notice, find_notices, strip_notices
 
 KIND = "copyright_json"
 IMAGE_KEYS = ("img_file_0", "img_file_1", "img_file_2")
@@ -156,6 +157,9 @@ class CopyrightJson(Source):
                 continue
             seen[rel] = i
             doc = self._document(i, sample, rel, root)
+            if not strip_notices(doc.text)[0].strip():  # two released lyrics files are so
+                self.skip(where, "the text is only a copyright line (no material)")
+                continue
             n = word_count(doc.text)
             if n < self.min_words:
                 self.skip(where, f"{n} words, fewer than min_words={self.min_words}")
