@@ -14,6 +14,7 @@ config, run one model of a config on one prompts table, re-score released genera
     copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
     copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
     copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--metrics rouge-l]
+    copyprobe copyright-score RESPONSES --out scored.parquet [--materials M] [--format authors]
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
     copyprobe index build CORPUS... --out DIR [--unit words|whitespace] [--shards N]
     copyprobe index find DIR TEXT [--min-words 8] [--max-docs 5]

@@ -40,12 +40,25 @@ def benchmark_queries(spec: Mapping[str, Any]) -> list[Query]:
 
 def render_settings(spec: Mapping[str, Any]) -> Any:
     """The :class:`~copyprobe.copyright.render.RenderSettings` of a benchmark entry (None when
-    it shows the text instead of images)."""
-    if not spec.get("images", True):
+    it shows the text or the released images instead of renders)."""
+    if not spec.get("images", True) or spec.get("images") == "released":
         return None
     from copyprobe.copyright.render import RenderSettings
 
     return RenderSettings.from_dict(spec.get("render") or {})
+
+
+def released_images(spec: Mapping[str, Any]) -> Any:
+    """The :class:`~copyprobe.copyright.released_images.ReleasedImages` of a benchmark entry
+    with ``images: released`` (from its ``released_images`` entry), else None."""
+    if spec.get("images") != "released":
+        if spec.get("released_images"):
+            raise ValueError("released_images is set but images is not 'released': set "
+                             "images: released to show the released images")
+        return None
+    from copyprobe.copyright.released_images import ReleasedImages
+
+    return ReleasedImages.from_spec(spec.get("released_images"))
 
 
 def materials_table(corpora: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
@@ -66,7 +79,8 @@ def build_benchmark(corpora: Sequence[pd.DataFrame], spec: Mapping[str, Any], *,
     df, report = build_manifest(materials_table(corpora, names), benchmark_queries(spec),
                                 forms=spec.get("forms") or NOTICE_FORMS,
                                 images_dir=images_dir if settings is not None else None,
-                                settings=settings, benign_forms=spec.get("benign_forms"))
+                                settings=settings, benign_forms=spec.get("benign_forms"),
+                                released=released_images(spec))
     report["benign_forms"] = spec.get("benign_forms")
     report["per_task"] = spec.get("per_task")
     report["benign"] = bool(spec.get("benign", True))

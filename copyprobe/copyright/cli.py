@@ -5,10 +5,14 @@
     copyprobe copyright-queries --model-config MODEL.yaml --out seeds.json [--per-task 10]
                                 [--temperature 1.5] [--max-attempts 5] [--cache-dir DIR]
     copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--model M]
-                              [--metrics all|rouge-l]
+                              [--metrics all|rouge-l] [--judge MODEL.yaml]
+    copyprobe copyright-score RESPONSES --out scored.parquet [--materials MATERIALS]
+                              [--form FORM] [--format table|authors] [--judge MODEL.yaml]
 
-MATERIALS is a folder in the released layout (read with the ``copyright_dataset`` source) or
-a corpus Parquet file from any copyright-material source.
+MATERIALS is a folder in the released layout (read with the ``copyright_dataset`` source), the
+released dataset JSON (``copyright_json``) or a corpus Parquet file from any copyright-material
+source. RESPONSES is the authors' responses JSON or a JSONL, CSV or Parquet table of material,
+form, task, query and response (:mod:`copyprobe.copyright.responses`).
 """
 
 from __future__ import annotations
@@ -19,20 +23,33 @@ from pathlib import Path
 
 
 def _materials(args: argparse.Namespace) -> tuple[object, list[dict[str, str]]]:
+    return load_materials(args.materials, getattr(args, "notices", None))
+
+
+def load_materials(materials: str | Path, notices: str | None = None
+                   ) -> tuple[object, list[dict[str, str]]]:
+    """The corpus table of a materials folder (released layout), dataset JSON or corpus
+    Parquet file, and the files its source skipped."""
     from copyprobe.artifacts import CORPUS, read_table
     from copyprobe.sources import build_source
 
-    path = Path(args.materials)
-    if path.is_file():
-        if args.notices:
+    path = Path(materials)
+    if path.is_file() and path.suffix.lower() != ".json":
+        if notices:
             raise SystemExit("copyprobe: --notices applies to a materials folder; a corpus "
                              f"table ({path}) carries its notices in rights_* columns")
         return read_table(path, CORPUS), []
-    if not path.is_dir():
-        raise SystemExit(f"copyprobe: {path}: no such folder or corpus file")
-    spec = {"kind": "copyright_dataset", "path": str(path.resolve())}
-    if args.notices:
-        spec["notices"] = str(Path(args.notices).resolve())
+    if path.is_file():
+        if notices:
+            raise SystemExit("copyprobe: --notices applies to a materials folder; a dataset "
+                             f"JSON ({path}) carries its notices in copyright_text")
+        spec = {"kind": "copyright_json", "path": str(path.resolve())}
+    elif path.is_dir():
+        spec = {"kind": "copyright_dataset", "path": str(path.resolve())}
+    else:
+        raise SystemExit(f"copyprobe: {path}: no such folder or corpus file (nor dataset JSON)")
+    if notices:
+        spec["notices"] = str(Path(notices).resolve())
     result = build_source("materials", spec).load("materials")
     return result.corpus, result.skipped[["ref", "reason"]].to_dict("records")
 
@@ -48,18 +65,26 @@ def cmd_copyright_manifest(args: argparse.Namespace) -> dict:
     if args.benign:
         queries = queries + benign_queries()
     materials, skipped = _materials(args)
-    settings = None
+    settings = released = None
+    if args.released_images and args.images:
+        raise SystemExit("copyprobe: give --images (render) or --released-images, not both")
+    if args.released_images:
+        from copyprobe.copyright.released_images import ReleasedImages
+
+        released = ReleasedImages(args.released_images, args.on_missing_image)
     if args.images:
         from copyprobe.copyright.render import RenderSettings
 
         settings = RenderSettings(**({"overflow": args.overflow} if args.overflow else {}))
-    df, report = build_manifest(materials, queries, images_dir=args.images, settings=settings)
+    df, report = build_manifest(materials, queries, images_dir=args.images, settings=settings,
+                                released=released)
     report["skipped_files"] = skipped
     out = Path(args.out)
     report_path = Path(args.report or out.with_name(out.name.removesuffix(".parquet")
                                                     + ".report.json"))
     params = {"materials": str(args.materials), "queries": args.queries or "copyprobe",
-              "notices": args.notices, "images": args.images, "benign": args.benign}
+              "notices": args.notices, "images": args.images, "benign": args.benign,
+              "released_images": args.released_images}
     write_table(df, out, COPYRIGHT_MANIFEST, provenance("copyright_manifest", params))
     write_json(report_path, report)
     return {"rows": report["rows"], "out": str(out), "report": str(report_path),
@@ -67,7 +92,9 @@ def cmd_copyright_manifest(args: argparse.Namespace) -> dict:
             "materials_without_original_notice": len(report["materials_without_original_notice"]),
             "skipped_files": len(skipped), "rows_per_form": report["rows_per_form"],
             "rows_per_task": report["rows_per_task"], "images": report["images"],
-            "queries_off_task": len(report["queries_off_task"])}
+            "queries_off_task": len(report["queries_off_task"]),
+            **({"materials_without_released_image":
+                len(report["materials_without_released_image"])} if released else {})}
 
 
 def _model_entry(path: str) -> dict:
@@ -155,10 +182,78 @@ class _NotScored:
     cosine = score
 
 
-def cmd_copyright_score(args: argparse.Namespace) -> dict:
-    from copyprobe.artifacts import GENERATIONS, provenance, read_table, write_table
+def _score_inputs(args: argparse.Namespace) -> tuple[object, str, dict]:
+    """The responses to score (a :class:`~copyprobe.copyright.responses.Responses`), the
+    model's name and the params to record, for either form of the command."""
+    from copyprobe.artifacts import GENERATIONS, read_table
     from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
+    from copyprobe.copyright.responses import (
+        Responses,
+        read_authors_json,
+        read_table_responses,
+    )
+
+    first = Path(args.file)
+    if not first.is_file():
+        raise SystemExit(f"copyprobe: {first}: no such file")
+    if args.generations is not None:
+        for flag in ("materials", "form"):
+            if getattr(args, flag) is not None:
+                raise SystemExit(f"copyprobe: --{flag} applies to a responses file; a manifest "
+                                 "and its generations carry materials and forms")
+        gens = read_table(args.generations, GENERATIONS)
+        resp = Responses(read_table(first, COPYRIGHT_MANIFEST), gens,
+                         models=sorted(set(gens["model"].dropna())))
+        params = {"manifest": str(first), "generations": str(args.generations)}
+        source = str(args.generations)
+    elif first.suffix.lower() == ".json":
+        materials, _ = load_materials(args.materials or first)
+        resp = read_authors_json(first, materials, form=args.form)
+        params = {"responses": str(first), "materials": str(args.materials or first),
+                  "form": args.form, "form_basis": resp.form_basis}
+        source = str(first)
+    else:
+        if args.materials is None:
+            raise SystemExit(f"copyprobe: {first}: a responses table needs --materials (a "
+                             "released folder, dataset JSON or corpus table)")
+        if args.form is not None:
+            raise SystemExit("copyprobe: --form applies to the authors' responses JSON; a "
+                             "table has a form column")
+        materials, _ = load_materials(args.materials)
+        resp = read_table_responses(first, materials)
+        params = {"responses": str(first), "materials": str(args.materials)}
+        source = str(first)
+    model = args.model or (resp.models[0] if len(resp.models) == 1 else None)
+    if model is None and args.generations is not None:
+        raise SystemExit(f"copyprobe: {args.generations}: generations of {len(resp.models)} "
+                         f"models ({', '.join(resp.models)}); name one with --model")
+    model = model or first.stem
+    return resp, model, {**params, "source": source}
+
+
+def _scoring_config(args: argparse.Namespace) -> tuple[dict, dict | None, int, str]:
+    """The metrics spec, judge entry (None: rule detector only), judge word limit and cache
+    folder: the flags, else ``--config``'s copyright block and cache_dir, else the defaults."""
+    metrics: dict = {}
+    judge = None
+    max_words, cache_dir = 400, ".cache/copyprobe"
+    if args.config:
+        from copyprobe.config import load_config
+
+        cfg = load_config(args.config)
+        block = cfg["copyright"]
+        metrics, judge = dict(block["metrics"]), block["judge"]
+        max_words, cache_dir = block["judge_max_words"], cfg["cache_dir"]
+    if args.judge:
+        judge = _model_entry(args.judge)
+    return (metrics, judge, args.judge_max_words or max_words,
+            args.cache_dir or cache_dir)
+
+
+def cmd_copyright_score(args: argparse.Namespace) -> dict:
+    from copyprobe.artifacts import provenance, write_table
     from copyprobe.copyright.metrics.rouge import RougeL
+    from copyprobe.copyright.responses import authors_json, write_authors_json
     from copyprobe.copyright.score import (
         SCORED_RUN,
         metric_settings,
@@ -167,14 +262,9 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
     )
     from copyprobe.extras import require
 
-    manifest = read_table(args.manifest, COPYRIGHT_MANIFEST)
-    generations = read_table(args.generations, GENERATIONS)
-    models = sorted(set(generations["model"].dropna()))
-    model = args.model or (models[0] if len(models) == 1 else None)
-    if model is None:
-        raise SystemExit(f"copyprobe: {args.generations}: generations of {len(models)} models "
-                         f"({', '.join(models)}); name one with --model")
-    settings = metric_settings({})
+    resp, model, params = _score_inputs(args)
+    metrics_spec, judge, max_words, cache_dir = _scoring_config(args)
+    settings = metric_settings(metrics_spec)
     used: dict = {"rouge_l": RougeL.settings()}
 
     def bertscore():
@@ -195,16 +285,34 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
         used["embedding"] = emb.settings()
         return emb
 
+    gens = resp.generations
+    judge_summary: dict = {}
+    if judge is not None:
+        from copyprobe.copyright.refusal import judge_responses
+
+        verdicts = judge_responses(
+            gens.assign(response=gens["text"].where(gens["status"] == "ok", None)),
+            judge, cache_dir, max_tokens=max_words)
+        judge_summary = verdicts.attrs.get("summary", {})
+    else:
+        verdicts = rule_only_verdicts(gens)
     rouge_only = args.metrics == "rouge-l"
-    df = score_responses(manifest, generations, model=model,
-                         verdicts=rule_only_verdicts(generations),
+    df = score_responses(resp.manifest, gens, model=model, verdicts=verdicts,
                          bertscore=_NotScored() if rouge_only else bertscore,
                          embedder=_NotScored() if rouge_only else embedder,
-                         source=str(args.generations))
-    params = {"manifest": str(args.manifest), "generations": str(args.generations),
-              "model": model, "metrics": args.metrics}
-    write_table(df, args.out, SCORED_RUN, provenance("copyright_score", params,
-                                                     metrics_used=used))
+                         source=params["source"])
+    params = {**params, "model": model, "metrics": args.metrics, "config": args.config,
+              "judge": None if judge is None else {k: v for k, v in judge.items()
+                                                   if k != "api_key"},
+              "judge_max_words": max_words, "format": args.format}
+    if args.format == "authors":
+        if resp.samples is None and args.generations is not None:
+            raise SystemExit("copyprobe: --format authors writes a responses file's scores "
+                             "back; a manifest and generations are scored as a table")
+        write_authors_json(args.out, authors_json(resp, df))
+    else:
+        write_table(df, args.out, SCORED_RUN, provenance("copyright_score", params,
+                                                         metrics_used=used))
     ok = df[df["status"] == "ok"]
     means = {}
     for task, col in (("repetition", "rouge_l_f1"), ("extraction", "rouge_l_f1"),
@@ -212,13 +320,24 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
         vals = ok.loc[(ok["task"] == task) & ~ok["benign"], col].dropna()
         if len(vals):
             means[task] = {"metric": col, "mean": float(vals.mean()), "responses": len(vals)}
-    return {"out": str(args.out), "model": model, "rows": len(df),
-            "failed": int((df["status"] != "ok").sum()),
-            "refused_by_rule": int(ok["refusal_rule"].fillna(False).astype(bool).sum()),
-            "metrics": args.metrics, "mean_by_task": means}
+    out = {"out": str(args.out), "model": model, "rows": len(df),
+           "failed": int((df["status"] != "ok").sum()),
+           "refused_by_rule": int(ok["refusal_rule"].fillna(False).astype(bool).sum()),
+           "metrics": args.metrics, "mean_by_task": means, "format": args.format}
+    if args.generations is None:
+        out["forms"] = dict(Counter(df["notice_form"]))
+        out["form_basis"] = resp.form_basis
+    if judge is not None:
+        out["refused_by_judge"] = int(df["refused"].fillna(False).astype(bool).sum())
+        out["judge"] = judge_summary
+    if args.format == "authors":
+        out["metrics_used"] = used
+    return out
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    from copyprobe.copyright.notices import NOTICE_FORMS
+
     m = sub.add_parser("copyright-manifest",
                        help="build the copyright benchmark's manifest (one row per material, "
                             "notice form, task and query)",
@@ -240,6 +359,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--overflow", choices=["truncate", "paginate"],
                    help="with --images: what a material longer than a page does (default: "
                         "the renderer's)")
+    m.add_argument("--released-images", metavar="DIR",
+                   help="show the authors' released images instead of renders: the folder "
+                        "holding dataset/<category>_copyright_images/{0,1,2}/ (a dataset "
+                        "JSON's materials use its own image paths)")
+    m.add_argument("--on-missing-image", choices=["raise", "skip"], default="raise",
+                   help="with --released-images: a material without its image stops the build "
+                        "or is left out (listed in the report)")
     m.add_argument("--benign", action="store_true",
                    help="add the benign queries (summary, author, comment, background)")
     m.set_defaults(func=cmd_copyright_manifest)
@@ -280,20 +406,52 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=cmd_copyright_queries)
 
     s = sub.add_parser("copyright-score",
-                       help="score a model's responses to the copyright benchmark (ROUGE-L, "
-                            "BERTScore, embedding cosine) and the rule refusal detector",
-                       description="Score one model's generations of a copyright manifest as "
-                                   "the workflow's copyright_score rule does, with the rule "
-                                   "refusal detector and no judge: ROUGE-L for repetition and "
-                                   "extraction, BERTScore for paraphrase and the embedding "
-                                   "cosine for translation (these two need the copyright "
-                                   "extra; --metrics rouge-l leaves them empty). Writes the "
-                                   "scored table; prints the mean score per task.")
-    s.add_argument("manifest", help="the manifest Parquet file (copyright-manifest's --out)")
-    s.add_argument("generations", help="a generations Parquet file of that manifest's prompts")
-    s.add_argument("--out", required=True, help="the scored Parquet file to write")
-    s.add_argument("--model", help="the model's name (default: the generations' model column, "
-                                   "when it holds one)")
+                       help="score responses to the copyright benchmark (ROUGE-L, BERTScore, "
+                            "embedding cosine, refusal) from copyprobe, the authors' scripts "
+                            "or any tool",
+                       description="Score responses as the workflow's copyright_score rule "
+                                   "does: ROUGE-L for repetition and extraction, BERTScore for "
+                                   "paraphrase and the embedding cosine for translation (these "
+                                   "two need the copyright extra; --metrics rouge-l leaves "
+                                   "them empty), the rule refusal detector and, with --judge, "
+                                   "the LLM judge. Input: a manifest and its generations, or "
+                                   "one responses file: the authors' responses JSON or a "
+                                   "JSONL, CSV or Parquet table with material, form, task, "
+                                   "query and response columns. '[ERROR] ...' responses are "
+                                   "failures, never scored. Writes the scored table (or, with "
+                                   "--format authors, the authors' JSON with the scores "
+                                   "added); prints the mean score per task.")
+    s.add_argument("file", metavar="FILE",
+                   help="a manifest Parquet file (then GENERATIONS), the authors' responses "
+                        "JSON, or a responses table (.jsonl, .csv, .parquet)")
+    s.add_argument("generations", nargs="?", metavar="GENERATIONS",
+                   help="with a manifest: a generations Parquet file of its prompts")
+    s.add_argument("--out", required=True, help="the scored Parquet file (or JSON with "
+                                                "--format authors) to write")
+    s.add_argument("--materials", help="the materials of a responses file: a released folder, "
+                                       "dataset JSON or corpus Parquet file (default for the "
+                                       "authors' JSON: its own samples' text)")
+    s.add_argument("--form", choices=list(NOTICE_FORMS),
+                   help="the notice form of an authors' responses JSON (their script runs one "
+                        "per file; default: read from the queries' notice prefix)")
+    s.add_argument("--model", help="the model's name (default: the input's model column when "
+                                   "it holds one, else the file's stem)")
     s.add_argument("--metrics", choices=["all", "rouge-l"], default="all",
                    help="rouge-l: score repetition and extraction only (the core install)")
+    s.add_argument("--config", metavar="CONFIG.yaml",
+                   help="a workflow config: its copyright.metrics, copyright.judge, "
+                        "judge_max_words and cache_dir are used (the flags below win)")
+    s.add_argument("--judge", metavar="MODEL.yaml",
+                   help="a YAML file with the refusal judge's model entry (as the config's "
+                        "copyright.judge); without it or --config's judge: the rule detector "
+                        "only")
+    s.add_argument("--judge-max-words", type=int,
+                   help="the judge sees each response cut to this many words (default 400, "
+                        "or --config's copyright.judge_max_words)")
+    s.add_argument("--cache-dir",
+                   help="where the judge's calls are cached (default .cache/copyprobe, or "
+                        "--config's cache_dir)")
+    s.add_argument("--format", choices=["table", "authors"], default="table",
+                   help="authors: write the authors' JSON with per-response scores added "
+                        "(their metric names) instead of the scored table")
     s.set_defaults(func=cmd_copyright_score)

@@ -7,6 +7,13 @@ each have their own with the notice drawn as a footer. Without an images folder 
 built without images (``image_paths`` empty); :func:`prompt_for` then sends the material's text
 after the query instead, and refuses image-notice rows, whose notice would be lost.
 
+With ``released`` (:class:`~copyprobe.copyright.released_images.ReleasedImages`, a benchmark's
+``images: released``) the authors' released screenshots are shown instead of renders (mode 0
+for ``none`` and the text forms, 1 for ``image_generic``, 2 for ``image_original``); each row
+says which it shows (``image_origin`` "rendered", "released" or "none", and ``image_file``, the
+released file as the release names it). A material without a released image its forms need is
+an error naming it, or, with ``on_error: skip``, left out and listed in the build report.
+
 A material without an original notice (see :mod:`copyprobe.copyright.notices`) gets no
 ``text_original`` / ``image_original`` rows and is listed in the build report.
 """
@@ -68,6 +75,10 @@ COPYRIGHT_MANIFEST = TableSpec(
             ("render_settings", pa.string()),
             # the rendering left lines out (overflow "truncate")
             ("truncated", pa.bool_()),
+            # "rendered" (copyprobe's pages), "released" (the authors' images) or "none"
+            ("image_origin", pa.string()),
+            # the released image as the release names it ("" unless released)
+            ("image_file", pa.string()),
         ]
     ),
 )
@@ -105,15 +116,17 @@ def _request_id(material_id: str, text_sha: str, form: str, notice: str, q: Quer
 
 def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
                    forms: Iterable[str] = NOTICE_FORMS, images_dir: str | Path | None = None,
-                   settings: Any = None, benign_forms: Iterable[str] | None = None
-                   ) -> tuple[pd.DataFrame, dict[str, Any]]:
+                   settings: Any = None, benign_forms: Iterable[str] | None = None,
+                   released: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The manifest rows and the build report for ``materials`` (a corpus table) x ``forms`` x
     ``queries``; the benign queries only under ``benign_forms`` when given (default: every
     form).
 
     With ``images_dir``, every material is rendered (``settings``: a
     :class:`~copyprobe.copyright.render.RenderSettings`, default settings when None) into
-    content-addressed PNG files there.
+    content-addressed PNG files there. With ``released`` (a
+    :class:`~copyprobe.copyright.released_images.ReleasedImages`) the released images are shown
+    instead and ``images_dir`` is not used.
     """
     forms = [check_form(f) for f in forms]
     benign_under = set(forms if benign_forms is None else map(check_form, benign_forms))
@@ -129,6 +142,9 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
         raise ManifestError(f"materials table: doc_id(s) {dup[:5]} appear more than once")
     render_json = ""
     img_dir = None
+    if released is not None:
+        render_json = released.settings()
+        images_dir = None
     if images_dir is not None:
         from copyprobe.copyright.render import RenderSettings, font_info
 
@@ -141,13 +157,28 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
 
     rows: list[dict[str, Any]] = []
     without: list[dict[str, str]] = []
+    no_image: list[dict[str, str]] = []
     for m in materials.to_dict("records"):
         mid = str(m["doc_id"])
         text = m["text"]
         if not isinstance(text, str) or not text.strip():
             raise ManifestError(f"material {mid!r}: empty or missing text")
-        text_sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         original = original_notice(m)
+        shown_images = None
+        if released is not None:
+            from copyprobe.copyright.released_images import MissingReleasedImage
+
+            try:  # only the images of the forms this material gets
+                shown_images = released.for_material(
+                    m, [f for f in forms if notice_for(f, original) is not None])
+            except MissingReleasedImage as exc:
+                if released.on_error == "raise":
+                    raise ManifestError(f"{exc} (released_images.on_error: skip leaves such "
+                                        "materials out)") from None
+                no_image.append({"material_id": mid, "title": str(m["title"]),
+                                 "reason": str(exc)})
+                continue
+        text_sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         if original is None:
             without.append({"material_id": mid, "title": str(m["title"]),
                             "category": str(m["category"] or "")})
@@ -164,9 +195,15 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
             paths: list[str] = []
             shas: list[str] = []
             truncated = False
-            if img_dir is not None:
+            origin, image_file = "none", ""
+            if shown_images is not None:
+                img = shown_images[form]
+                paths, shas, origin, image_file = [str(img.path)], [img.sha256], "released", \
+                    img.file
+            elif img_dir is not None:
                 paths, shas, truncated = _render(text, _footer_for(form, notice), settings,
                                                  img_dir, cache)
+                origin = "rendered"
             for q in queries:
                 if q.benign and form not in benign_under:
                     continue
@@ -177,9 +214,13 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
                              "benign": q.benign, "query_id": q.query_id, "query": q.query,
                              "query_origin": q.origin, "passage": q.passage,
                              "image_paths": paths, "image_sha256": shas,
-                             "truncated": truncated})
+                             "truncated": truncated, "image_origin": origin,
+                             "image_file": image_file})
     df = pd.DataFrame(rows, columns=COPYRIGHT_MANIFEST.columns)
     report = build_report(materials, df, without, queries, forms)
+    if released is not None:
+        report["images_origin"] = "released"
+        report["materials_without_released_image"] = no_image
     return df, report
 
 

@@ -83,6 +83,14 @@ def check_config(cfg: Mapping[str, Any]) -> None:
         if image_forms and not bench["images"]:
             raise ConfigError(f"config key '{key}.forms': {image_forms} draw the notice into "
                               "the image: they need images: true")
+        if bench["images"] == "released":
+            released = bench.get("released_images") or {}
+            if released.get("path") and not Path(released["path"]).is_dir():
+                raise ConfigError(f"config key '{key}.released_images.path': no such folder "
+                                  f"{released['path']!r}")
+        elif bench.get("released_images"):
+            raise ConfigError(f"config key '{key}.released_images': set, but images is not "
+                              "'released'")
     if block["benchmarks"] and not copyright_models(cfg):
         raise ConfigError("config key 'copyright.benchmarks': no model runs the copyright "
                           "study (give a model studies: [copyright])")

@@ -157,6 +157,7 @@ SOURCES.declare("msr_csv", "copyprobe.sources.msr_csv:MsrCsv")
 SOURCES.declare("wikipedia", "copyprobe.sources.wikipedia:Wikipedia", uses_cutoffs=True)
 SOURCES.declare("openstax", "copyprobe.sources.openstax:OpenStax")
 SOURCES.declare("copyright_dataset", "copyprobe.sources.materials.dataset:CopyrightDataset")
+SOURCES.declare("copyright_json", "copyprobe.sources.materials.dataset_json:CopyrightJson")
 SOURCES.declare("web_pages", "copyprobe.sources.materials.web_pages:WebPages")
 SOURCES.declare("package_docs", "copyprobe.sources.materials.package_docs:PackageDocs",
                 reads_installed=True)

@@ -73,12 +73,20 @@ _PARAMS = {"path", "categories", "notices", "strip_notices", "min_words", "limit
 
 # ------------------------------------------------------------------------------ layout
 
+def layout_root(path: Path, suffix: str) -> Path | None:
+    """The folder of the released layout holding ``*<suffix>`` folders (``_copyright`` for the
+    texts, ``_copyright_images`` for the images): ``path/dataset`` or ``path``; None if neither."""
+    for cand in (path / "dataset", path):
+        if cand.is_dir() and any(p.is_dir() and p.name.endswith(suffix) for p in cand.iterdir()):
+            return cand
+    return None
+
+
 def dataset_root(path: Path) -> Path:
     """The folder holding the ``*_copyright`` folders: ``path/dataset`` or ``path`` itself."""
-    for cand in (path / "dataset", path):
-        if cand.is_dir() and any(p.is_dir() and p.name.endswith(CATEGORY_SUFFIX)
-                                 for p in cand.iterdir()):
-            return cand
+    root = layout_root(path, CATEGORY_SUFFIX)
+    if root is not None:
+        return root
     raise SourceError(f"source {KIND}: {path} holds no <category>{CATEGORY_SUFFIX} folder (nor "
                       f"does {path / 'dataset'}); expected the released layout "
                       f"dataset/{{book,code,lyrics,news}}{CATEGORY_SUFFIX}/*.txt")
