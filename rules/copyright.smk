@@ -18,6 +18,7 @@ wildcard_constraints:
 rule copyright_manifest:
     input:
         corpora=copyright_inputs.material_corpora,
+        released=copyright_inputs.released_images,
         library=library("copyright_manifest"),
     output:
         manifest=copyright_paths.MANIFEST,

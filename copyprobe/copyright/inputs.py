@@ -35,6 +35,19 @@ class CopyrightInputs:
         """The corpus tables of a benchmark's material sources."""
         return [CORPUS.format(source=s) for s in self.benchmark_spec(wildcards)["materials"]]
 
+    def released_images(self, wildcards: Any) -> list[str]:
+        """With ``images: released``: the release's image files (replacing one rebuilds the
+        manifest); else none."""
+        spec = self.benchmark_spec(wildcards)
+        if spec.get("images") != "released":
+            return []
+        from copyprobe.copyright.released_images import ReleasedImages, ReleasedImagesError
+
+        try:
+            return [str(p) for p in ReleasedImages.from_spec(spec.get("released_images")).files()]
+        except ReleasedImagesError:
+            return []  # the manifest job names what is wrong with the folder
+
     def images_dir(self, wildcards: Any) -> str:
         """Rendered pages are content-addressed files kept with the caches: a benchmark rebuilt
         after a change draws only the pages it has not drawn before."""

@@ -118,6 +118,16 @@ class ReleasedImages:
             self._root = images_root(self.path)
         return self._root
 
+    def files(self) -> list[Path]:
+        """Every file of the layout's image folders (``<category>_copyright_images/{0,1,2}/``),
+        sorted: the manifest rule's inputs, so that replacing an image builds it again (none
+        without a ``path``: the images a dataset JSON names are not listed)."""
+        if self.root is None:
+            return []
+        modes = sorted({str(m) for m in FORM_MODE.values()})
+        return sorted(p for folder in self.root.glob(f"*{IMAGES_SUFFIX}") for m in modes
+                      for p in (folder / m).glob("*") if p.is_file())
+
     def settings(self) -> str:
         """What the manifest records as the render settings of a released row (JSON)."""
         return json.dumps({"images": "released", "path": str(self.path) if self.path else None,

@@ -344,6 +344,17 @@ def test_config_takes_images_released(release, tmp_path):
 
     out = validate_config(config(images="released", released_images={"path": str(root)}))
     assert out["copyright"]["benchmarks"]["b"]["released_images"]["on_error"] == "raise"
+    # the manifest rule's inputs: every released image (replacing one builds it again)
+    from types import SimpleNamespace
+
+    from copyprobe.copyright.inputs import CopyrightInputs
+
+    files = CopyrightInputs(out).released_images(SimpleNamespace(benchmark="b"))
+    assert files and files == sorted(files)
+    assert {Path(f).parent.name for f in files} == {"0", "1", "2"}
+    assert all(Path(f).parent.parent.name.endswith("_copyright_images") for f in files)
+    plain = validate_config(config())
+    assert CopyrightInputs(plain).released_images(SimpleNamespace(benchmark="b")) == []
     with pytest.raises(ConfigError, match=r"released_images.path': no such folder"):
         validate_config(config(images="released", released_images={"path": str(tmp_path / "x")}))
     with pytest.raises(ConfigError, match=r"released_images': set, but images is not"):
