@@ -20,7 +20,6 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -129,15 +128,13 @@ def make_session(path: Path, device: str = "cpu", threads: int | None = None) ->
     return ort.InferenceSession(str(path), sess_options=opts, providers=providers)
 
 
-@dataclass
 class Batches:
-    """Length-sorted batches of token sequences, and the padding they cost."""
+    """Length-sorted batches of token sequences (at most ``max_batch`` sequences and
+    ``max_tokens`` padded tokens each), counting the tokens run and the padding among them."""
 
-    max_tokens: int = 8192
-    max_batch: int = 64
-    real_tokens: int = 0
-    padded_tokens: int = 0
-    runs: int = field(default=0)
+    def __init__(self, max_tokens: int = 8192, max_batch: int = 64) -> None:
+        self.max_tokens, self.max_batch = max_tokens, max_batch
+        self.real_tokens = self.padded_tokens = self.runs = 0
 
     def __call__(self, seqs: Sequence[Sequence[int]], pad_id: int = 0) -> Iterator[
             tuple[np.ndarray, np.ndarray, np.ndarray]]:
