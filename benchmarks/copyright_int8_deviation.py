@@ -20,10 +20,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from copyright_scoring import make_pairs  # noqa: E402
+from copyright_scoring import make_pairs
 
-from copyprobe.copyright.metrics.bertscore import bert_scorer  # noqa: E402
-from copyprobe.copyright.metrics.embedding import Embedder  # noqa: E402
+from copyprobe.copyright.metrics.bertscore import bert_scorer
+from copyprobe.copyright.metrics.embedding import Embedder
 
 
 def _line(label: str, a: np.ndarray, b: np.ndarray) -> None:

@@ -198,7 +198,8 @@ def cpu_peak() -> dict:
     """Peak operations per second from /proc/cpuinfo: cores x clock x per-cycle width.
     fp32: two 256-bit FMA pipes (AVX2; AVX-512 doubles the width where the flags say so) =
     2 x 8 lanes x 2 FLOP; int8: vpmaddubsw on two pipes = 2 x 32 multiply-adds x 2 ops."""
-    info = open("/proc/cpuinfo").read()
+    with open("/proc/cpuinfo") as f:
+        info = f.read()
     mhz = float(next(line.split(":")[1] for line in info.splitlines()
                      if line.startswith("cpu MHz")))
     cores = os.cpu_count() or 1

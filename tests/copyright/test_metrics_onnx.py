@@ -16,8 +16,9 @@ from copyprobe.copyright.metrics.embedding import Embedder
 from copyprobe.copyright.metrics.onnx_runtime import Batches, cached_model, make_session
 from copyprobe.copyright.score import metric_settings
 
-WORDS = ("the keeper climbed stairs every evening to light a great lamp before fishing boats "
-         "came home while storms rolled over grey water and gulls cried").split()
+WORDS = ["the", "keeper", "climbed", "stairs", "every", "evening", "to", "light", "a", "great",
+         "lamp", "before", "fishing", "boats", "came", "home", "while", "storms", "rolled",
+         "over", "grey", "water", "and", "gulls", "cried"]
 
 
 def _long(n: int, seed: int) -> str:

@@ -94,7 +94,8 @@ class BertScorer:
         """What determines the scores, for provenance."""
         import bert_score
 
-        return {"metric": "bertscore_f1", "backend": "torch", "model": self.model, "num_layers": self.num_layers,
+        return {"metric": "bertscore_f1", "backend": "torch", "model": self.model,
+                "num_layers": self.num_layers,
                 "idf": False, "rescale_with_baseline": False,
                 "bert_score_version": bert_score.__version__}
 

@@ -106,7 +106,7 @@ def read_e5_file(path: Path) -> E5File:
         (nl,) = struct.unpack_from("<H", buf, o)
         name = buf[o + 2:o + 2 + nl].decode()
         o += 2 + nl
-        dtype, count, off, nbytes = struct.unpack_from("<BIQQ", buf, o)
+        _dtype, _count, off, nbytes = struct.unpack_from("<BIQQ", buf, o)
         o += 21
         raw = buf[off:off + nbytes]
         if name.endswith(".w") and "ln" not in name or name == "emb.word":
