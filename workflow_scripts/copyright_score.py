@@ -13,9 +13,9 @@ used = {}
 
 
 def bertscore():
-    from copyprobe.copyright.metrics.bertscore import BertScorer
+    from copyprobe.copyright.metrics.bertscore import bert_scorer
 
-    scorer = BertScorer(**settings["bertscore"])
+    scorer = bert_scorer(**settings["bertscore"])
     used["bertscore"] = scorer.settings()
     return scorer
 

