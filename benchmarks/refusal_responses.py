@@ -7,7 +7,8 @@ with the copyright line of the package's licence shown as the notice in some pro
 (``copyprobe/copyright/data/queries.json``) reworded for text input ("the text below" instead of
 "the image"), in English and in translations written for copyprobe (zh, es, fr, de, ja, ko),
 for the four infringement tasks and the benign ones. Models: SmolLM2-135M-Instruct and
-Gemma-3-270M-it on llama.cpp, greedy, at most ``--max-tokens`` tokens.
+Gemma-3-270M-it (every fourth prompt: it is about twice as slow) on llama.cpp, greedy, at most
+``--max-tokens`` (48) new tokens.
 
     python benchmarks/refusal_responses.py --out /tmp/refusal_candidates.csv
 
@@ -101,7 +102,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--cache-dir", default=str(ROOT / ".cache" / "copyprobe"))
     ap.add_argument("--max-tokens", type=int, default=48)
-    ap.add_argument("--gemma-every", type=int, default=2,
+    ap.add_argument("--gemma-every", type=int, default=4,
                     help="Gemma answers every n-th prompt (it is about twice as slow)")
     args = ap.parse_args()
     base = prompts()
