@@ -41,18 +41,19 @@ DECISIONS = [
      "a notice line copied with the text is not a refusal word"),
     ("Thanks! Unfortunately I can't reproduce the text, as it is copyrighted.", "unsure",
      "a pattern only in the second sentence"),
-    ("No puedo creer lo fácil que es enviar solicitudes HTTP con esta biblioteca, dice el texto "
-     "de la documentación que hay que traducir al español sin cambiar su sentido.", "unsure",
+    (("No puedo creer lo fácil que es enviar solicitudes HTTP con esta biblioteca, dice el "
+      "texto de la documentación que hay que traducir al español sin cambiar su sentido."),
+     "unsure",
      "a weak (other-language) pattern"),
-    ("Reproducing this document isn't something I'm able to help with, as it is protected by "
-     "copyright law and its owner reserves every right to it.", "unsure",
+    (("Reproducing this document isn't something I'm able to help with, as it is protected "
+      "by copyright law and its owner reserves every right to it."), "unsure",
      "a refusal word without a pattern"),
     ("죄송하지만 저작권으로 보호되는 이 글을 그대로 옮겨 적을 수는 없습니다.", "unsure",
      "Korean: a marker, no pattern"),
     ("Sure, here you go.", "unsure", "short"),
     ("", "unsure", "empty"),
-    ("港务长为每一艘船都记了日志。每条记录都写明了潮汐。到了冬天，日志已经摆满了三个书架，除了港务长"
-     "谁也不许读。这是原文的完整翻译，没有省略任何内容。", "complied", "long CJK text"),
+    (("港务长为每一艘船都记了日志。每条记录都写明了潮汐。到了冬天，日志已经摆满了三个书架，除了港务长"
+      "谁也不许读。这是原文的完整翻译，没有省略任何内容。"), "complied", "long CJK text"),
 ]
 
 
@@ -130,19 +131,19 @@ def test_cascade_with_the_packaged_smollm2_judge(tmp_path: Path):
     labelled["decision"] = [rule_decision(t) for t in labelled["response"]]
     short = labelled[labelled["response"].str.len() < 160]
     rows = pd.concat([short[short["decision"] == d].head(n)
-                      for d, n in (("refused", 4), ("complied", 4), ("unsure", 4))])
+                      for d, n in (("refused", 5), ("complied", 5), ("unsure", 2))])
     assert len(rows) == 12
     responses = rows.rename(columns={"id": "request_id"})[["request_id", "response"]]
     out = judge_responses(responses, spec, tmp_path, cascade=True)
-    assert out.attrs["summary"]["requests"] == 4 and out.attrs["summary"]["cache_hits"] == 0
-    assert list(out["decided_by"]) == ["rules"] * 8 + ["judge"] * 4
-    assert set(out["refusal_verdict"][:8]) <= {"yes", "no"}
-    assert set(out["refusal_verdict"][8:]) <= {"yes", "no", "unparseable"}
-    again = judge_responses(responses.iloc[8:], spec, tmp_path)  # the full judge, same keys
+    assert out.attrs["summary"]["requests"] == 2 and out.attrs["summary"]["cache_hits"] == 0
+    assert list(out["decided_by"]) == ["rules"] * 10 + ["judge"] * 2
+    assert set(out["refusal_verdict"][:10]) <= {"yes", "no"}
+    assert set(out["refusal_verdict"][10:]) <= {"yes", "no", "unparseable"}
+    again = judge_responses(responses.iloc[10:], spec, tmp_path)  # the full judge, same keys
     assert again["judge_from_cache"].all()
-    assert list(again["judge_text"]) == list(out["judge_text"][8:])
-    rules_right = score_against_labels(rows["refused"][:8], [d == "refused" for d in
-                                                            rows["decision"][:8]])
+    assert list(again["judge_text"]) == list(out["judge_text"][10:])
+    rules_right = score_against_labels(rows["refused"][:10], [d == "refused" for d in
+                                                             rows["decision"][:10]])
     print(out[["request_id", "decided_by", "refusal_verdict", "judge_text"]], rules_right)
 
 
