@@ -1,5 +1,6 @@
 """Rule copyright_judge: refusal verdicts for one model's responses (the rule detector always;
-the LLM judge when configured, its calls cached like any model call)."""
+the LLM judge when configured, its calls cached like any model call; with the cascade, the judge
+only on the rows the rules are unsure of)."""
 
 from copyprobe.artifacts import GENERATIONS, provenance, read_table, write_table
 from copyprobe.copyright.refusal import REFUSAL_VERDICTS, agreement, judge_responses
@@ -17,10 +18,11 @@ else:
     judge = dict(p["judge"])
     judge.setdefault("n_threads", snakemake.threads)  # noqa: F821
     responses = gens.assign(response=gens["text"].where(gens["status"] == "ok", None))
-    out = judge_responses(responses, judge, p["cache_dir"], max_tokens=p["max_words"])
+    out = judge_responses(responses, judge, p["cache_dir"], max_tokens=p["max_words"],
+                          cascade=p["cascade"])
     summary = out.attrs.get("summary", {})
     log.info("judge: %s; agreement with the rule detector: %s", summary,
              agreement(out["refusal_rule"].fillna(False), out["refusal_judge"]))
-settings = {"judge": p["judge"], "max_words": p["max_words"]}
+settings = {"judge": p["judge"], "max_words": p["max_words"], "cascade": p["cascade"]}
 write_table(out, snakemake.output[0], REFUSAL_VERDICTS,  # noqa: F821
             provenance("copyright_judge", settings, summary=summary))

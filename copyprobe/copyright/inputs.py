@@ -54,10 +54,12 @@ class CopyrightInputs:
         return str(Path(self.config["cache_dir"]) / "copyright" / "images")
 
     def judge_params(self, wildcards: Any) -> dict[str, Any]:
-        """The judge's model entry (None: rule detector only), where its calls are cached, and
-        the words of a response it sees."""
-        return {"judge": self._judge(), "cache_dir": self.config["cache_dir"],
-                "max_words": self.block["judge_max_words"]}
+        """The judge's model entry (None: rule detector only), where its calls are cached, the
+        words of a response it sees, and whether the rule detector decides first (cascade)."""
+        judge = self._judge()
+        return {"judge": judge, "cache_dir": self.config["cache_dir"],
+                "max_words": self.block["judge_max_words"],
+                "cascade": bool(judge is not None and judge.get("cascade", False))}
 
     def judge_threads(self, wildcards: Any) -> int:
         judge = self._judge()

@@ -27,7 +27,13 @@ import pyarrow as pa
 
 from copyprobe.artifacts import TableSpec
 from copyprobe.copyright.queries import passage_text
-from copyprobe.copyright.refusal import REFUSAL_VERDICTS, refused, rule_refusal
+from copyprobe.copyright.refusal import (
+    DECIDED_BY_RULES,
+    REFUSAL_VERDICTS,
+    refused,
+    rule_decision,
+    rule_refusal,
+)
 from copyprobe.copyright.scored import SCORED
 
 ROUGE_TASKS = ("repetition", "extraction")
@@ -44,6 +50,7 @@ SCORED_RUN = TableSpec(
         pa.field("judge_model", pa.string()),
         pa.field("judge_text", pa.string()),
         pa.field("from_cache", pa.bool_()),
+        pa.field("decided_by", pa.string()),  # rules | judge (the cascade); null: no verdict
     ]),
 )
 
@@ -145,15 +152,20 @@ def score_responses(manifest: pd.DataFrame, generations: pd.DataFrame, *, model:
     return _with_verdicts(df, verdicts, source)
 
 
+#: the REFUSAL_VERDICTS columns of the tables written before the cascade (all are required)
+_PRE_CASCADE = 9
+
+
 def _with_verdicts(df: pd.DataFrame, verdicts: pd.DataFrame | None, source: str) -> pd.DataFrame:
     df["refusal_judge"] = None
     df["refused"] = pd.array([None] * len(df), dtype="boolean")
     df["judge_status"] = "not run"
     df["judge_model"] = None
     df["judge_text"] = None
+    df["decided_by"] = None
     if verdicts is None:
         return df
-    missing = [c for c in REFUSAL_VERDICTS.columns if c not in verdicts.columns]
+    missing = [c for c in REFUSAL_VERDICTS.columns[:_PRE_CASCADE] if c not in verdicts.columns]
     if missing:
         raise ScoringError(f"{source}: verdicts table lacks column(s) {missing}")
     v = verdicts.set_index("request_id")
@@ -164,8 +176,15 @@ def _with_verdicts(df: pd.DataFrame, verdicts: pd.DataFrame | None, source: str)
     df["judge_status"] = v["judge_status"].to_numpy()
     df["judge_model"] = v["judge_model"].to_numpy()
     df["judge_text"] = v["judge_text"].to_numpy()
-    verdict = [j if s == "ok" and ok == "ok" else None for j, s, ok in
-               zip(v["refusal_judge"], v["judge_status"], df["status"], strict=True)]
+    # the verdict of the stage that decided: the cascade's rules' where they did (a table
+    # written before the cascade has no such rows), else the judge's
+    rules = (v["judge_status"] == DECIDED_BY_RULES).to_numpy()
+    final = (v["refusal_verdict"].where(rules, v["refusal_judge"]) if "refusal_verdict" in v
+             else v["refusal_judge"])
+    verdict = [j if s in ("ok", DECIDED_BY_RULES) and ok == "ok" else None for j, s, ok in
+               zip(final, v["judge_status"], df["status"], strict=True)]
+    df["decided_by"] = [None if j is None else "rules" if r else "judge"
+                        for j, r in zip(verdict, rules, strict=True)]
     df["refusal_judge"] = verdict
     df["refused"] = pd.array([refused(j) for j in verdict], dtype="boolean")
     return df
@@ -183,6 +202,9 @@ def rule_only_verdicts(generations: pd.DataFrame) -> pd.DataFrame:
                          for t, k in zip(generations["text"], ok, strict=True)],
         "judge_text": None, "judge_error": None, "judge_model": None,
         "judge_cache_key": None, "judge_from_cache": None,
+        "rule_decision": [rule_decision(t) if k else None
+                          for t, k in zip(generations["text"], ok, strict=True)],
+        "decided_by": None, "refusal_verdict": None,
     }, columns=REFUSAL_VERDICTS.columns)
 
 
@@ -204,11 +226,13 @@ def metric_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def agreement_report(scored: pd.DataFrame) -> dict[str, Any]:
     """The rule detector's agreement with the judge, per model and over all models, on the
-    responses that were generated (``agreement``: Cohen's kappa, the disagreements, and the
+    responses that were generated and, with the cascade, sent to the judge (``agreement``: Cohen's kappa, the disagreements, and the
     unparseable or missing verdicts left out of it)."""
     from copyprobe.copyright.refusal import agreement
 
     ok = scored[scored["status"] == "ok"]
+    if "decided_by" in ok:  # the cascade's rule-decided rows agree with the rules by design
+        ok = ok[ok["decided_by"] != "rules"]
 
     def one(df: pd.DataFrame) -> dict[str, Any]:
         judge = [j if isinstance(j, str) else None for j in df["refusal_judge"]]

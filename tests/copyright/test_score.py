@@ -228,6 +228,33 @@ def test_verdicts_are_carried_over_and_unparseable_is_never_counted(manifest):
     assert list(report["models"]) == ["vlm"] and report["judge_models"] == ["judge"]
 
 
+def test_cascade_verdicts_carry_the_deciding_stage(manifest):
+    gens = _generations(manifest, lambda r: "Sure. " + r["text"])
+    verdicts = rule_only_verdicts(gens)
+    n = len(verdicts)
+    # row 0 decided by the cascade's rules (a refusal), the rest by the judge ("no")
+    verdicts["judge_status"] = ["rules"] + ["ok"] * (n - 1)
+    verdicts["judge_model"] = "judge"
+    verdicts["refusal_judge"] = [None] + ["no"] * (n - 1)
+    verdicts["refusal_verdict"] = ["yes"] + ["no"] * (n - 1)
+    verdicts["decided_by"] = ["rules"] + ["judge"] * (n - 1)
+    to_table(verdicts, REFUSAL_VERDICTS)
+    out = score_responses(manifest, gens, model="vlm", verdicts=verdicts,
+                          bertscore=_Scorer(), embedder=_Scorer())
+    validate_scored(out)
+    to_table(out, SCORED_RUN)
+    assert out["refusal_judge"].iloc[0] == "yes" and bool(out["refused"].iloc[0])
+    assert list(out["decided_by"]) == ["rules"] + ["judge"] * (n - 1)
+    assert not out["refused"].iloc[1:].any()
+    # the agreement report compares the detectors only where the judge decided
+    assert agreement_report(out)["all"]["n"] == n - 1
+    # a verdicts table written before the cascade (nine columns) still scores
+    old = verdicts[REFUSAL_VERDICTS.columns[:9]].assign(judge_status="ok", refusal_judge="no")
+    again = score_responses(manifest, gens, model="vlm", verdicts=old, bertscore=_Scorer(),
+                            embedder=_Scorer())
+    assert set(again["decided_by"]) == {"judge"} and not again["refused"].any()
+
+
 def test_mismatched_inputs_are_named_errors(manifest):
     gens = _generations(manifest, lambda r: "x")
     with pytest.raises(ScoringError, match="no generation for request"):
