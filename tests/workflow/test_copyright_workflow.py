@@ -39,7 +39,9 @@ def planned(proc: subprocess.CompletedProcess) -> dict[str, int]:
 
 
 def _config(wd: Path) -> dict:
-    cascade = {"backend": "ocr_cascade", "studies": ["copyright"],
+    # one thread per model job: two of the four (model, benchmark) chains of jobs run side by
+    # side on the two cores instead of one after the other
+    cascade = {"backend": "ocr_cascade", "studies": ["copyright"], "n_threads": 1,
                "text_backend": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048},
                "decoding": {"temperature": 0.0, "max_tokens": 24, "seed": 0}}
     return {
@@ -57,7 +59,8 @@ def _config(wd: Path) -> dict:
                 # openly licensed materials: the guard must not block requests about them
                 "open": {"materials": ["open"], "rights": "open", "per_task": 1,
                          "benign": False, "forms": ["none"], "images": False}},
-            "judge": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048},
+            "judge": {"backend": "llamacpp", "model_file": SMOLLM2, "n_ctx": 2048,
+                      "n_threads": 1},
         },
         "models": {"cascade": cascade,
                    # the same model behind the guard, blocking: paired with "cascade"

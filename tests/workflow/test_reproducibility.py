@@ -1,7 +1,8 @@
 """Reproducible reruns, on a tiny config of both studies with the real SmolLM2 (two models):
 
-- two runs from scratch, in two folders with caches of their own, give identical Parquet
-  contents (only the columns and provenance fields the library names volatile differ);
+- two runs from scratch, in two folders with caches of their own, at the same time, give
+  identical Parquet contents (only the columns and provenance fields the library names
+  volatile differ);
 - the environment table lists the versions and hashes the results were made with, and nothing
   secret;
 - dry runs on the first run: adding a model plans only its jobs plus the aggregates; changing
@@ -19,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -82,12 +84,13 @@ def _make_folder(wd: Path, workflow_copy, materials_writer) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, workflow_copy, materials_writer):
-    """Two runs from scratch, one after the other, in folders of their own (both folders
-    made first, so both hold the same copy of the package)."""
+    """Two runs from scratch in folders of their own (both folders made first, so both hold
+    the same copy of the package), at the same time: each run's chains of jobs leave a core
+    idle much of the time, which the other run fills."""
     out = [_make_folder(tmp_path_factory.mktemp(name), workflow_copy, materials_writer)
            for name in ("first", "second")]
-    for wd in out:
-        _snakemake(wd)
+    with ThreadPoolExecutor(len(out)) as pool:
+        list(pool.map(_snakemake, out))
     return out
 
 
