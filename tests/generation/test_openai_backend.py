@@ -87,7 +87,9 @@ def test_registered() -> None:
     assert BACKENDS.get("openai") is OpenAIBackend
     assert OpenAIBackend.supports_async is True
     assert backend_facts("openai") == {"remote": True, "needs_model_file": False, "gpu": False,
-                                       "api_key_env": "OPENAI_API_KEY", "key_optional": True}
+                                       "api_key_env": "OPENAI_API_KEY", "key_optional": True,
+                                       "price_factor": 1.0}
+    assert backend_facts("openai_batch")["price_factor"] == 0.5  # the Batch API bills half
 
 
 def test_identity_has_no_key_and_strips_url() -> None:
