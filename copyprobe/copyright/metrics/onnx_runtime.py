@@ -59,11 +59,12 @@ def file_sha256(path: Path) -> str:
 
 
 def _quantize_int8(src: Path, dst: Path) -> None:
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:  # onnxruntime.quantization imports the onnx package
-        raise ImportError("int8 quantisation needs the package onnx "
-                          "(pip install 'copyprobe[copyright]')") from exc
+    from copyprobe.extras import require
+
+    # onnxruntime.quantization imports the onnx package
+    require("copyright", "onnxruntime", "onnx", needed_for="int8 quantisation")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
                      op_types_to_quantize=["MatMul"])
 
@@ -73,6 +74,9 @@ def cached_model(name: str, weight_files: Sequence[Path], settings: dict[str, An
                  directory: str | Path | None = None) -> Path:
     """The cached ONNX file of a model: exported by ``export(path)`` on first use (written to a
     temporary name and renamed, so a crash leaves no half file), then int8-quantised if asked."""
+    from copyprobe.extras import require
+
+    require("copyright", "onnxruntime", needed_for="ONNX scoring")
     import onnxruntime
 
     if quantize not in QUANTIZE:
