@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from copyprobe.generation.base import Decoding, backend_facts
-from copyprobe.generation.limits import IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS
+from copyprobe.generation.limits import IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, content_parts
 from copyprobe.prompt import Prompt
 from copyprobe.sources.base import SOURCES
 from copyprobe.studies import PlannedRequests, studies
@@ -49,15 +49,9 @@ def prompt_tokens(prompt: Prompt, images: int = 0) -> int:
         return word_tokens(len(prompt.text.split())) + images * IMAGE_TOKENS
     words = 0
     for message in prompt.messages:
-        content = message.get("content")
-        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        for part in parts:
-            if not isinstance(part, Mapping):
-                continue
-            if part.get("type") == "image_url":
-                images += 1
-            elif isinstance(part.get("text"), str):
-                words += len(part["text"].split())
+        texts, n = content_parts(message.get("content"))
+        words += sum(len(t.split()) for t in texts)
+        images += n
     return (word_tokens(words) + MESSAGE_OVERHEAD_TOKENS * len(prompt.messages)
             + images * IMAGE_TOKENS)
 

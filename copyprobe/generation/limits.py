@@ -267,11 +267,13 @@ class RateLimiter(_Limiter):
 
 
 # -- token estimate ----------------------------------------------------------------------------
-def _content_chars(content: Any) -> tuple[int, int]:
-    """(characters of text, number of images) in a message content."""
+def content_parts(content: Any) -> tuple[list[str], int]:
+    """(the text parts, the number of images) of a message content: a string, or a list of
+    OpenAI-style parts (other values and parts hold neither)."""
     if isinstance(content, str):
-        return len(content), 0
-    chars = images = 0
+        return [content], 0
+    texts: list[str] = []
+    images = 0
     if isinstance(content, list):
         for part in content:
             if not isinstance(part, Mapping):
@@ -279,8 +281,8 @@ def _content_chars(content: Any) -> tuple[int, int]:
             if part.get("type") == "image_url":
                 images += 1
             elif isinstance(part.get("text"), str):
-                chars += len(part["text"])
-    return chars, images
+                texts.append(part["text"])
+    return texts, images
 
 
 def estimate_tokens(prompt: Prompt, max_tokens: int) -> int:
@@ -291,8 +293,8 @@ def estimate_tokens(prompt: Prompt, max_tokens: int) -> int:
     if prompt.format == "chat":
         chars = images = 0
         for message in prompt.messages:
-            c, i = _content_chars(message.get("content"))
-            chars += c
+            texts, i = content_parts(message.get("content"))
+            chars += sum(map(len, texts))
             images += i
         overhead = MESSAGE_OVERHEAD_TOKENS * len(prompt.messages) + IMAGE_TOKENS * images
     else:
