@@ -142,6 +142,15 @@ def check_names(cfg: Mapping[str, Any], sections: Sequence[str]) -> None:
                                   "'_', '.', '-' only")
 
 
+def check_model_entry(spec: Mapping[str, Any], key: str) -> None:
+    """``spec`` (a model entry written outside ``models``, such as a judge) has only the keys
+    a model entry may have, with valid values; an unknown or invalid key is a ConfigError
+    naming it under ``key``. ``spec`` itself is left as it is (no defaults filled in)."""
+    entry = load_schema()["properties"]["models"]["additionalProperties"]
+    _first_error(_Validator(entry, format_checker=jsonschema.FormatChecker()),
+                 copy.deepcopy(dict(spec)), tuple(key.split(".")))
+
+
 def check_backend(spec: Mapping[str, Any], key: str) -> None:
     """A model entry's (or a judge's) backend is registered."""
     from copyprobe.generation.base import BACKENDS

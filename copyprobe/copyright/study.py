@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from copyprobe.config import NAME_RE, ConfigError, check_backend
+from copyprobe.config import NAME_RE, ConfigError, check_backend, check_model_entry
 from copyprobe.copyright import paths as P
 from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study, study_models
 
@@ -100,6 +100,7 @@ def check_config(cfg: Mapping[str, Any]) -> None:
             raise ConfigError("config key 'copyright.judge.backend': required (e.g. llamacpp, "
                               "openai)")
         check_backend(judge, "copyright.judge")
+        check_model_entry({k: v for k, v in judge.items() if k != "cascade"}, "copyright.judge")
 
 
 def attribution_tables(cfg: Mapping[str, Any]) -> list[str]:

@@ -178,3 +178,19 @@ def test_score_against_labels():
     assert s["accuracy"] == 0.5 and s["accuracy_decided"] == pytest.approx(2 / 3)
     assert (s["no_verdict"], s["false_refusals"], s["missed_refusals"]) == (1, 1, 0)
     assert score_against_labels([True, False], [True, False])["cohen_kappa"] == 1.0
+
+
+def test_the_judge_entry_is_checked_like_a_model_entry():
+    """A typo in the judge block (``cascad``) or a bad value is named, not ignored."""
+    from copyprobe.config import ConfigError, load_config, validate_config
+
+    cfg = load_config(Path(__file__).resolve().parents[2] / "config" / "copyright_demo.yaml")
+    cfg["copyright"]["judge"]["cascade"] = True
+    assert validate_config(cfg)["copyright"]["judge"]["cascade"] is True
+    cfg["copyright"]["judge"]["cascad"] = True
+    with pytest.raises(ConfigError, match=r"^unknown config key 'copyright\.judge\.cascad'$"):
+        validate_config(cfg)
+    del cfg["copyright"]["judge"]["cascad"]
+    cfg["copyright"]["judge"]["n_ctx"] = "x"
+    with pytest.raises(ConfigError, match=r"'copyright\.judge\.n_ctx': 'x' is not of type"):
+        validate_config(cfg)
