@@ -80,7 +80,8 @@ def build_benchmark(corpora: Sequence[pd.DataFrame], spec: Mapping[str, Any], *,
                                 forms=spec.get("forms") or NOTICE_FORMS,
                                 images_dir=images_dir if settings is not None else None,
                                 settings=settings, benign_forms=spec.get("benign_forms"),
-                                released=released_images(spec))
+                                released=released_images(spec),
+                                max_words=spec.get("max_words"))
     report["benign_forms"] = spec.get("benign_forms")
     report["per_task"] = spec.get("per_task")
     report["benign"] = bool(spec.get("benign", True))

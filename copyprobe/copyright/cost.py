@@ -5,8 +5,9 @@ Per benchmark and model: one request per manifest row, i.e. per material x notic
 original notice (an upper bound: a material without one gets no ``*_original`` rows). The
 prompt is the library's own (:func:`copyprobe.copyright.manifest.prompt_for`) with the generic
 notice and the most page images the renderer draws (one with ``overflow: truncate``,
-else ``render.max_pages``); a benchmark shown as text (``images: false``) has
-materials of unknown length, so its prompt tokens are not estimated. The refusal judge gets
+else ``render.max_pages``); a benchmark shown as text (``images: false``) has its
+prompt tokens estimated with a ``max_words`` excerpt of that many words, and not at all
+without one (materials of unknown length). The refusal judge gets
 one request per response, each response as long as its model's ``max_tokens`` allows, cut to
 ``judge_max_words``.
 """
@@ -40,13 +41,16 @@ def _prompt_tokens(spec: Mapping[str, Any]) -> int | None:
     """The largest prompt of the benchmark: the longest query with a text notice, and the
     most pages the renderer draws (None: the material's text is in the prompt)."""
     settings = render_settings(spec)
-    if settings is None:
-        return None
     query = max((q.query for q in benchmark_queries(spec)), key=lambda s: len(s.split()))
-    pages = 1 if settings.overflow == "truncate" else settings.max_pages
     row = {"notice_text": GENERIC_NOTICE, "notice_place": notice_place("text_generic"),
-           "query": query, "image_paths": ["page.png"] * pages}
-    return cost.prompt_tokens(prompt_for(row))
+           "query": query}
+    if settings is None:  # the text follows the query: known only with an excerpt length
+        if spec.get("images") == "released" or spec.get("max_words") is None:
+            return None
+        return cost.prompt_tokens(prompt_for({**row, "image_paths": [],
+                                              "text": "w " * int(spec["max_words"])}))
+    pages = 1 if settings.overflow == "truncate" else settings.max_pages
+    return cost.prompt_tokens(prompt_for({**row, "image_paths": ["page.png"] * pages}))
 
 
 def _materials(spec: Mapping[str, Any], documents: Mapping[str, int | None]) -> int | None:

@@ -5,7 +5,9 @@ Every material is shown as rendered page images (:mod:`copyprobe.copyright.rende
 ``none``, ``text_generic`` and ``text_original`` share the plain rendering, the two image forms
 each have their own with the notice drawn as a footer. Without an images folder the manifest is
 built without images (``image_paths`` empty); :func:`prompt_for` then sends the material's text
-after the query instead, and refuses image-notice rows, whose notice would be lost.
+after the query instead, and refuses image-notice rows, whose notice would be lost. With a
+benchmark's ``max_words`` each material is shown only up to that word (an excerpt, as the
+paper's one-page samples); the excerpt is the row's ``text``, hence its scoring reference.
 
 With ``released`` (:class:`~copyprobe.copyright.released_images.ReleasedImages`, a benchmark's
 ``images: released``) the authors' released screenshots are shown instead of renders (mode 0
@@ -39,6 +41,7 @@ from copyprobe.copyright.notices import (
     original_notice,
 )
 from copyprobe.copyright.queries import BENIGN_TASKS, TASKS, Query, off_task
+from copyprobe.copyright.refusal import cut_words
 from copyprobe.prompt import Prompt
 from copyprobe.sources.base import text_id
 
@@ -73,7 +76,8 @@ COPYRIGHT_MANIFEST = TableSpec(
             ("image_sha256", pa.list_(pa.string())),
             # the render settings and font (JSON), "" without images
             ("render_settings", pa.string()),
-            # the rendering left lines out (overflow "truncate")
+            # the text shown was cut: a max_words excerpt, or a render that left lines out
+            # (overflow "truncate")
             ("truncated", pa.bool_()),
             # "rendered" (copyprobe's pages), "released" (the authors' images) or "none"
             ("image_origin", pa.string()),
@@ -117,7 +121,8 @@ def _request_id(material_id: str, text_sha: str, form: str, notice: str, q: Quer
 def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
                    forms: Iterable[str] = NOTICE_FORMS, images_dir: str | Path | None = None,
                    settings: Any = None, benign_forms: Iterable[str] | None = None,
-                   released: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+                   released: Any = None, max_words: int | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The manifest rows and the build report for ``materials`` (a corpus table) x ``forms`` x
     ``queries``; the benign queries only under ``benign_forms`` when given (default: every
     form).
@@ -126,7 +131,8 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
     :class:`~copyprobe.copyright.render.RenderSettings`, default settings when None) into
     content-addressed PNG files there. With ``released`` (a
     :class:`~copyprobe.copyright.released_images.ReleasedImages`) the released images are shown
-    instead and ``images_dir`` is not used.
+    instead and ``images_dir`` is not used. With ``max_words`` each material is shown (and
+    scored against) only up to its ``max_words``-th word; its rows say ``truncated``.
     """
     forms = [check_form(f) for f in forms]
     benign_under = set(forms if benign_forms is None else map(check_form, benign_forms))
@@ -157,12 +163,17 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
 
     rows: list[dict[str, Any]] = []
     without: list[dict[str, str]] = []
+    excerpted = 0
     no_image: list[dict[str, str]] = []
     for m in materials.to_dict("records"):
         mid = str(m["doc_id"])
         text = m["text"]
         if not isinstance(text, str) or not text.strip():
             raise ManifestError(f"material {mid!r}: empty or missing text")
+        cut = False
+        if max_words is not None:
+            text, cut = cut_words(text, max_words)
+            excerpted += cut
         original = original_notice(m)
         shown_images = None
         if released is not None:
@@ -194,15 +205,16 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
             notice, basis = shown
             paths: list[str] = []
             shas: list[str] = []
-            truncated = False
+            truncated = cut
             origin, image_file = "none", ""
             if shown_images is not None:
                 img = shown_images[form]
                 paths, shas, origin, image_file = [str(img.path)], [img.sha256], "released", \
                     img.file
             elif img_dir is not None:
-                paths, shas, truncated = _render(text, _footer_for(form, notice), settings,
-                                                 img_dir, cache)
+                paths, shas, render_cut = _render(text, _footer_for(form, notice), settings,
+                                                  img_dir, cache)
+                truncated = truncated or render_cut
                 origin = "rendered"
             for q in queries:
                 if q.benign and form not in benign_under:
@@ -218,6 +230,8 @@ def build_manifest(materials: pd.DataFrame, queries: Sequence[Query], *,
                              "image_file": image_file})
     df = pd.DataFrame(rows, columns=COPYRIGHT_MANIFEST.columns)
     report = build_report(materials, df, without, queries, forms)
+    report["max_words"] = max_words
+    report["excerpted_materials"] = excerpted
     if released is not None:
         report["images_origin"] = "released"
         report["materials_without_released_image"] = no_image

@@ -84,6 +84,10 @@ def check_config(cfg: Mapping[str, Any]) -> None:
             raise ConfigError(f"config key '{key}.forms': {image_forms} draw the notice into "
                               "the image: they need images: true")
         if bench["images"] == "released":
+            if bench.get("max_words") is not None:
+                raise ConfigError(f"config key '{key}.max_words': the released images show "
+                                  "the authors' own samples, which an excerpt cannot cut: "
+                                  "leave max_words null with images: released")
             released = bench.get("released_images") or {}
             if released.get("path") and not Path(released["path"]).is_dir():
                 raise ConfigError(f"config key '{key}.released_images.path': no such folder "

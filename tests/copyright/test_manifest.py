@@ -282,3 +282,27 @@ def test_images_one_rendering_per_material_and_image_form(tmp_path, capsys) -> N
     wide, _ = build_manifest(mats, own_seeds(), images_dir=tmp_path / "img2",
                              settings=RenderSettings(width=800))
     assert not set(wide["request_id"]) & set(df["request_id"])
+
+
+def test_max_words_shows_an_excerpt_which_is_the_reference_and_says_truncated() -> None:
+    from copyprobe.copyright.cost import _prompt_tokens
+
+    qs = own_seeds()
+    long = "One two three four five.\nSix seven eight nine ten."
+    df, report = build_manifest(_materials(text=long), qs, max_words=7)
+    assert set(df["text"]) == {"One two three four five.\nSix seven"}
+    assert df["truncated"].all() and report["excerpted_materials"] == 1
+    assert report["max_words"] == 7
+    row = df[df["notice_form"] == "none"].iloc[0]
+    assert prompt_for(row).messages[0]["content"].endswith("\n\nOne two three four five.\nSix seven")
+    whole, whole_report = build_manifest(_materials(text=long), qs)
+    assert not whole["truncated"].any() and whole_report["excerpted_materials"] == 0
+    assert not set(df["request_id"]) & set(whole["request_id"])  # the excerpt is in the key
+    # a material shorter than the excerpt is shown whole and not marked
+    short, short_report = build_manifest(_materials(text=long), qs, max_words=10)
+    assert list(short["request_id"]) == list(whole["request_id"])
+    assert short_report["excerpted_materials"] == 0 and not short["truncated"].any()
+    # the cost plan can price a text benchmark once its excerpt length is known
+    spec = {"images": False, "forms": ["none", "text_generic"], "per_task": 1}
+    assert _prompt_tokens(spec) is None
+    assert _prompt_tokens({**spec, "max_words": 300}) > _prompt_tokens({**spec, "max_words": 30})

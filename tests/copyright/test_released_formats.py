@@ -359,5 +359,8 @@ def test_config_takes_images_released(release, tmp_path):
         validate_config(config(images="released", released_images={"path": str(tmp_path / "x")}))
     with pytest.raises(ConfigError, match=r"released_images': set, but images is not"):
         validate_config(config(released_images={"path": str(root)}))
+    with pytest.raises(ConfigError, match=r"b.max_words': the released images show"):
+        validate_config(config(images="released", released_images={"path": str(root)},
+                               max_words=300))
     with pytest.raises(ConfigError, match=r"images"):
         validate_config(config(images="rendered"))
