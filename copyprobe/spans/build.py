@@ -61,6 +61,7 @@ from copyprobe.spans.layout import (
     SHARD_BUILD,
     SHARD_FILES,
     STEP1_FILES,
+    engine_installed,
     infini_gram_version,
     neutral_dir,
     ptr_size,
@@ -342,12 +343,13 @@ def resolve_builder(builder: str, dtype: str) -> str:
     """The suffix-array builder a shard of token type ``dtype`` gets: ``auto`` is
     infini-gram's indexer for u8 and u16 (faster: benchmarks/span_index.py) and copyprobe's
     (:mod:`~copyprobe.spans.sarray`) for u32, which the indexer cannot build below 32 GiB a
-    process; ``engine`` and ``copyprobe`` are taken as given."""
+    process, and for every type where infini-gram is not installed (the same bytes);
+    ``engine`` and ``copyprobe`` are taken as given."""
     if builder not in BUILDERS:
         raise SpanIndexError(f"unknown suffix-array builder {builder!r}; known: "
                              f"{', '.join(BUILDERS)}")
     if builder == "auto":
-        return "copyprobe" if dtype == "u32" else "engine"
+        return "copyprobe" if dtype == "u32" or not engine_installed() else "engine"
     return builder
 
 

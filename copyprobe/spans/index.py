@@ -8,8 +8,10 @@ files (exactly :data:`~copyprobe.spans.layout.SHARD_FILES`; a stray file such as
 ``offsets.parquet`` would be taken for one of the engine's by its name), their sizes against
 the manifest (``table.0`` = ptr_size x ``tokenized.0``, ``offset.0`` = ``metaoff.0`` = 8 x
 n_docs = 8 x rows of ``docs.parquet``), the first byte (the 0xFF separator), with ``verify``
-every file's sha256; then the engine's document and byte counts and a probe count of the first
-document's first words.
+every file's sha256; then a probe count of the first document's first words through the
+memory maps and, where infini-gram is installed (or ``search="engine"``), the engine's document
+and byte counts and the same probe through the engine. The mmap search needs only numpy: an
+index is searched (the guard's output check, ``copyprobe index find``) without the spans extra.
 
 The engine is given neutral symlinks to the shard folders (its file kinds are substrings of
 the *whole* path: an index under ``/data/tables/`` would be misread), with prefetching off
@@ -26,6 +28,7 @@ import mmap
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -140,6 +143,23 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
+
+def _open_engine(folders: Sequence[Path], codec: Any) -> Any:
+    """infini-gram's engine over the shard folders (through neutral symlinks)."""
+    from copyprobe.extras import require
+
+    require("spans", "infini_gram", needed_for="a span index searched by its engine")
+    from infini_gram.engine import InfiniGramEngine
+
+    link_dir, links = _links(folders)
+    try:
+        return InfiniGramEngine(index_dir=links, token_dtype=codec.dtype,
+                                vocab_size=codec.vocab_size, eos_token_id=codec.eos_id,
+                                version=4, load_to_ram=False, ds_prefetch_depth=0,
+                                sa_prefetch_depth=0, od_prefetch_depth=0)
+    finally:  # the engine has mapped its files and closed them: links are not needed
+        shutil.rmtree(link_dir, ignore_errors=True)
+
 def _links(paths: list[Path]) -> tuple[Path, list[str]]:
     """A neutral temporary folder holding one symlink per shard folder."""
     folder = layout.neutral_dir()
@@ -177,7 +197,8 @@ class SpanIndex:
     @classmethod
     def open(cls, path: str | Path, *, unit: str | None = None, verify: bool = False,
              search: str = "mmap", manifest_path: str | Path | None = None,
-             tokenizer: str | Path | SpanTokenizer | None = None) -> SpanIndex:
+             tokenizer: str | Path | SpanTokenizer | None = None,
+             check_engine: bool | None = None) -> SpanIndex:
         """Validate and open the index in ``path`` (a folder with ``index.json``).
 
         ``unit``: the unit the caller tokenizes in (the configured one); an index built in
@@ -186,13 +207,15 @@ class SpanIndex:
         ``manifest_path``: read the manifest from there instead (the build's last step
         validates before it publishes ``index.json``). ``tokenizer`` (unit ``tokens``): the
         configured tokenizer file; one whose identity differs from the manifest's is an
-        error naming both (without it, the file the manifest names is loaded and checked)."""
-        from copyprobe.extras import require
-
+        error naming both (without it, the file the manifest names is loaded and checked).
+        ``check_engine``: also open infini-gram's engine and check that it reads the files
+        as the memory maps do (None: when infini-gram is installed; ``search="engine"``
+        always opens it). The mmap search itself needs only numpy, so an index built
+        elsewhere is searched without the spans extra."""
         if search not in SEARCHES:
             raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
-        require("spans", "infini_gram", needed_for="a span index")
-        from infini_gram.engine import InfiniGramEngine
+        use_engine = search == "engine" or (layout.engine_installed() if check_engine is None
+                                            else check_engine)
 
         root = Path(path).resolve()
         mpath = Path(manifest_path) if manifest_path else root / layout.MANIFEST
@@ -200,23 +223,29 @@ class SpanIndex:
         codec = _codec(manifest, mpath, tokenizer)
         folders = [_check_shard(root, s, mpath, verify, codec.width)
                    for s in manifest["shards"]]
-        link_dir, links = _links(folders)
-        try:
-            engine = InfiniGramEngine(index_dir=links, token_dtype=codec.dtype,
-                                      vocab_size=codec.vocab_size,
-                                      eos_token_id=codec.eos_id, version=4, load_to_ram=False,
-                                      ds_prefetch_depth=0, sa_prefetch_depth=0,
-                                      od_prefetch_depth=0)
-        finally:  # the engine has mapped its files and closed them: links are not needed
-            shutil.rmtree(link_dir, ignore_errors=True)
+        engine = _open_engine(folders, codec) if use_engine else None
         shards = [_Shard(folder, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"],
                          codec.width)
                   for folder, s in zip(folders, manifest["shards"], strict=True)]
         index = cls(root, manifest, engine, shards, search, codec)
-        index._check_engine(mpath)
+        by_maps = index._check_maps()
+        if engine is not None:
+            index._check_engine(mpath, by_maps)
         return index
 
-    def _check_engine(self, mpath: Path) -> None:
+    def _probe(self) -> bytes:
+        first = self._shards[0]
+        return self.codec.probe(first.raw_tok[first.width:min(first.n_bytes, 4096)])
+
+    def _check_maps(self) -> int:
+        """The first document's first words, found by the memory maps (at least once)."""
+        by_maps = sum(hi - lo for lo, hi in (sh.search(self._probe()) for sh in self._shards))
+        if by_maps < 1:
+            raise SpanIndexError(f"{self._shards[0].path}: the first document's first words "
+                                 "are found 0 times by the byte maps (a damaged table.0?)")
+        return by_maps
+
+    def _check_engine(self, mpath: Path, by_maps: int) -> None:
         eng = self._engine.engine
         if eng.get_num_shards() != len(self._shards):
             raise SpanIndexError(f"{self.path}: the engine opened {eng.get_num_shards()} "
@@ -229,16 +258,13 @@ class SpanIndex:
         if total != self.n_docs:
             raise SpanIndexError(f"{self.path}: the engine counts {total} documents, the "
                                  f"manifest {mpath} {self.n_docs}")
-        first = self._shards[0]
-        probe = self.codec.probe(first.raw_tok[first.width:min(first.n_bytes, 4096)])
-        by_maps = sum(hi - lo for lo, hi in (sh.search(probe) for sh in self._shards))
-        by_engine = self._engine.count(input_ids=self.codec.ids(probe))
+        by_engine = self._engine.count(input_ids=self.codec.ids(self._probe()))
         if "error" in by_engine:
             raise SpanIndexError(f"{self.path}: infini-gram: {by_engine['error']}")
-        if by_maps < 1 or by_engine["count"] != by_maps:
-            raise SpanIndexError(f"{first.path}: the first document's first words are found "
-                                 f"{by_maps} times by the byte maps, {by_engine['count']} by "
-                                 "the engine (a damaged table.0?)")
+        if by_engine["count"] != by_maps:
+            raise SpanIndexError(f"{self._shards[0].path}: the first document's first words "
+                                 f"are found {by_maps} times by the byte maps, "
+                                 f"{by_engine['count']} by the engine (a damaged table.0?)")
 
     # -- SpanLookup ---------------------------------------------------------------------
     @property
@@ -357,7 +383,7 @@ class SpanIndex:
 
     # -- lifetime -----------------------------------------------------------------------
     def _require_open(self) -> None:
-        if self._engine is None:
+        if not self._shards:
             raise SpanIndexError(f"{self.path}: the span index is closed")
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import math
 import tempfile
 from pathlib import Path
@@ -47,6 +48,11 @@ def shard_dir_name(k: int, n: int) -> str:
 def ptr_size(n_bytes: int) -> int:
     """Bytes per suffix-array entry of a shard of ``n_bytes`` (infini-gram's ``ratio``)."""
     return max(1, math.ceil(math.log2(n_bytes) / 8)) if n_bytes > 1 else 1
+
+
+def engine_installed() -> bool:
+    """Whether infini-gram (the spans extra) can be imported here (found, not imported)."""
+    return importlib.util.find_spec("infini_gram") is not None
 
 
 def infini_gram_version() -> str | None:

@@ -63,3 +63,29 @@ def test_builder_choice_and_the_memory_budget(planted_index, tmp_path):
     info = build_shard(shard, builder="copyprobe")
     assert (info["builder"], info["token_dtype"], info["cpus"]) == ("copyprobe", "u8", 1)
     assert (shard / "table.0").read_bytes() == (sh.path / "table.0").read_bytes()
+
+
+def test_without_infini_gram_an_index_builds_and_is_searched_by_the_maps(
+        planted, planted_corpus, planted_index, tmp_path, monkeypatch):
+    import sys
+
+    from copyprobe.extras import MissingExtra
+    from copyprobe.spans.build import build_index
+    from copyprobe.spans.index import SpanIndex
+    from copyprobe.spans.layout import engine_installed
+
+    for module in ("infini_gram", "infini_gram.engine", "infini_gram.indexing"):
+        monkeypatch.setitem(sys.modules, module, None)  # as without the spans extra
+    assert not engine_installed() and resolve_builder("auto", "u8") == "copyprobe"
+    out = tmp_path / "light"
+    build_index([planted_corpus], out, shards=1)
+    (sh,) = planted_index.shards
+    assert (out / sh.path.name / "table.0").read_bytes() == (sh.path / "table.0").read_bytes()
+    text = " ".join(["lead", *planted.passages["longer"], "tail"])
+    with SpanIndex.open(out, unit="words") as light:
+        assert light._engine is None
+        assert light.find_spans(text, min_words=10) == planted_index.find_spans(text, min_words=10)
+    with pytest.raises(MissingExtra, match="spans"):
+        SpanIndex.open(out, search="engine")
+    with pytest.raises(MissingExtra, match="spans"):
+        SpanIndex.open(out, check_engine=True)
