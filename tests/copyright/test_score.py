@@ -363,3 +363,31 @@ def test_scoring_jobs_ask_for_a_gpu_when_a_metric_runs_on_cuda(metrics, gpu):
     assert metrics_use_gpu(metrics) is gpu
     assert inputs.score_gpus(None) == int(gpu)
     assert inputs.score_env == f"../envs/{'generation-gpu' if gpu else 'library'}.yaml"
+
+
+def test_the_shard_count_is_validated_and_read_from_the_config():
+    from types import SimpleNamespace
+
+    from copyprobe.config import ConfigError, validate_config
+    from copyprobe.copyright.inputs import CopyrightInputs
+
+    model = {"backend": "openai", "studies": ["copyright"], "model_id": "m", "api_key_env": "K"}
+
+    def config(**scoring) -> dict:
+        return {"sources": {"docs": {"kind": "local", "path": "docs"}},
+                "models": {"m": dict(model)},
+                "copyright": {"scoring": scoring} if scoring else {}}
+
+    one = CopyrightInputs(validate_config(config()))
+    assert one.score_shards == 1
+    assert one.score_output == "results/copyright/{benchmark}/scored/{model}.parquet"
+    four = CopyrightInputs(validate_config(config(shards=4)))
+    assert four.score_output.endswith("/scored/{model}/shards/{shard}.parquet")
+    assert four.scored_shards(SimpleNamespace(benchmark="b", model="m")) == [
+        f"results/copyright/b/scored/m/shards/0000{i}-of-00004.parquet" for i in range(4)]
+    for bad, why in ((0, "0 is less than the minimum of 1"), (2.5, "2.5 is not of type"),
+                     ("2", "'2' is not of type"), (True, "True is not of type")):
+        with pytest.raises(ConfigError, match=rf"config key 'copyright\.scoring\.shards': {why}"):
+            validate_config(config(shards=bad))
+    with pytest.raises(ConfigError, match=r"unknown config key 'copyright\.scoring\.shard'"):
+        validate_config(config(shard=2))
