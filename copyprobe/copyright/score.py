@@ -17,7 +17,9 @@ needs them.
 
 Shards (``copyright.scoring.shards``): one model's responses scored by several jobs, each
 taking the rows of every N-th material (:func:`shard_rows`), and the jobs' tables merged back
-into the manifest's order (:func:`merge_scored`): the same table as one job's.
+into the manifest's order (:func:`merge_scored`): the same table as one job's (bert-score's
+F1 to float32 rounding: its chunks of pairs are padded to another length; benchmarks/
+copyright_shards.py measures it).
 """
 
 from __future__ import annotations
