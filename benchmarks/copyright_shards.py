@@ -40,6 +40,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from copyright_scoring import _response, _text
+
 from copyprobe.artifacts import provenance, read_table, write_table
 from copyprobe.copyright.benchmark import build_benchmark
 from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
@@ -52,9 +56,6 @@ from copyprobe.copyright.score import (
     score_responses,
 )
 from copyprobe.copyright.scored import METRIC_COLUMNS
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from copyright_scoring import _response, _text  # noqa: E402
 
 
 def make_inputs(folder: Path, n_materials: int, per_task: int, words: int, seed: int) -> None:

@@ -3,7 +3,12 @@ in the manifest's order, with the provenance of one job plus the shard count."""
 
 from copyprobe.artifacts import provenance, read_meta, read_table, write_table
 from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
-from copyprobe.copyright.score import SCORED_RUN, merge_scored, merge_metrics_used, metric_settings
+from copyprobe.copyright.score import (
+    SCORED_RUN,
+    merge_metrics_used,
+    merge_scored,
+    metric_settings,
+)
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
