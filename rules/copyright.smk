@@ -82,6 +82,9 @@ if judge_on_head_node(config):
     ruleorder: copyright_judge_on_head > copyright_judge
 
 
+# One job per (benchmark, model), or with copyright.scoring.shards: N one job per shard (the
+# rows of every N-th material, in parallel, on SLURM as elsewhere; a GPU when the metrics run
+# on CUDA), whose tables a local job merges into the same scored table.
 rule copyright_score:
     input:
         manifest=copyright_paths.MANIFEST,
@@ -89,18 +92,39 @@ rule copyright_score:
         verdicts=copyright_paths.VERDICTS,
         library=library("copyright_score", NO_MODEL),
     output:
-        copyright_paths.SCORED,
+        copyright_inputs.score_output,
     log:
-        "logs/copyright_score/{benchmark}/{model}.log",
+        copyright_inputs.score_log,
     conda:
-        "../envs/library.yaml"
+        copyright_inputs.score_env
     threads: 2
     resources:
         mem_mb=4000,
+        gpu=copyright_inputs.score_gpus,
     params:
         metrics=copyright_inputs.metrics_params,
     script:
         "../workflow_scripts/copyright_score.py"
+
+
+if copyright_inputs.score_shards > 1:
+
+    rule copyright_score_merge:
+        input:
+            manifest=copyright_paths.MANIFEST,
+            shards=copyright_inputs.scored_shards,
+            library=library("copyright_score_merge", NO_MODEL),
+        output:
+            copyright_paths.SCORED,
+        log:
+            "logs/copyright_score_merge/{benchmark}/{model}.log",
+        localrule: True
+        conda:
+            "../envs/library.yaml"
+        params:
+            metrics=copyright_inputs.metrics_params,
+        script:
+            "../workflow_scripts/copyright_score_merge.py"
 
 
 rule copyright_tables:

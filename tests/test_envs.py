@@ -198,7 +198,9 @@ def workflow_dir(tmp_path_factory, workflow_copy) -> Path:
 @pytest.fixture(scope="module")
 def rules(workflow_dir, workflow_rules) -> dict:
     judge = {"backend": "hf", "model_id": "org/judge"}
-    return workflow_rules(workflow_dir, _config(copyright={"judge": judge}))
+    # sharded scoring: the merge rule is defined too
+    return workflow_rules(workflow_dir, _config(copyright={"judge": judge,
+                                                           "scoring": {"shards": 2}}))
 
 
 def _resolve(rule: dict, path: str) -> Path:
@@ -246,11 +248,14 @@ def test_rule_groups(rules):
         assert group(name) == "report", name
     for name in ("curate", "curation_report", "build_prompts",
                  "count_matches", "compute_stats", "merge_generations", "copyright_manifest",
-                 "copyright_prompts", "copyright_score", "copyright_guard_decisions",
+                 "copyright_prompts", "copyright_score", "copyright_score_merge",
+                 "copyright_guard_decisions",
                  "extraction_documents", "extraction_stats"):
         assert group(name) == "library", name
     # the model packages a model file is assembled from
     assert group("prepare_model") == "generation-cpu"
+    # the scoring shards are submitted, their merge runs where Snakemake does
+    assert not rules["copyright_score"]["local"] and rules["copyright_score_merge"]["local"]
 
 
 def test_generation_environment_follows_the_backend(rules):

@@ -8,7 +8,7 @@ from typing import Any
 
 from copyprobe import config as cpc
 from copyprobe.copyright import paths as P
-from copyprobe.copyright.study import STUDY, copyright_models
+from copyprobe.copyright.study import STUDY, copyright_models, scoring_shards
 from copyprobe.dependencies import model_parts
 from copyprobe.generation.base import backend_facts, job_threads
 from copyprobe.paths import CORPUS
@@ -86,6 +86,45 @@ class CopyrightInputs:
 
     def metrics_params(self, wildcards: Any) -> dict[str, Any]:
         return self.block["metrics"]
+
+    # ---- scoring (copyright.scoring.shards: 1 job, or N shard jobs and a merge)
+    @property
+    def score_shards(self) -> int:
+        return scoring_shards(self.config)
+
+    @property
+    def score_output(self) -> str:
+        """Rule copyright_score's output: the scored table itself, or with shards one
+        shard's part of it."""
+        return P.SCORED if self.score_shards == 1 else P.SCORED_SHARD
+
+    @property
+    def score_log(self) -> str:
+        """Rule copyright_score's log; each shard's names its shard."""
+        return ("logs/copyright_score/{benchmark}/{model}.log" if self.score_shards == 1
+                else "logs/copyright_score/{benchmark}/{model}/{shard}.log")
+
+    def scored_shards(self, wildcards: Any) -> list[str]:
+        """The shard tables rule copyright_score_merge merges, in shard order."""
+        n = self.score_shards
+        return [P.SCORED_SHARD.format(benchmark=wildcards.benchmark, model=wildcards.model,
+                                      shard=f"{i:05d}-of-{n:05d}") for i in range(n)]
+
+    def score_gpus(self, wildcards: Any) -> int:
+        """A GPU for a scoring job whose metrics run on CUDA (``bertscore.device`` or the
+        embedding backend's ``device``), so that SLURM puts it on a GPU node."""
+        from copyprobe.copyright.score import metrics_use_gpu
+
+        return 1 if metrics_use_gpu(self.block["metrics"]) else 0
+
+    @property
+    def score_env(self) -> str:
+        """The scoring jobs' environment: the library's, or with CUDA metrics the GPU one
+        (its PyTorch is PyPI's CUDA build; the library's is conda-forge's CPU build)."""
+        from copyprobe.copyright.score import metrics_use_gpu
+
+        gpu = metrics_use_gpu(self.block["metrics"])
+        return f"../envs/{'generation-gpu' if gpu else 'library'}.yaml"
 
     def scored_tables(self, wildcards: Any) -> list[str]:
         """Every study model's scored table of one benchmark."""

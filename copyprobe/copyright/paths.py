@@ -10,6 +10,9 @@ PROMPTS = "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet"
 GENERATIONS = "results/generations/{model}/main/copyright.{benchmark}.parquet"
 VERDICTS = "results/copyright/{benchmark}/verdicts/{model}.parquet"
 SCORED = "results/copyright/{benchmark}/scored/{model}.parquet"
+#: One scoring job's part of it (``copyright.scoring.shards`` > 1; names as the generation
+#: layer's, ``00001-of-00004``), merged into SCORED.
+SCORED_SHARD = "results/copyright/{benchmark}/scored/{model}/shards/{shard}.parquet"
 POOLED = "results/copyright/{benchmark}/scored.parquet"
 AGREEMENT = "results/copyright/{benchmark}/refusal_agreement.json"
 TABLES = "results/copyright/{benchmark}/tables/"

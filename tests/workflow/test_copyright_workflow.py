@@ -189,6 +189,7 @@ def test_rerun_does_nothing_and_a_new_model_plans_only_its_jobs(ran):
     # its prompts, answers, verdicts and scores on both benchmarks, and the aggregates
     assert plan["copyright_prompts"] == 2 and plan["copyright_tables"] == 2
     assert plan["copyright_judge"] == 2 and plan["copyright_score"] == 2
+    assert "copyright_score_merge" not in plan  # copyright.scoring.shards: 1, one job each
     assert plan.get("copyright_guard_decisions", 0) == 0  # the guarded model's are kept
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
 
@@ -213,3 +214,29 @@ def test_a_judge_without_its_key_stops_the_run_before_any_job(tmp_path, workflow
     assert ("model 'copyright.judge' (backend openai): environment variable "
             "COPYPROBE_TEST_UNSET_JUDGE_KEY is not set") in proc.stderr
     assert not (wd / "results").exists()
+
+
+
+def test_sharded_scoring_plans_shard_jobs_and_a_merge(ran):
+    """copyright.scoring.shards: 3 on the finished run: three scoring jobs per (benchmark,
+    model), each writing and logging its shard, and one merge writing the scored table, then
+    only what reads it; nothing upstream (the responses and verdicts are kept). With 1 the
+    plan is the run's own (test_rerun_does_nothing_and_a_new_model_plans_only_its_jobs)."""
+    wd, _ = ran
+    cfg = _config(wd)
+    cfg["copyright"]["scoring"] = {"shards": 3}
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    try:
+        proc = snakemake(wd, "--dry-run")
+    finally:
+        (wd / "config" / "config.yaml").write_text(yaml.safe_dump(_config(wd)))
+    plan, text = planned(proc), proc.stdout + proc.stderr
+    pairs = len(cfg["copyright"]["benchmarks"]) * len(cfg["models"])
+    assert plan["copyright_score"] == 3 * pairs and plan["copyright_score_merge"] == pairs
+    assert not {"copyright_prompts", "generate", "merge_generations", "copyright_judge"} & set(plan)
+    for i in range(3):
+        assert f"output: results/copyright/tiny/scored/cascade/shards/0000{i}-of-00003.parquet" \
+            in text
+        assert f"log: logs/copyright_score/tiny/cascade/0000{i}-of-00003.log" in text
+    assert "output: results/copyright/open/scored/cascade-guard.parquet\n" \
+           "    log: logs/copyright_score_merge/open/cascade-guard.log" in text
