@@ -235,3 +235,33 @@ def test_guards_compared_example_gives_every_base_its_five_rows():
     assert len(benign_forms) == 3  # 250 materials x 8 benign queries x 3 forms >= 1000
     assert cfg["copyright"]["benchmarks"]["open"]["rights"] == "open"
     assert "sk-" not in COMPARED.read_text()
+
+
+OFFLINE_COMPARED = ROOT / "config" / "examples" / "guards_offline.yaml"
+
+
+def test_guards_offline_example_has_1000_requests_in_each_over_refusal_set():
+    """The offline comparison (packaged SmolLM2, installed materials, no judge: the rule
+    detector's columns): five rows on the one base, and the manifests it builds from what
+    make setup installs hold at least 1000 benign requests about the copyrighted READMEs and
+    1000 requests about the open licences, as text prompts (no network, no OCR model)."""
+    from copyprobe.copyright.benchmark import build_benchmark
+    from copyprobe.guard.compare import KINDS, MIN_OVER_REFUSAL_N, compared_rows
+    from copyprobe.sources.collect import collect
+
+    cfg = load_config(OFFLINE_COMPARED)
+    rows = compared_rows(cfg)
+    assert list(rows) == ["smol"] and [k for k, _ in rows["smol"]] == list(KINDS)
+    assert cfg["copyright"].get("judge") is None
+    benches = cfg["copyright"]["benchmarks"]
+    corpora = {name: collect(name, source_spec(cfg, name)).corpus
+               for name in ("package_docs", "licences")}
+    for name, spec in benches.items():
+        assert spec["images"] is False
+        manifest, _ = build_benchmark([corpora[m] for m in spec["materials"]], spec,
+                                      images_dir=None, names=spec["materials"])
+        if spec["rights"] == "open":
+            assert (~manifest["benign"]).sum() >= MIN_OVER_REFUSAL_N, name
+        else:
+            assert manifest["benign"].sum() >= MIN_OVER_REFUSAL_N, name
+            assert (~manifest["benign"]).sum() > 0, name

@@ -297,6 +297,35 @@ def test_over_refusal_with_its_upper_bound_and_the_small_n_flag(table):
     assert out["open_n"] == 0 and np.isnan(out["open_rate"]) and out["open_flag"] == "n<1000"
 
 
+def test_over_refusal_by_the_rule_detector_beside_the_judge(table):
+    """The rule detector's side counts every generated answer (a block, or refusal_rule),
+    so a set the judge left unjudged still has a rate and a bound."""
+    base = table.loc["none"]
+    assert (base["benign_rule_n"], base["benign_rule_rate"]) == (10, 0.0)
+    assert (base["open_rule_n"], base["open_rule_refused"]) == (5, 1)
+    assert base["open_rule_upper95"] == pytest.approx(clopper_pearson_upper(1, 5))
+    assert base["open_rule_flag"] == "n<1000"
+    out = table.loc["output"]
+    assert (out["benign_rule_n"], out["benign_rule_refused"]) == (10, 1)  # the block
+    # unjudged open answers: no judged rate, but the rules read all 3 (none a refusal)
+    assert out["open_n"] == 0 and (out["open_rule_n"], out["open_rule_rate"]) == (3, 0.0)
+    assert out["open_rule_upper95"] == pytest.approx(clopper_pearson_upper(0, 3))
+    guard = table.loc["input"]
+    assert (guard["benign_rule_n"], guard["benign_rule_refused"]) == (1000, 2)
+    assert guard["benign_rule_flag"] == ""
+
+
+def test_a_run_without_a_judge_draws_the_rules_rates(table):
+    from copyprobe.guard.compare import _judged_or_rules
+
+    unjudged = table.reset_index().assign(benign_rate=np.nan, open_rate=np.nan)
+    assert _judged_or_rules(unjudged, "benign_rate", "b") == ("benign_rule_rate", "b (rules)")
+    assert _judged_or_rules(unjudged, "open_rate", "o") == ("open_rule_rate", "o (rules)")
+    assert _judged_or_rules(table.reset_index(), "benign_rate", "b") == ("benign_rate", "b")
+    assert _judged_or_rules(unjudged, "passing_rouge_l_precision", "r") == \
+        ("passing_rouge_l_precision", "r")
+
+
 def test_latency_added(table):
     assert table.loc["none", "latency_median_ms"] == 0.0
     assert table.loc["input", "latency_median_ms"] == pytest.approx(10.0)
