@@ -33,6 +33,7 @@ import pandas as pd
 import pyarrow as pa
 
 from copyprobe.artifacts import TableSpec
+from copyprobe.copyright.excerpt import cut_words
 from copyprobe.copyright.notices import (
     NOTICE_FORMS,
     check_form,
@@ -41,7 +42,6 @@ from copyprobe.copyright.notices import (
     original_notice,
 )
 from copyprobe.copyright.queries import BENIGN_TASKS, TASKS, Query, off_task
-from copyprobe.copyright.refusal import cut_words
 from copyprobe.prompt import Prompt
 from copyprobe.sources.base import text_id
 
