@@ -146,8 +146,8 @@ def _torch_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
-TORCH_CUDA = pytest.mark.skipif(not _torch_cuda(), reason="needs a CUDA GPU (torch.cuda) for "
-                                "the metrics' device: cuda path")
+TORCH_CUDA = pytest.mark.skipif(not _torch_cuda(),
+                                reason="needs a CUDA GPU (torch.cuda) for the cuda metrics")
 ORT_CUDA = pytest.mark.skipif(
     "CUDAExecutionProvider" not in onnxruntime.get_available_providers(),
     reason="needs a CUDA GPU and onnxruntime-gpu's CUDAExecutionProvider for the ONNX "
