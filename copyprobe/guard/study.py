@@ -189,12 +189,25 @@ def output_sources(cfg: Mapping[str, Any]) -> dict[str, str]:
 
 
 def check_compared(cfg: Mapping[str, Any]) -> None:
-    """The output-guarded models' sources exist (:func:`output_sources`) and are in the study."""
+    """The output-guarded models' sources exist (:func:`output_sources`) and are in the study,
+    and the span index each output block names is one the config builds (``spans.indexes``,
+    which holds every benchmark's ``copyright-<benchmark>``): a misspelt index would otherwise
+    surface only as a missing ``index.json`` when the workflow plans its jobs."""
+    from copyprobe.spans.config import indexes
+
     in_study = set(study_models(cfg, "copyright"))
+    built = indexes(cfg)
+    benchmarks = cfg.get("copyright", {}).get("benchmarks", {})
     for name, source in output_sources(cfg).items():
         if source not in in_study:
             raise ConfigError(f"config key 'models.{source}.studies': {source!r} is the source "
                               f"of output-guarded model {name!r}: it must run the copyright study")
+        guard = cfg["models"][name]["guard"]
+        for benchmark in benchmarks:
+            index = output_index(guard, benchmark)
+            if index not in built:
+                raise ConfigError(f"config key 'models.{name}.guard.output.index': no span index "
+                                  f"{index!r}; the config builds {sorted(built)}")
 
 
 def output_index(guard: Mapping[str, Any], benchmark: str) -> str:

@@ -5,6 +5,7 @@ bounds, flags and latencies are counted by hand."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -77,6 +78,21 @@ def test_a_both_guard_without_its_input_guard_is_an_error_naming_it():
     with pytest.raises(ConfigError, match=r"'models.m-both.guard.output'.*add a model with "
                                           r"base 'm' and this guard block less 'output'"):
         output_sources(cfg)
+
+
+def test_an_output_index_the_config_does_not_build_is_named_when_it_is_read():
+    """A misspelt output index fails config validation, naming the key and the indexes the
+    config builds, not later as a missing index.json when the workflow plans its jobs."""
+    import yaml
+
+    example = Path(__file__).resolve().parents[2] / "config" / "examples" / "guards_offline.yaml"
+    raw = yaml.safe_load(example.read_text())
+    validate_config(copy.deepcopy(raw))  # as shipped: valid
+    raw["models"]["smol-output"]["guard"]["output"]["index"] = "copyright-dcos"
+    with pytest.raises(ConfigError, match=r"'models.smol-output.guard.output.index': no span "
+                                          r"index 'copyright-dcos'; the config builds "
+                                          r"\['copyright-docs', 'copyright-open'\]"):
+        validate_config(raw)
 
 
 # -- the output guard as post-processing -----------------------------------------------------------
