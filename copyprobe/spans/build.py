@@ -23,17 +23,25 @@ Three steps (the Snakemake rules run them as separate jobs; :func:`build_index` 
    50 KB and 150 KB shards at ``--cpus 2`` give duplicated or missing suffixes; at ``--cpus
    1`` every size is right), so the build uses fewer processes for small shards
    (:func:`sa_cpus`) and checks the table's size.
-3. :func:`finalize_index`: checks every shard, records sha256 checksums and writes
-   ``index.json`` (:data:`FORMAT`, written last: the file downstream steps depend on).
+3. :func:`finalize_index`: checks every shard, records each file's sha256 and block CRC-32s
+   (:mod:`~copyprobe.spans.checksums`) and writes ``index.json`` (:data:`FORMAT`, written
+   last: the file downstream steps depend on).
+
+:func:`build_index` runs them in a new folder beside the index's and swaps it in whole
+(:func:`publish`): readers never see two builds mixed.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import glob
 import hashlib
 import json
 import logging
 import os
 import resource
+import secrets
 import shutil
 import subprocess
 import sys
@@ -46,7 +54,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from copyprobe.spans.corpus import iter_located
+from copyprobe.spans.checksums import ALGORITHM, BLOCK_BYTES, file_sums
+from copyprobe.progress import Progress
+from copyprobe.spans.corpus import corpus_files, iter_located, location
 from copyprobe.spans.encoding import DEFAULT_UNIT, NORMALIZER_VERSION
 from copyprobe.spans.index import SpanIndex
 from copyprobe.spans.layout import (
@@ -65,7 +75,6 @@ from copyprobe.spans.layout import (
     infini_gram_version,
     neutral_dir,
     ptr_size,
-    sha256,
     shard_dir_name,
 )
 from copyprobe.spans.sarray import build_table
@@ -76,7 +85,7 @@ from copyprobe.spans.units import ByteCodec, make_codec
 log = logging.getLogger(__name__)
 
 __all__ = ["BUILDERS", "DOCS_SCHEMA", "build_index", "build_shard", "finalize_index",
-           "prepare_index", "resolve_builder", "sa_cpus"]
+           "prepare_index", "publish", "resolve_builder", "sa_cpus"]
 
 #: one row per document of a shard (``docs.parquet``), in the shard's order
 DOCS_SCHEMA = pa.schema([
@@ -120,21 +129,35 @@ class _Doc:
     size: int
 
 
+#: documents without a word named in the build's warning (the rest are counted)
+_NAMED = 5
+
+
 def _stage(corpora: Iterable[str | Path], codec: ByteCodec, staging: Path
            ) -> tuple[list[_Doc], int, int]:
     """Encode every document into ``staging`` (in read order); the documents sorted by
-    ``(source, doc_id)``, the number skipped for having no token and the number whose words
-    repeat an earlier document's exactly."""
+    ``(source, doc_id)``, the number skipped for having no token (named in a warning) and
+    the number whose words repeat an earlier document's exactly. Shows the reading's
+    progress (MB of the corpus files)."""
     docs: list[_Doc] = []
-    skipped = 0
+    skipped: list[str] = []
     at = 0
     seen: set[bytes] = set()
     repeats = 0
+    total = sum(f.stat().st_size for f in corpus_files(corpora))
+    progress = Progress(max(1, -(-total // 1_000_000)), "index build: corpora read (MB)")
+    read = [0]
+
+    def on_read(n: int) -> None:
+        read[0] += n
+        progress.update(min(read[0] // 1_000_000, progress.total) - progress.done)
+
     with open(staging, "wb") as out:
-        for path, number, doc in iter_located(corpora):
+        for path, number, doc in iter_located(corpora, on_read):
             enc = codec.doc(doc.text)
             if enc is None:
-                skipped += 1
+                skipped.append(location(path, number, doc)
+                               + (" (empty text)" if not doc.text.strip() else ""))
                 continue
             data, n_units = enc
             key = hashlib.blake2b(data, digest_size=16).digest()
@@ -144,12 +167,17 @@ def _stage(corpora: Iterable[str | Path], codec: ByteCodec, staging: Path
             docs.append(_Doc(doc.source, doc.doc_id, doc.title, doc.url, str(path), number,
                              n_units, at, len(data)))
             at += len(data)
+    progress.close(f"{len(docs)} documents, {at / 1e6:.1f} MB encoded")
     docs.sort(key=lambda d: (d.source, d.doc_id))
+    if skipped:
+        more = f" and {len(skipped) - _NAMED} more" if len(skipped) > _NAMED else ""
+        log.warning("%d document(s) hold no word in unit %r and are skipped: %s%s",
+                    len(skipped), codec.unit, "; ".join(skipped[:_NAMED]), more)
     if repeats:
         log.warning("%d document(s) repeat an earlier one's words exactly: infini-gram's "
                     "suffix-array merge slows down on long repeats (it compares up to %d "
                     "bytes); deduplicate the corpus if the build is slow", repeats, SA_OVERLAP)
-    return docs, skipped, repeats
+    return docs, len(skipped), repeats
 
 
 def _cuts(sizes: list[int], shards: int) -> list[int]:
@@ -398,13 +426,18 @@ def build_shard(shard_dir: str | Path, *, cpus: int = 1, mem_gb: int = 2,
                "--workers", "1", "--worker_id", "0", "--cpus", str(used), "--mem", str(mem),
                "--ulimit", str(_nofile_limit())]
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                              cwd=link_dir, check=False)  # the exit status is checked below
+        lines = []
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, errors="replace", cwd=link_dir) as proc:
+            for line in proc.stdout:  # its steps, logged as they come (a long build's progress)
+                lines.append(line)
+                if "Step" in line:
+                    log.info("%s: infini-gram's indexer: %s", shard.name, line.strip())
         seconds = time.perf_counter() - t0
     finally:
         shutil.rmtree(link_dir, ignore_errors=True)
         shutil.rmtree(temp, ignore_errors=True)
-    out = proc.stdout + proc.stderr
+    out = "".join(lines)
     tail = " | ".join(out.strip().splitlines()[-6:])
     if proc.returncode != 0 or "Something went wrong" in out:
         raise SpanIndexError(f"{shard}: infini-gram's indexer failed (exit status "
@@ -434,7 +467,8 @@ def _record_build(shard: Path, n_bytes: int, width: int, info: dict) -> dict:
 
 
 def finalize_index(out_dir: str | Path, *, checksums: bool = True) -> dict:
-    """Step 3: check every shard of the plan, record its files' sha256 (``checksums``) and
+    """Step 3: check every shard of the plan, record its files' checksums (``checksums``:
+    each file's sha256 and the CRC-32 of each of its blocks, which opening compares) and
     write ``index.json`` (the manifest, returned); the index is then opened once to prove it
     answers (:meth:`~copyprobe.spans.index.SpanIndex.open` validates it)."""
     out = Path(out_dir).resolve()
@@ -445,14 +479,18 @@ def finalize_index(out_dir: str | Path, *, checksums: bool = True) -> dict:
         build = _read_json(folder / SHARD_BUILD, "shard build record (build_shard not run?)")
         entry = {**s, "build_s": build.get("seconds"), "build_cpus": build.get("cpus")}
         if checksums:
-            entry["sha256"] = {name: sha256(folder / name) for name in SHARD_FILES
-                               if name != SHARD_BUILD and (folder / name).is_file()}
+            names = [n for n in SHARD_FILES if (folder / n).is_file()]
+            sums = dict(zip(names, file_sums([folder / n for n in names]), strict=True))
+            entry["sha256"] = {n: sha for n, (sha, _) in sums.items() if n != SHARD_BUILD}
+            entry[ALGORITHM] = {n: blocks for n, (_, blocks) in sums.items()}
         shards.append(entry)
     manifest = {**plan, "shards": shards, "infini_gram_version": infini_gram_version()}
+    if checksums:
+        manifest["checksums"] = {"algorithm": ALGORITHM, "block_bytes": BLOCK_BYTES}
     tmp = out / f".{MANIFEST}.tmp"
     _atomic_json(tmp, manifest)
     try:  # validate before publishing: index.json appears only for an index that opens
-        SpanIndex.open(out, manifest_path=tmp).close()
+        SpanIndex.open(out, manifest_path=tmp, verify="sizes").close()  # sums just taken
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -478,25 +516,133 @@ def build_index(corpora: Iterable[str | Path], out_dir: str | Path, *,
                 mem_gb: int = 2, tokenizer: str | Path | SpanTokenizer | None = None,
                 builder: str = "auto") -> dict:
     """Build the span index of ``corpora`` in ``out_dir`` (all three steps, shards one after
-    the other) and return its manifest. When ``out_dir`` already holds an index of the same
-    documents (same digest), unit and shard count that opens, nothing is rebuilt: the
-    manifest is returned with ``"reused": True``. ``tokenizer``: the unit ``tokens``'s
-    tokenizer file (the digest covers its sha256). ``builder``: the suffix arrays'
-    (:func:`resolve_builder`)."""
+    the other) and return its manifest. The build is written in a folder beside ``out_dir``
+    and swapped in whole once it opens (:func:`publish`): a reader of ``out_dir`` sees the old
+    index or the new one, never a mix, and an interrupted build leaves the old one. When
+    ``out_dir`` already holds an index of the same documents (same digest), unit and shard
+    count that opens, nothing is rebuilt: the manifest is returned with ``"reused": True``.
+    ``tokenizer``: the unit ``tokens``'s tokenizer file (the digest covers its sha256).
+    ``builder``: the suffix arrays' (:func:`resolve_builder`)."""
     codec = _check_args(unit, shards, tokenizer)
     resolve_builder(builder, codec.dtype)  # an unknown builder fails before any work
+    if not isinstance(cpus, int) or cpus < 1 or not isinstance(mem_gb, int) or mem_gb < 1:
+        raise SpanIndexError(f"cpus and mem_gb must be positive integers, got {cpus!r} and "
+                             f"{mem_gb!r}")
     out = Path(out_dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    with _Staged(corpora, out, codec) as staged:
-        old = _unchanged(out, unit, shards, staged.digest)
-        if old is not None:
-            try:
-                SpanIndex.open(out, unit=unit, tokenizer=codec.tokenizer).close()
-                return {**old, "reused": True}
-            except SpanIndexError:
-                pass  # damaged: rebuild
-        (out / MANIFEST).unlink(missing_ok=True)
-        plan = staged.write(out, shards)
-    for s in plan["shards"]:
-        build_shard(out / s["dir"], cpus=cpus, mem_gb=mem_gb, builder=builder)
-    return {**finalize_index(out), "reused": False}
+    _check_out(out)
+    work = _work_dir(out)
+    try:
+        with _Staged(corpora, work, codec) as staged:
+            old = _unchanged(out, unit, shards, staged.digest)
+            if old is not None:
+                try:
+                    SpanIndex.open(out, unit=unit, tokenizer=codec.tokenizer).close()
+                    return {**old, "reused": True}
+                except SpanIndexError as exc:
+                    log.warning("%s: the index of these documents does not open (%s): "
+                                "rebuilding it", out, exc)
+            plan = staged.write(work, shards)
+        progress = Progress(len(plan["shards"]), "index build: suffix arrays (shards)")
+        for k, s in enumerate(plan["shards"]):
+            log.info("index build: the suffix array of shard %d of %d (%.1f MB)", k + 1,
+                     len(plan["shards"]), s["bytes"] / 1e6)
+            build_shard(work / s["dir"], cpus=cpus, mem_gb=mem_gb, builder=builder)
+            progress.update()
+        progress.close()
+        log.info("index build: checksums and validation (%.1f MB of files)",
+                 sum(f.stat().st_size for f in work.rglob("*") if f.is_file()) / 1e6)
+        manifest = finalize_index(work)
+        publish(work, out)
+    finally:  # the build's folder, or after the swap the old index
+        shutil.rmtree(work, ignore_errors=True)
+    return {**manifest, "reused": False}
+
+
+#: what an index folder holds (anything else in ``out_dir`` makes build_index refuse it:
+#: the build replaces the whole folder)
+_INDEX_NAMES = (MANIFEST, PLAN, f".{MANIFEST}.tmp", ".staging.bin")
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise SpanIndexError(f"{out}: not a folder (the span index is a folder)")
+    if not out.is_dir():
+        return
+    for p in sorted(out.iterdir()):
+        if not (p.name in _INDEX_NAMES or p.name.startswith(("shard-", ".sa-temp-"))):
+            raise SpanIndexError(f"{out}: holds {p.name}, which is not part of a span index; "
+                                 "a build replaces the whole folder: give an empty or new "
+                                 "folder")
+
+
+def _work_dir(out: Path) -> Path:
+    """A new folder beside ``out`` for its build, ``.NAME.build-PID-XXXX`` (the folders of
+    builds whose process is gone, interrupted, are removed first)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{out.name}.build-"
+    for d in out.parent.glob(f"{glob.escape(prefix)}*"):
+        pid = d.name[len(prefix):].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+    while True:
+        work = out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            work.mkdir()  # the umask's mode, as the index folder's own (mkdtemp's is 0700)
+            return work
+        except FileExistsError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+#: renameat2's flag that swaps two paths (Linux 3.15+, glibc 2.28+)
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``);
+    False where the C library or the file system has no such call."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                   ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def publish(new: Path, out: Path) -> None:
+    """Make the finished index folder ``new`` the folder ``out`` (same file system); the
+    old index is then at ``new`` (the caller removes it). A reader opening ``out`` sees one
+    or the other whole: ``renameat2(RENAME_EXCHANGE)`` swaps them in one step; where it is
+    missing (not Linux, some file systems) ``out`` is moved aside and ``new`` renamed to it,
+    and a reader opening it between the two renames finds no index (never a mixed one)."""
+    if not out.exists():
+        os.rename(new, out)
+        return
+    if _exchange(new, out):
+        return
+    log.warning("%s: no atomic swap of folders here (renameat2 RENAME_EXCHANGE): the index "
+                "is replaced by two renames, between which it is missing", out)
+    aside = new.with_name(new.name + "-old")
+    os.rename(out, aside)
+    try:
+        os.rename(new, out)
+    except BaseException:
+        os.rename(aside, out)
+        raise
+    os.rename(aside, new)

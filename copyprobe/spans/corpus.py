@@ -14,22 +14,23 @@ A corpus path is one of:
   title = the file's stem.
 
 Errors are :class:`~copyprobe.spans.types.SpanIndexError` naming the file (and the row or
-line): no ``text`` column, a text that is not a string, an empty corpus, and the same
-``(source, doc_id)`` twice (across all the paths: the index addresses documents by it).
+line): no ``text`` column, a text that is not a string, a line that is not UTF-8, a damaged
+row group or gzip stream, an empty corpus, and the same ``(source, doc_id)`` twice.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from copyprobe.spans.types import CorpusDoc, SpanIndexError
 
-__all__ = ["corpus_files", "iter_corpus", "iter_located"]
+__all__ = ["corpus_files", "iter_corpus", "iter_located", "location"]
 
 #: the columns (keys) of a document that are read; only ``text`` is required
 COLUMNS = ("doc_id", "source", "title", "url", "text")
@@ -92,7 +93,7 @@ def _doc(path: Path, where: str, row: dict, number: int) -> CorpusDoc:
                      title=_str(row.get("title"), ""), url=_str(row.get("url"), ""))
 
 
-def _parquet(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
+def _parquet(path: Path, read: Callable[[int], None]) -> Iterator[tuple[int, CorpusDoc]]:
     try:
         f = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several kinds for a file that is not Parquet
@@ -100,41 +101,90 @@ def _parquet(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
     names = f.schema_arrow.names
     if "text" not in names:
         raise SpanIndexError(f"{path}: no 'text' column (columns: {', '.join(names)})")
-    row = 0
+    row, size = 0, path.stat().st_size
     columns = [c for c in COLUMNS if c in names]
     for group in range(f.num_row_groups):  # one row group at a time: see _BATCH_ROWS
-        for batch in f.iter_batches(batch_size=_BATCH_ROWS, row_groups=[group],
-                                    columns=columns):
+        batches = f.iter_batches(batch_size=_BATCH_ROWS, row_groups=[group], columns=columns)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception as exc:  # a damaged page: pyarrow raises several kinds
+                raise SpanIndexError(f"{path}: row group {group} (from row {row}) is "
+                                     f"unreadable ({exc})") from None
             for rec in batch.to_pylist():
                 yield row, _doc(path, "row", rec, row)
                 row += 1
+        read(size * f.metadata.row_group(group).num_rows // max(1, f.metadata.num_rows))
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for n, line in enumerate(fh):
-            if not line.strip():
-                continue
+def _lines(path: Path, read: Callable[[int], None]) -> Iterator[tuple[int, bytes]]:
+    """``(0-based number, raw line)`` of a JSONL file, gzip-compressed or not; a truncated
+    or damaged gzip stream is an error naming the last line read."""
+    with open(path, "rb") as raw:
+        gz = path.name.lower().endswith(".gz")
+        fh = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        n, at = -1, 0
+        while True:
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SpanIndexError(f"{path}: line {n + 1} is not JSON ({exc})") from None
-            if not isinstance(rec, dict):
-                raise SpanIndexError(f"{path}: line {n + 1} is not a JSON object")
-            if "text" not in rec:
-                raise SpanIndexError(f"{path}: line {n + 1} has no 'text' key")
-            yield n, _doc(path, "line", rec, n)
+                line = fh.readline()
+            except (EOFError, OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+                raise SpanIndexError(f"{path}: truncated or damaged gzip data after line "
+                                     f"{n + 1} ({exc})") from None
+            if not line:
+                read(raw.tell() - at)
+                return
+            n += 1
+            if raw.tell() - at >= 1 << 20:
+                read(raw.tell() - at)
+                at = raw.tell()
+            yield n, line
 
 
-def _folder(path: Path) -> Iterator[tuple[int, CorpusDoc]]:
+def _jsonl(path: Path, read: Callable[[int], None]) -> Iterator[tuple[int, CorpusDoc]]:
+    for n, raw in _lines(path, read):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SpanIndexError(f"{path}: line {n + 1} is not UTF-8 ({exc.reason} at byte "
+                                 f"{exc.start} of the line)") from None
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SpanIndexError(f"{path}: line {n + 1} is not JSON ({exc})") from None
+        if not isinstance(rec, dict):
+            raise SpanIndexError(f"{path}: line {n + 1} is not a JSON object")
+        if "text" not in rec:
+            raise SpanIndexError(f"{path}: line {n + 1} has no 'text' key")
+        yield n, _doc(path, "line", rec, n)
+
+
+def _folder(path: Path, read: Callable[[int], None]) -> Iterator[tuple[int, CorpusDoc]]:
     for n, f in enumerate(corpus_files([path])):
         try:
-            text = f.read_text(encoding="utf-8")
+            data = f.read_bytes()
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SpanIndexError(f"{f}: not UTF-8 text ({exc})") from None
+        read(len(data))
         yield n, CorpusDoc(source=path.resolve().name, doc_id=f.relative_to(path).as_posix(),
                         text=text, title=f.stem)
+
+
+def location(path: Path, number: int, doc: CorpusDoc) -> str:
+    """Where :func:`iter_located` found ``doc``: ``a.jsonl line 3`` (1-based), ``b.parquet
+    row 5`` (0-based, as errors name rows), or a folder's file."""
+    kind = _kind(path)
+    if kind == "folder":
+        return str(path / doc.doc_id)
+    return f"{path} {'line' if kind == 'jsonl' else 'row'} {number + (kind == 'jsonl')}"
+
+
+def _ignore(n: int) -> None:
+    pass
 
 
 _READERS = {"parquet": _parquet, "jsonl": _jsonl, "folder": _folder}
@@ -150,19 +200,22 @@ def iter_corpus(paths: Iterable[str | Path]) -> Iterator[CorpusDoc]:
         yield doc
 
 
-def iter_located(paths: Iterable[str | Path]) -> Iterator[tuple[Path, int, CorpusDoc]]:
+def iter_located(paths: Iterable[str | Path], read: Callable[[int], None] = _ignore
+                 ) -> Iterator[tuple[Path, int, CorpusDoc]]:
     """:func:`iter_corpus` with where each document came from: ``(path, number, doc)``, the
     number being the row (Parquet), the 0-based line (JSONL) or the file's rank (folder).
+    ``read`` is called with the bytes of the files read so far (progress), in steps.
 
-    Raises :class:`SpanIndexError` (naming the file) for a file that is not a corpus, a
-    document without text, a ``(source, doc_id)`` already seen, and when the paths hold no
-    document at all."""
+    Raises :class:`SpanIndexError` (naming the file and the row or line) for a file that is
+    not a corpus, a row group or line that cannot be read or decoded (not UTF-8, a truncated
+    gzip stream), a document without text, a ``(source, doc_id)`` already seen, and when
+    the paths hold no document at all."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise SpanIndexError("no corpus given")
     seen: dict[tuple[str, str], Path] = {}
     for path in paths:
-        for number, doc in _READERS[_kind(path)](path):
+        for number, doc in _READERS[_kind(path)](path, read):
             key = (doc.source, doc.doc_id)
             if key in seen:
                 raise SpanIndexError(f"{path}: document {number} is a duplicate (source "

@@ -1,49 +1,55 @@
 """Opening a built span index: validation, the infini-gram engine, and the memory maps.
 
-:meth:`SpanIndex.open` checks everything itself before the engine sees a file: infini-gram
-2.6.0 is compiled without its C++ asserts, so a missing or truncated file would otherwise be
-read out of bounds or answer 0 for every query (never a silent empty result here). Checked:
-the manifest (``index.json``: format, unit, normaliser version, token type), every shard's
-files (exactly :data:`~copyprobe.spans.layout.SHARD_FILES`; a stray file such as
-``offsets.parquet`` would be taken for one of the engine's by its name), their sizes against
-the manifest (``table.0`` = ptr_size x ``tokenized.0``, ``offset.0`` = ``metaoff.0`` = 8 x
-n_docs = 8 x rows of ``docs.parquet``), the first byte (the 0xFF separator), with ``verify``
-every file's sha256; then a probe count of the first document's first words through the
-memory maps and, where infini-gram is installed (or ``search="engine"``), the engine's document
-and byte counts and the same probe through the engine. The mmap search needs only numpy: an
-index is searched (the guard's output check, ``copyprobe index find``) without the spans extra.
-
-The engine is given neutral symlinks to the shard folders (its file kinds are substrings of
-the *whole* path: an index under ``/data/tables/`` would be misread), with prefetching off
-(``0/0/0``: no madvise tree per binary-search step). The shards' ``table.0``, ``tokenized.0``
-and ``offset.0`` are also memory-mapped with numpy: rank -> pointer -> document, and the
-longest common prefixes the span search needs (:mod:`~copyprobe.spans.find`).
+:meth:`SpanIndex.open` takes a snapshot: every file is opened relative to one descriptor of
+the folder, checked (the manifest; each shard's files, exactly
+:data:`~copyprobe.spans.layout.SHARD_FILES`, their sizes, the leading separator, the rows of
+``docs.parquet``; the CRC-32 of every block against the manifest's, :data:`VERIFY`) and
+memory-mapped, the document table read, the engine opened through the folder's descriptor;
+nothing is read by path afterwards. infini-gram 2.6.0 is compiled without its C++ asserts, so
+a bad file would otherwise be read out of bounds or answer 0. A probe query through the maps
+(and the engine) ends the checks. Details and costs: docs/span-index.md (Layout, Verification).
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import logging
 import mmap
+import os
 import shutil
+import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from copyprobe.spans import layout
+from copyprobe.spans import checksums, layout
 from copyprobe.spans.encoding import BYTE_UNITS, NORMALIZER_VERSION, check_unit
 from copyprobe.spans.find import find_spans
 from copyprobe.spans.tokenizer import SpanTokenizer, load_tokenizer, token_dtype
 from copyprobe.spans.types import DocHit, Span, SpanIndexError, Tokens
 from copyprobe.spans.units import ByteCodec, make_codec
 
-__all__ = ["SEARCHES", "SpanIndex", "index_digest", "read_manifest"]
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_VERIFY", "SEARCHES", "VERIFY", "SpanIndex", "index_digest",
+           "parse_manifest", "read_manifest"]
 
 #: how :meth:`SpanIndex.segments` finds a query's ranks
 SEARCHES = ("mmap", "engine")
+#: how much :meth:`SpanIndex.open` checks of the files' contents: their sizes only, the
+#: CRC-32 of every block, or also every file's sha256 (docs/span-index.md#verification)
+VERIFY = ("sizes", "blocks", "full")
+DEFAULT_VERIFY = "blocks"
+#: times :meth:`SpanIndex.open` tries a folder that a rebuild replaces while it is opened
+OPEN_ATTEMPTS = 5
+#: the shard files the searches read (the engine opens its own)
+_SEARCHED = ("tokenized.0", "table.0", "offset.0", layout.DOCS)
 
 
 class _Keys:
@@ -88,16 +94,16 @@ class _Shard:
     """One shard: its files memory-mapped (as bytes for the searches, as numpy arrays for
     the bulk reads) and its document table."""
 
-    def __init__(self, path: Path, ptr_size: int, first_doc_ix: int, n_docs: int,
+    def __init__(self, files: _ShardFiles, ptr_size: int, first_doc_ix: int, n_docs: int,
                  width: int = 1):
-        self.path, self.ptr_size, self.width = path, ptr_size, width
+        self.path, self.ptr_size, self.width = files.path, ptr_size, width
         self.first_doc_ix, self.n_docs = first_doc_ix, n_docs
-        self.raw_tok = _map(path / "tokenized.0")
-        self.raw_table = _map(path / "table.0")
+        self.raw_tok = files.maps["tokenized.0"]
+        self.raw_table = files.maps["table.0"]
         #: uint8 views of tokenized.0 and table.0, the documents' offsets (uint64)
         self.tok = np.frombuffer(self.raw_tok, dtype=np.uint8)
         self.table = np.frombuffer(self.raw_table, dtype=np.uint8)
-        self.offsets = np.frombuffer(_map(path / "offset.0"), dtype=np.uint64)
+        self.offsets = np.frombuffer(files.maps["offset.0"], dtype=np.uint64)
         self.n_bytes = len(self.raw_tok)
         #: suffixes in the table: one per token (a byte in u8, 2 or 4 bytes in u16 / u32)
         self.n_ranks = self.n_bytes // width
@@ -106,7 +112,8 @@ class _Shard:
         fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(ptr_size)
         self.ptr_view = (memoryview(self.raw_table).cast(fmt)
                          if fmt and memoryview(b"").cast(fmt).itemsize == ptr_size else None)
-        self._docs = None
+        #: the document table (source, doc_id, title, url), read when the index was opened
+        self.docs = files.docs
 
     def ptrs(self, lo: int, hi: int) -> np.ndarray:
         """The pointers (byte offsets in ``tok``) of ranks ``lo .. hi-1``."""
@@ -131,17 +138,72 @@ class _Shard:
             return 0
         return _common_prefix(_Keys(self, len(query))[rank], query)
 
-    def doc_table(self):
-        if self._docs is None:
-            self._docs = pq.read_table(self.path / layout.DOCS,
-                                       columns=["source", "doc_id", "title", "url"])
-        return self._docs
+
+def _map(fd: int) -> mmap.mmap | bytes:
+    if os.fstat(fd).st_size == 0:  # mmap refuses an empty file
+        return b""
+    return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
 
 
-def _map(path: Path) -> mmap.mmap:
-    with open(path, "rb") as fh:
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+class _ShardFiles:
+    """One shard's files, opened relative to the index folder's descriptor and memory-mapped
+    (a map keeps its file's inode: a rebuild swapped in or a deleted folder changes nothing
+    for an open index); ``fd`` is the shard folder's (the engine opens its files through
+    it), closed once the index is open."""
 
+    def __init__(self, root_fd: int, root: Path, s: dict, mpath: Path, width: int,
+                 mapped: tuple[str, ...]):
+        self.path = root / s["dir"]
+        try:
+            self.fd = os.open(s["dir"], os.O_RDONLY | os.O_DIRECTORY, dir_fd=root_fd)
+        except (FileNotFoundError, NotADirectoryError):
+            raise SpanIndexError(f"{self.path}: missing shard folder (listed in {mpath})"
+                                 ) from None
+        self.maps: dict[str, mmap.mmap | bytes] = {}
+        try:
+            _check_names(self.path, os.listdir(self.fd))
+            _check_sizes(self.path, self.fd, s, width)
+            for name in mapped:
+                fd = os.open(name, os.O_RDONLY, dir_fd=self.fd)
+                try:
+                    self.maps[name] = _map(fd)
+                finally:
+                    os.close(fd)
+            if self.maps["tokenized.0"][:width] != layout.DOC_SEP * width:
+                raise SpanIndexError(f"{self.path / 'tokenized.0'}: does not start with a "
+                                     f"document separator ({'FF' * width})")
+            self.docs = _doc_table(self.path / layout.DOCS, self.maps[layout.DOCS],
+                                   int(s["n_docs"]))
+        except BaseException:
+            self.close()
+            raise
+
+    def engine_path(self) -> Path:
+        """The path the engine opens the shard by: the folder's descriptor under
+        ``/proc/self/fd`` (the same inode whatever happens to the path), else the path."""
+        fd_path = Path(f"/proc/self/fd/{self.fd}")
+        return fd_path if fd_path.is_dir() else self.path
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _doc_table(path: Path, data, n_docs: int):
+    """The columns a hit needs of ``docs.parquet`` (read from its map), checked to hold one
+    row per document."""
+    try:
+        f = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
+        rows = f.metadata.num_rows
+    except Exception as exc:  # pyarrow raises several kinds for a file that is not Parquet
+        raise SpanIndexError(f"{path}: unreadable ({exc})") from None
+    if rows != n_docs:
+        raise SpanIndexError(f"{path}: {rows} rows, expected {n_docs}")
+    try:
+        return f.read(columns=["source", "doc_id", "title", "url"])
+    except Exception as exc:
+        raise SpanIndexError(f"{path}: unreadable ({exc})") from None
 
 
 def _open_engine(folders: Sequence[Path], codec: Any) -> Any:
@@ -192,17 +254,27 @@ class SpanIndex:
         self._unit = manifest["unit"]
         #: how the unit is stored and searched (:mod:`~copyprobe.spans.units`)
         self.codec = codec or make_codec(self._unit)
+        #: what :meth:`open` verified: ``verify`` (the mode), ``checked`` (crc32 blocks,
+        #: sha256), ``files``, ``bytes``, ``seconds``
+        self.verified: dict[str, Any] = {"verify": "sizes", "checked": []}
 
     # -- opening ------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path, *, unit: str | None = None, verify: bool = False,
-             search: str = "mmap", manifest_path: str | Path | None = None,
+    def open(cls, path: str | Path, *, unit: str | None = None,
+             verify: str | bool = DEFAULT_VERIFY, search: str = "mmap",
+             manifest_path: str | Path | None = None,
              tokenizer: str | Path | SpanTokenizer | None = None,
              check_engine: bool | None = None) -> SpanIndex:
-        """Validate and open the index in ``path`` (a folder with ``index.json``).
+        """Validate and open the index in ``path`` (a folder with ``index.json``): a snapshot.
 
+        Every file it reads is opened here, relative to one descriptor of the folder, and
+        memory-mapped; nothing is read by path afterwards, so a rebuild swapped into the
+        folder (or its deletion) changes nothing for the open index, and a folder replaced
+        while it is being opened is opened again (never two builds mixed).
         ``unit``: the unit the caller tokenizes in (the configured one); an index built in
-        another is an error. ``verify``: also compare every file's sha256 with the manifest.
+        another is an error. ``verify`` (:data:`VERIFY`): ``"blocks"`` (the default) compares
+        the CRC-32 of every block of every file with the manifest's, ``"full"`` also every
+        file's sha256 (True is ``"full"``), ``"sizes"`` (False) checks the sizes only.
         ``search``: how :meth:`segments` searches (``mmap`` or ``engine``; the same answers).
         ``manifest_path``: read the manifest from there instead (the build's last step
         validates before it publishes ``index.json``). ``tokenizer`` (unit ``tokens``): the
@@ -214,20 +286,65 @@ class SpanIndex:
         elsewhere is searched without the spans extra."""
         if search not in SEARCHES:
             raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
+        mode = _verify_mode(verify)
         use_engine = search == "engine" or (layout.engine_installed() if check_engine is None
                                             else check_engine)
-
         root = Path(path).resolve()
-        mpath = Path(manifest_path) if manifest_path else root / layout.MANIFEST
-        manifest = read_manifest(mpath, unit)
+        for attempt in range(1, OPEN_ATTEMPTS + 1):
+            try:
+                fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+            except (FileNotFoundError, NotADirectoryError):
+                if attempt < OPEN_ATTEMPTS and manifest_path is None:
+                    time.sleep(0.05 * attempt)  # between the two renames of a fallback swap
+                    continue
+                raise SpanIndexError(f"{root / layout.MANIFEST}: no span-index manifest (not "
+                                     "built, or not finished)") from None
+            try:
+                return cls._open_at(root, fd, unit=unit, verify=mode, search=search,
+                                    manifest_path=manifest_path, tokenizer=tokenizer,
+                                    use_engine=use_engine)
+            except (SpanIndexError, OSError):
+                if attempt < OPEN_ATTEMPTS and _replaced(root, fd):
+                    log.info("%s: replaced while being opened (a rebuild); opening it again",
+                             root)
+                    continue
+                raise
+            finally:
+                os.close(fd)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @classmethod
+    def _open_at(cls, root: Path, fd: int, *, unit: str | None, verify: str, search: str,
+                 manifest_path: str | Path | None,
+                 tokenizer: str | Path | SpanTokenizer | None, use_engine: bool) -> SpanIndex:
+        """:meth:`open` of the folder ``root`` whose descriptor is ``fd``."""
+        if manifest_path:
+            mpath = Path(manifest_path)
+            manifest = read_manifest(mpath, unit)
+        else:
+            mpath = root / layout.MANIFEST
+            manifest = parse_manifest(_read_at(fd, layout.MANIFEST, mpath), mpath, unit)
         codec = _codec(manifest, mpath, tokenizer)
-        folders = [_check_shard(root, s, mpath, verify, codec.width)
-                   for s in manifest["shards"]]
-        engine = _open_engine(folders, codec) if use_engine else None
-        shards = [_Shard(folder, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"],
+        mapped = layout.SHARD_FILES if verify != "sizes" else _SEARCHED
+        with ExitStack() as stack:
+            files = []
+            for s in manifest["shards"]:
+                f = _ShardFiles(fd, root, s, mpath, codec.width, mapped)
+                stack.callback(f.close)
+                files.append(f)
+            t0 = time.perf_counter()
+            checked = _verify(files, manifest, mpath, verify)
+            verified = {**checked, "seconds": round(time.perf_counter() - t0, 6)}
+            engine = None
+            if use_engine:
+                engine = _open_engine([f.engine_path() for f in files], codec)
+                if any(f.engine_path() == f.path for f in files) and _replaced(root, fd):
+                    raise SpanIndexError(f"{root}: replaced while its engine was opened")
+        shards = [_Shard(f, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"],
                          codec.width)
-                  for folder, s in zip(folders, manifest["shards"], strict=True)]
+                  for f, s in zip(files, manifest["shards"], strict=True)]
         index = cls(root, manifest, engine, shards, search, codec)
+        index.verified = verified
         by_maps = index._check_maps()
         if engine is not None:
             index._check_engine(mpath, by_maps)
@@ -372,7 +489,7 @@ class SpanIndex:
 
     def doc_hit(self, doc_ix: int, word_start: int) -> DocHit:
         sh = self._shard_of(doc_ix)
-        row = sh.doc_table().slice(doc_ix - sh.first_doc_ix, 1).to_pylist()[0]
+        row = sh.docs.slice(doc_ix - sh.first_doc_ix, 1).to_pylist()[0]
         return DocHit(doc_ix, row["source"], row["doc_id"], row["title"] or "",
                       row["url"] or "", word_start)
 
@@ -415,8 +532,17 @@ def read_manifest(path: Path, unit: str | None = None) -> dict:
     if not path.is_file():
         raise SpanIndexError(f"{path}: no span-index manifest (not built, or not finished)")
     try:
-        m = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpanIndexError(f"{path}: unreadable span-index manifest ({exc})") from None
+    return parse_manifest(raw, path, unit)
+
+
+def parse_manifest(raw: bytes, path: Path, unit: str | None = None) -> dict:
+    """The manifest ``raw`` (read from ``path``), checked as :func:`read_manifest` does."""
+    try:
+        m = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise SpanIndexError(f"{path}: unreadable span-index manifest ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != layout.FORMAT:
         raise SpanIndexError(f"{path}: not a copyprobe span-index manifest")
@@ -470,44 +596,85 @@ def _codec(manifest: dict, mpath: Path, tokenizer: str | Path | SpanTokenizer | 
     return make_codec("tokens", tok)
 
 
-def _check_shard(root: Path, s: dict, mpath: Path, verify: bool, width: int = 1) -> Path:
-    folder = root / s["dir"]
-    if not folder.is_dir():
-        raise SpanIndexError(f"{folder}: missing shard folder (listed in {mpath})")
-    names = {p.name for p in folder.iterdir()}
+def _read_at(fd: int, name: str, path: Path) -> bytes:
+    try:
+        f = os.open(name, os.O_RDONLY, dir_fd=fd)
+    except FileNotFoundError:
+        raise SpanIndexError(f"{path}: no span-index manifest (not built, or not finished)"
+                             ) from None
+    with os.fdopen(f, "rb") as fh:
+        return fh.read()
+
+
+def _replaced(root: Path, fd: int) -> bool:
+    """Whether the path ``root`` no longer names the folder open as ``fd`` (a rebuild swapped
+    in, the folder deleted)."""
+    try:
+        now = os.stat(root)
+    except OSError:
+        return True
+    mine = os.fstat(fd)
+    return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
+
+
+def _verify_mode(verify: str | bool) -> str:
+    if verify is True or verify is False:
+        return "full" if verify else "sizes"
+    if verify not in VERIFY:
+        raise ValueError(f"verify must be one of {', '.join(VERIFY)}, got {verify!r}")
+    return verify
+
+
+def _check_names(folder: Path, names: list[str]) -> None:
     for name in layout.SHARD_FILES:
         if name not in names:
             raise SpanIndexError(f"{folder / name}: missing")
-    extra = sorted(names - set(layout.SHARD_FILES))
+    extra = sorted(set(names) - set(layout.SHARD_FILES))
     if extra:
         kinds = [e for e in extra if any(k in e for k in layout.ENGINE_KEYWORDS)]
         why = (" (infini-gram would read it as one of its own files)" if kinds else "")
         raise SpanIndexError(f"{folder / extra[0]}: unexpected file in a span-index shard"
                              f"{why}; a shard holds exactly {', '.join(layout.SHARD_FILES)}")
+
+
+def _check_sizes(folder: Path, fd: int, s: dict, width: int) -> None:
     n_bytes, n_docs = int(s["bytes"]), int(s["n_docs"])
     sizes = {"tokenized.0": n_bytes, "table.0": layout.ptr_size(n_bytes) * n_bytes // width,
              "offset.0": 8 * n_docs, "metaoff.0": 8 * n_docs}
     for name, want in sizes.items():
-        got = (folder / name).stat().st_size
+        got = os.stat(name, dir_fd=fd).st_size
         if got != want:
             raise SpanIndexError(f"{folder / name}: {got} bytes, expected {want} (truncated "
                                  "or from another build)")
-    with open(folder / "tokenized.0", "rb") as fh:
-        if fh.read(width) != layout.DOC_SEP * width:
-            raise SpanIndexError(f"{folder / 'tokenized.0'}: does not start with a document "
-                                 f"separator ({'FF' * width})")
-    try:
-        rows = pq.ParquetFile(folder / layout.DOCS).metadata.num_rows
-    except Exception as exc:  # not Parquet
-        raise SpanIndexError(f"{folder / layout.DOCS}: unreadable ({exc})") from None
-    if rows != n_docs:
-        raise SpanIndexError(f"{folder / layout.DOCS}: {rows} rows, expected {n_docs}")
-    if verify:
-        sums = s.get("sha256")
-        if not sums:
-            raise SpanIndexError(f"{mpath}: no checksums recorded for {s['dir']} "
-                                 "(built without them); cannot verify")
-        for name, want in sums.items():
-            if layout.sha256(folder / name) != want:
-                raise SpanIndexError(f"{folder / name}: sha256 differs from the manifest")
-    return folder
+
+
+def _verify(files: list[_ShardFiles], manifest: dict, mpath: Path, verify: str) -> dict:
+    """Compare the shards' mapped files with the manifest's checksums (``verify``: "blocks"
+    or "full"); what was checked (kept as :attr:`SpanIndex.verified`). The maps only the
+    check needs are dropped."""
+    done = {"verify": verify, "files": 0, "bytes": 0, "checked": []}
+    if verify == "sizes":
+        return done
+    spec = manifest.get("checksums") or {}
+    blocks = {str(f.path / n): s for f, sh in zip(files, manifest["shards"], strict=True)
+              for n, s in (sh.get(checksums.ALGORITHM) or {}).items()}
+    sha = {str(f.path / n): s for f, sh in zip(files, manifest["shards"], strict=True)
+           for n, s in (sh.get("sha256") or {}).items()}
+    maps = {str(f.path / n): m for f in files for n, m in f.maps.items()}
+    if blocks and spec.get("algorithm") == checksums.ALGORITHM:
+        checksums.check_blocks(maps, blocks, int(spec["block_bytes"]))
+        done["checked"].append(f"{checksums.ALGORITHM} blocks")
+    if sha and (verify == "full" or not done["checked"]):
+        if not done["checked"]:
+            log.info("%s: built before per-block checksums: every file's sha256 is checked "
+                     "instead (slower; rebuild the index for a faster open)", mpath)
+        checksums.check_sha256({k: maps[k] for k in sha}, sha)
+        done["checked"].append("sha256")
+    if not done["checked"]:
+        raise SpanIndexError(f"{mpath}: no checksums recorded (built without them): its files "
+                             "cannot be verified; rebuild the index (or open it with "
+                             "verify='sizes')")
+    done.update(files=len(maps), bytes=sum(len(m) for m in maps.values()))
+    for f in files:  # keep only what the searches read
+        f.maps = {n: f.maps[n] for n in _SEARCHED}
+    return done

@@ -73,7 +73,9 @@ def test_corpus_errors_name_the_file(tmp_path):
         list(iter_corpus([tmp_path / "nope.jsonl"]))
     with pytest.raises(SpanIndexError, match=rf"^{no_text}: no 'text' column"):
         build_index([no_text], tmp_path / "idx")
-    assert list((tmp_path / "idx").iterdir()) == []  # no staging file left behind
+    # nothing left behind: no index folder, no build folder beside it (the staging file)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in [no_text, jl, nulls, empty, dup])
 
 
 # -- building ---------------------------------------------------------------------------
@@ -208,9 +210,10 @@ def test_bad_indexes_are_errors_naming_the_path(small_index, tmp_path):
     d = _copy(small_index, tmp_path / "flipped")
     meta = d / shard / "metadata.0"
     meta.write_bytes(meta.read_bytes().replace(b"c.jsonl", b"C.jsonl"))
-    SpanIndex.open(d).close()  # same size: only the checksums see it
-    with pytest.raises(SpanIndexError, match=rf"^{meta}: sha256 differs"):
-        SpanIndex.open(d, verify=True)
+    SpanIndex.open(d, verify="sizes").close()  # same size: only the checksums see it
+    with pytest.raises(SpanIndexError, match=rf"^{meta}: block 0 \(bytes 0-\d+\) differs from "
+                                             r"the manifest's crc32"):
+        SpanIndex.open(d)
     d = _copy(small_index, tmp_path / "stray")
     (d / shard / "offsets.parquet").write_bytes(b"x")
     with pytest.raises(SpanIndexError, match=rf"^{d}/{shard}/offsets.parquet: unexpected file "
@@ -250,9 +253,12 @@ def test_a_scrambled_table_of_the_right_size_is_refused(small_index, tmp_path):
     width = layout.ptr_size(len((d / "shard-00000-of-00001" / "tokenized.0").read_bytes()))
     entries = [raw[k:k + width] for k in range(0, len(raw), width)]
     table.write_bytes(b"".join(reversed(entries)))  # every pointer valid, the order reversed
+    with pytest.raises(SpanIndexError, match=rf"^{table}: block 0 .* differs"):
+        SpanIndex.open(d)
+    # unverified (or from an index built without checksums), the probe query still sees it
     with pytest.raises(SpanIndexError, match=rf"^{table.parent}: the first document's first "
                                              r"words are found 0 times"):
-        SpanIndex.open(d)
+        SpanIndex.open(d, verify="sizes")
     with pytest.raises(ValueError, match="search must be one of mmap, engine"):
         SpanIndex.open(small_index, search="fast")
 
