@@ -167,6 +167,7 @@ def _stage(corpora: Iterable[str | Path], codec: ByteCodec, staging: Path
             docs.append(_Doc(doc.source, doc.doc_id, doc.title, doc.url, str(path), number,
                              n_units, at, len(data)))
             at += len(data)
+    progress.update(progress.total - progress.done)  # all read (the sizes were rounded)
     progress.close(f"{len(docs)} documents, {at / 1e6:.1f} MB encoded")
     docs.sort(key=lambda d: (d.source, d.doc_id))
     if skipped:
@@ -480,7 +481,7 @@ def finalize_index(out_dir: str | Path, *, checksums: bool = True) -> dict:
         entry = {**s, "build_s": build.get("seconds"), "build_cpus": build.get("cpus")}
         if checksums:
             names = [n for n in SHARD_FILES if (folder / n).is_file()]
-            sums = dict(zip(names, file_sums([folder / n for n in names]), strict=True))
+            sums = dict(zip(names, file_sums([folder / n for n in names], BLOCK_BYTES), strict=True))
             entry["sha256"] = {n: sha for n, (sha, _) in sums.items() if n != SHARD_BUILD}
             entry[ALGORITHM] = {n: blocks for n, (_, blocks) in sums.items()}
         shards.append(entry)

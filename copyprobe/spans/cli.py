@@ -29,11 +29,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is when a record comes."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def _log_to_stderr() -> None:
     """The build's progress and warnings on stderr, where nothing configured logging."""
     logger = logging.getLogger("copyprobe")
     if not logger.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _Stderr()
         handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)

@@ -169,14 +169,18 @@ class _ShardFiles:
                     self.maps[name] = _map(fd)
                 finally:
                     os.close(fd)
-            if self.maps["tokenized.0"][:width] != layout.DOC_SEP * width:
-                raise SpanIndexError(f"{self.path / 'tokenized.0'}: does not start with a "
-                                     f"document separator ({'FF' * width})")
-            self.docs = _doc_table(self.path / layout.DOCS, self.maps[layout.DOCS],
-                                   int(s["n_docs"]))
         except BaseException:
             self.close()
             raise
+        self.docs = None
+
+    def read(self, width: int, n_docs: int) -> None:
+        """Check the leading separator and read the document table (after the checksums:
+        a damaged file is named by its block first)."""
+        if self.maps["tokenized.0"][:width] != layout.DOC_SEP * width:
+            raise SpanIndexError(f"{self.path / 'tokenized.0'}: does not start with a "
+                                 f"document separator ({'FF' * width})")
+        self.docs = _doc_table(self.path / layout.DOCS, self.maps[layout.DOCS], n_docs)
 
     def engine_path(self) -> Path:
         """The path the engine opens the shard by: the folder's descriptor under
@@ -335,6 +339,8 @@ class SpanIndex:
             t0 = time.perf_counter()
             checked = _verify(files, manifest, mpath, verify)
             verified = {**checked, "seconds": round(time.perf_counter() - t0, 6)}
+            for f, s in zip(files, manifest["shards"], strict=True):
+                f.read(codec.width, int(s["n_docs"]))
             engine = None
             if use_engine:
                 engine = _open_engine([f.engine_path() for f in files], codec)

@@ -78,6 +78,56 @@ def test_corpus_errors_name_the_file(tmp_path):
         p.name for p in [no_text, jl, nulls, empty, dup])
 
 
+def test_read_errors_name_the_file_and_line(tmp_path, caplog):
+    """A line that is not UTF-8, a truncated or damaged .jsonl.gz, a damaged Parquet row
+    group: errors naming the file and line (or row group); documents with an empty text are
+    skipped, named in the build's warning."""
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(SpanIndexError, match=rf"^{bad}: line 2 is not UTF-8 \(invalid "
+                                             r"continuation byte at byte 13 of the line\)"):
+        list(iter_corpus([bad]))
+    lines = "".join(json.dumps({"text": f"document {k} " * 50}) + "\n" for k in range(200))
+    whole = gzip.compress(lines.encode("utf-8"))
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(SpanIndexError, match=rf"^{cut}: truncated or damaged gzip data after "
+                                             r"line \d+ \(Compressed file ended"):
+        list(iter_corpus([cut]))
+    damaged = tmp_path / "damaged.jsonl.gz"
+    damaged.write_bytes(whole[:40] + bytes(b ^ 0xFF for b in whole[40:80]) + whole[80:])
+    with pytest.raises(SpanIndexError, match=rf"^{damaged}: truncated or damaged gzip data "
+                                             r"after line \d+ \("):
+        list(iter_corpus([damaged]))
+    pq_path = tmp_path / "rows.parquet"
+    pd.DataFrame({"text": [f"row {k} " * 20 for k in range(40)]}).to_parquet(
+        pq_path, row_group_size=10, compression=None)
+    raw = bytearray(pq_path.read_bytes())
+    import pyarrow.parquet as pq
+
+    col = pq.ParquetFile(pq_path).metadata.row_group(2).column(0)
+    start = col.data_page_offset
+    raw[start:start + 40] = bytes(40)  # the third row group's page header zeroed
+    pq_path.write_bytes(bytes(raw))
+    with pytest.raises(SpanIndexError, match=rf"^{pq_path}: row group 2 \(from row 20\) is "
+                                             r"unreadable \("):
+        list(iter_corpus([pq_path]))
+    empties = tmp_path / "empties.jsonl"
+    empties.write_text("".join(json.dumps({"text": t}) + "\n" for t in
+                               ["words here", "", "  ", "?!", "more words"] + [""] * 5),
+                       encoding="utf-8")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "blank.txt").write_text("", encoding="utf-8")
+    m = build_index([empties, folder], tmp_path / "idx")
+    assert (m["n_docs"], m["skipped_docs"]) == (2, 9)
+    assert (f"9 document(s) hold no word in unit 'words' and are skipped: {empties} line 2 "
+            f"(empty text); {empties} line 3 (empty text); {empties} line 4; {empties} line 6 "
+            f"(empty text); {empties} line 7 (empty text) and 4 more") in caplog.text
+    build_index([folder, empties], tmp_path / "idx2")
+    assert f"skipped: {folder}/blank.txt (empty text); {empties} line 2" in caplog.text
+
+
 # -- building ---------------------------------------------------------------------------
 def _sa_is_sorted_permutation(index: SpanIndex) -> None:
     for sh in index.shards:
