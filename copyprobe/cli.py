@@ -17,7 +17,8 @@ config, run one model of a config on one prompts table, re-score released genera
     copyprobe copyright-score RESPONSES --out scored.parquet [--materials M] [--format authors]
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
     copyprobe index build CORPUS... --out DIR [--unit words|whitespace] [--shards N]
-    copyprobe index find DIR TEXT [--min-words 8] [--max-docs 5]
+    copyprobe index find DIR TEXT|--query-file PATH|- [--min-words 8] [--max-docs 5] [--verify]
+    copyprobe index verify DIR
     copyprobe list backends|sources|metrics|studies
 
 Results are printed as JSON on stdout (classify-query: one JSON object per line; list: one

@@ -133,7 +133,8 @@ def test_every_option_has_help_and_shows_its_default():
                          "guard", "list", "extraction-map", "index"}
     nested = {f"{group} {k}": v for group in ("guard", "index")
               for k, v in _subparsers(subs[group]).items()}
-    assert set(nested) == {"guard classify-query", "guard serve", "index build", "index find"}
+    assert set(nested) == {"guard classify-query", "guard serve", "index build", "index find",
+                           "index verify"}
     for name, sub in [("copyprobe", parser), *subs.items(), *nested.items()]:
         text = " ".join(sub.format_help().split())
         for action in sub._actions:

@@ -481,7 +481,8 @@ def finalize_index(out_dir: str | Path, *, checksums: bool = True) -> dict:
         entry = {**s, "build_s": build.get("seconds"), "build_cpus": build.get("cpus")}
         if checksums:
             names = [n for n in SHARD_FILES if (folder / n).is_file()]
-            sums = dict(zip(names, file_sums([folder / n for n in names], BLOCK_BYTES), strict=True))
+            sums = dict(zip(names, file_sums([folder / n for n in names], BLOCK_BYTES),
+                            strict=True))
             entry["sha256"] = {n: sha for n, (sha, _) in sums.items() if n != SHARD_BUILD}
             entry[ALGORITHM] = {n: blocks for n, (_, blocks) in sums.items()}
         shards.append(entry)

@@ -65,7 +65,8 @@ def test_index_find_reads_a_long_query_from_a_file_or_standard_input(tmp_path, c
         assert found["words"] == 4012
         assert [s["text"] for s in found["spans"]] == [
             "it was the best of times it was the worst of times"]
-    for argv, message in [([], "no text to find: give TEXT, --query-file PATH or - (standard input)"),
+    for argv, message in [([], "no text to find: give TEXT, --query-file PATH or - "
+                               "(standard input)"),
                           (["x", "--query-file", "q.txt"], "give the text to find as TEXT or "
                                                            "with --query-file, not both"),
                           (["--query-file", str(tmp_path / "no.txt")], f"{tmp_path}/no.txt: "

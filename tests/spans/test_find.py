@@ -9,6 +9,7 @@ import random
 import sys
 import unicodedata
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -223,10 +224,10 @@ def test_the_byte_map_search_reads_every_table_width(ptr_size, tmp_path):
     rng = random.Random(ptr_size)
     data = bytes([0xFF]) + bytes(rng.choice(b" abc") for _ in range(200))
     sa = sorted(range(len(data)), key=lambda p: data[p:])
-    (tmp_path / "tokenized.0").write_bytes(data)
-    (tmp_path / "table.0").write_bytes(b"".join(p.to_bytes(ptr_size, "little") for p in sa))
-    (tmp_path / "offset.0").write_bytes((0).to_bytes(8, "little"))
-    sh = _Shard(tmp_path, ptr_size, 0, 1)
+    maps = {"tokenized.0": data,
+            "table.0": b"".join(p.to_bytes(ptr_size, "little") for p in sa),
+            "offset.0": (0).to_bytes(8, "little")}  # what _ShardFiles maps
+    sh = _Shard(SimpleNamespace(path=tmp_path, maps=maps, docs=None), ptr_size, 0, 1)
     assert (sh.ptr_view is not None) == (ptr_size in (1, 2, 4, 8))
     assert sh.ptrs(0, len(sa)).tolist() == sa
     for q in (b" a", b"ab", b"cab ", b"zzz", b" ", b"\xff", b"bb a"):
