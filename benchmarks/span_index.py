@@ -76,6 +76,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import random
 import re
 import resource
@@ -336,6 +337,141 @@ def queries(index_dir: Path, corpus: Path, record: Path, n_outputs: int) -> dict
     return res
 
 
+# -- verification at open -----------------------------------------------------------------
+def _evict(paths: list[Path]) -> None:
+    """Drop these files' pages from the page cache (the next read is from disk)."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def _hashers() -> dict:
+    import hashlib
+    import zlib
+
+    out = {"crc32": zlib.crc32, "adler32": zlib.adler32,
+           "sha256": lambda b: hashlib.sha256(b).digest(),
+           "blake2b-128": lambda b: hashlib.blake2b(b, digest_size=16).digest()}
+    try:
+        import xxhash  # not a dependency: measured where it is importable (PYTHONPATH)
+
+        out["xxh3_64"] = xxhash.xxh3_64_intdigest
+    except ImportError:
+        pass
+    return out
+
+
+def _hash_all(paths: list[Path], fn, block: int) -> float:
+    import mmap
+
+    t0 = time.perf_counter()
+    for p in paths:
+        with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            with memoryview(m) as view:
+                for k in range(0, len(m), block):
+                    fn(view[k:k + block])
+    return time.perf_counter() - t0
+
+
+def verify_costs(index_dir: Path, copies: int = 1) -> dict:
+    """What checking an index's files costs: each hash's throughput over the files (one
+    thread, warm page cache), ``check_blocks`` (the thread pool) warm and cold, a sampled
+    check (the small files whole, 32 blocks of the large ones), and :meth:`SpanIndex.open`
+    at each ``verify`` level, warm and cold. ``copies`` > 1: the throughputs over that many
+    copies of the files (index-like files of ``copies`` times the size)."""
+    from copyprobe.spans import checksums
+    from copyprobe.spans.index import VERIFY, SpanIndex
+
+    files = sorted(p for p in index_dir.rglob("*") if p.is_file() and "shard-" in str(p))
+    extra = Path(tempfile.mkdtemp(prefix="span-verify-", dir=CACHE)) if copies > 1 else None
+    try:
+        paths = list(files)
+        for k in range(1, copies):
+            for f in files:
+                dest = extra / f"{k}" / f.relative_to(index_dir)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, dest)
+                paths.append(dest)
+        total = sum(p.stat().st_size for p in paths)
+        res: dict = {"bytes": total, "files": len(paths), "hash_gb_s": {}}
+        block = checksums.BLOCK_BYTES
+        _hash_all(paths, _hashers()["crc32"], block)  # warm the page cache
+        for name, fn in _hashers().items():
+            res["hash_gb_s"][name] = total / min(_hash_all(paths, fn, block) for _ in range(2)) / 1e9
+
+        def pooled() -> float:
+            maps = {}
+            import mmap
+
+            for p in paths:
+                with open(p, "rb") as fh:
+                    maps[str(p)] = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            sums = {k: checksums.block_sums(m, block) for k, m in maps.items()}
+            t0 = time.perf_counter()
+            checksums.check_blocks(maps, sums, block)
+            return time.perf_counter() - t0
+
+        pooled()
+        res["check_blocks_warm_s"] = min(pooled() for _ in range(3))
+        _evict(paths)
+        t0 = time.perf_counter()
+        _hash_all(paths, _hashers()["crc32"], block)
+        res["crc32_cold_s"] = time.perf_counter() - t0
+        big = [p for p in paths if p.name in ("tokenized.0", "table.0")]
+        small = [p for p in paths if p not in big]
+        rng = random.Random(SEED)
+
+        def sampled() -> float:
+            import mmap
+
+            t0 = time.perf_counter()
+            _hash_all(small, _hashers()["crc32"], block)
+            for p in big:
+                with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                    n = -(-len(m) // block)
+                    for k in rng.sample(range(n), min(n, 32)):
+                        with memoryview(m) as view:
+                            checksums.block_sums(view[k * block:(k + 1) * block], block)
+            return time.perf_counter() - t0
+
+        res["sampled_warm_s"] = min(sampled() for _ in range(3))
+        _evict(paths)
+        res["sampled_cold_s"] = sampled()
+        res["open_s"] = {}
+        for verify in VERIFY:
+            SpanIndex.open(index_dir, verify=verify, check_engine=False).close()
+            warm = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                SpanIndex.open(index_dir, verify=verify, check_engine=False).close()
+                warm.append(time.perf_counter() - t0)
+            _evict(files)
+            t0 = time.perf_counter()
+            SpanIndex.open(index_dir, verify=verify, check_engine=False).close()
+            res["open_s"][verify] = {"warm": min(warm), "cold": time.perf_counter() - t0}
+        return res
+    finally:
+        if extra is not None:
+            shutil.rmtree(extra, ignore_errors=True)
+
+
+def print_verify(r: dict, label: str) -> None:
+    gb = r["bytes"] / 1e9
+    print(f"verification, {label}: {r['files']} files, {gb:.2f} GB")
+    print("  hash (1 thread, warm) GB/s: " + ", ".join(f"{k} {v:.2f}"
+                                                      for k, v in r["hash_gb_s"].items()))
+    print(f"  check_blocks crc32 (thread pool) warm {r['check_blocks_warm_s']:.2f} s "
+          f"({gb / r['check_blocks_warm_s']:.2f} GB/s); crc32 cold (1 thread) "
+          f"{r['crc32_cold_s']:.2f} s ({gb / r['crc32_cold_s']:.2f} GB/s)")
+    print(f"  sampled (small files whole, 32 blocks of each large one) warm "
+          f"{r['sampled_warm_s']:.3f} s, cold {r['sampled_cold_s']:.3f} s")
+    print("  SpanIndex.open (no engine) warm / cold s: " + "; ".join(
+        f"{k} {v['warm']:.3f} / {v['cold']:.3f}" for k, v in r["open_s"].items()))
+
+
 def print_builders(r: dict) -> None:
     """The table of :func:`compare_builders`."""
     head = ("corpus MB  tokens  builder  SA s  Mtokens/s  peak RSS MB (python / indexer)  "
@@ -361,7 +497,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--builders-mb", type=int, default=5,
                     help="compare the suffix-array builders (engine, copyprobe) on this corpus "
                          "size in SmolLM2's tokens (u16); 0: skip")
+    ap.add_argument("--verify-index", metavar="DIR", default=None,
+                    help="only measure what verifying this built index costs (hashes, a "
+                         "sampled check, SpanIndex.open at each verify level), then exit")
+    ap.add_argument("--verify-copies", type=int, default=1,
+                    help="with --verify-index: the hashes' throughput over this many copies "
+                         "of its files (index-like files of that many times its size)")
     args = ap.parse_args(argv)
+    if args.verify_index:
+        r = verify_costs(Path(args.verify_index), args.verify_copies)
+        print(json.dumps(r, indent=1), flush=True)
+        print_verify(r, f"{args.verify_index} x {args.verify_copies}")
+        return
     if args.builders_mb:
         r = compare_builders(args.builders_mb, args.cpus, args.mem_gb)
         print(json.dumps(r, indent=1), flush=True)
@@ -380,7 +527,7 @@ def main(argv: list[str] | None = None) -> None:
         q = queries(out, corpus, record, args.outputs)
         rows.append({"mb": mb, "text_mb": text_mb, "gen_s": gen_s, **b, "total_s": total,
                      "mb_per_s": text_mb / total, "index_mb": idx_mb,
-                     "ratio": idx_mb / text_mb, **q})
+                     "ratio": idx_mb / text_mb, **q, "verify": verify_costs(out)})
         print(json.dumps(rows[-1], indent=1), flush=True)
         if args.keep:
             print(f"index kept in {out}")
@@ -406,6 +553,8 @@ def main(argv: list[str] | None = None) -> None:
                   f"{f['find_warm_cpu_p99_ms']:.1f}  {f['spans']}")
     print(f"(shards {args.shards}, --cpus {args.cpus}, {args.outputs} outputs of "
           f"~{rows[0]['words_per_output']:.0f} words, find_spans min_words 12)")
+    for r in rows:
+        print_verify(r["verify"], f"the {r['text_mb']:.0f} MB corpus's index")
     if not args.no_guard:  # the output guard on a benchmark-sized protected index
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import span_guard

@@ -162,13 +162,13 @@ class _ShardFiles:
         self.maps: dict[str, mmap.mmap | bytes] = {}
         try:
             _check_names(self.path, os.listdir(self.fd))
-            _check_sizes(self.path, self.fd, s, width)
             for name in mapped:
                 fd = os.open(name, os.O_RDONLY, dir_fd=self.fd)
                 try:
                     self.maps[name] = _map(fd)
                 finally:
                     os.close(fd)
+            _check_sizes(self.path, self.fd, s, width, self.maps)
         except BaseException:
             self.close()
             raise
@@ -643,12 +643,13 @@ def _check_names(folder: Path, names: list[str]) -> None:
                              f"{why}; a shard holds exactly {', '.join(layout.SHARD_FILES)}")
 
 
-def _check_sizes(folder: Path, fd: int, s: dict, width: int) -> None:
+def _check_sizes(folder: Path, fd: int, s: dict, width: int, maps: dict) -> None:
+    """The files' sizes against the manifest's (a mapped file's: its map's)."""
     n_bytes, n_docs = int(s["bytes"]), int(s["n_docs"])
     sizes = {"tokenized.0": n_bytes, "table.0": layout.ptr_size(n_bytes) * n_bytes // width,
              "offset.0": 8 * n_docs, "metaoff.0": 8 * n_docs}
     for name, want in sizes.items():
-        got = os.stat(name, dir_fd=fd).st_size
+        got = len(maps[name]) if name in maps else os.stat(name, dir_fd=fd).st_size
         if got != want:
             raise SpanIndexError(f"{folder / name}: {got} bytes, expected {want} (truncated "
                                  "or from another build)")
