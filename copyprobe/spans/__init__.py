@@ -18,12 +18,14 @@ Modules, one concern each:
   the codec of each unit (how it is stored, sliced and searched);
 * :mod:`~copyprobe.spans.corpus`: reading corpora (Parquet, JSONL, a folder) as documents;
 * :mod:`~copyprobe.spans.build`: writing the shards and the manifest, the suffix arrays;
-* :mod:`~copyprobe.spans.index`: opening and validating an index, counts, occurrences;
+* :mod:`~copyprobe.spans.index`: opening an index as a snapshot, validating it, counts,
+  occurrences;
+* :mod:`~copyprobe.spans.checksums`: the block CRC-32s and sha256 of an index's files;
 * :mod:`~copyprobe.spans.find`: the maximal spans of at least L words (the exact algorithm);
 * :mod:`~copyprobe.spans.stream`: incremental words and the window matcher (the streaming
   output guard);
 * :mod:`~copyprobe.spans.reference`: a brute-force in-memory index, the tests' oracle;
-* :mod:`~copyprobe.spans.cli`: ``copyprobe index build`` and ``copyprobe index find``.
+* :mod:`~copyprobe.spans.cli`: ``copyprobe index build``, ``find`` and ``verify``.
 
 The workflow's side (rules/spans.smk) and attribution:
 
