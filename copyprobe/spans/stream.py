@@ -1,9 +1,10 @@
 """Span detection on a text that arrives in pieces (a streamed model answer).
 
 :class:`StreamTokens` tokenizes a stream incrementally in an index's unit: text up to the last
-whitespace character received is tokenized (whitespace separates tokens in both units and
-never composes with what follows under NFKC, so the tokens of the pieces are the tokens of the
-whole); a trailing partial word stays pending until a separator arrives or :meth:`finish`.
+whitespace character or segmented character received is tokenized
+(:func:`~copyprobe.spans.encoding.settled`: both separate tokens in both units and compose with
+nothing before them under NFKC, so the tokens of the pieces are the tokens of the whole); a
+trailing partial word stays pending until a separator arrives or :meth:`finish`.
 For any chunking the tokens and their character offsets equal the non-streaming
 :func:`~copyprobe.spans.encoding.tokenize` of the whole text.
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from copyprobe.spans.encoding import BYTE_UNITS
+from copyprobe.spans.encoding import BYTE_UNITS, settled
 from copyprobe.spans.types import Span, SpanIndexError, SpanLookup, Tokens
 
 
@@ -59,7 +60,7 @@ class StreamTokens:
     def __init__(self, tokenize: Callable[[str], Tokens]) -> None:
         self._tokenize = tokenize
         self.text = ""         # everything fed
-        self.done = 0          # text[:done] is tokenized (it ends after a whitespace character)
+        self.done = 0          # text[:done] is tokenized (encoding.settled)
         self.tokens: list[str] = []
         self.starts: list[int] = []
         self.ends: list[int] = []
@@ -87,12 +88,10 @@ class StreamTokens:
             raise ValueError("the stream is finished")
         if not delta:
             return 0
-        cut = len(delta)
-        while cut and not delta[cut - 1].isspace():
-            cut -= 1
         before = len(self.text)
         self.text += delta
-        return self._take(before + cut) if cut else 0
+        cut = settled(self.text, before)
+        return self._take(cut) if cut > self.done else 0
 
     def finish(self) -> int:
         """The end of the stream: the pending word (if any) is complete; the number of new
