@@ -11,7 +11,7 @@ Tokenisation (:func:`normalize_words`):
    together with combining marks (categories Mn/Mc/Me, so Devanagari or decomposed accents
    stay inside their word).  Everything else, including punctuation, whitespace, the
    underscore and symbols, separates tokens and is dropped.
-4. In the scripts written without spaces between words (:data:`SEGMENTED`: Han, kana, Thai,
+4. In the scripts written without spaces between words (:data:`SCRIPTS`: Han, kana, Thai,
    Lao, Khmer, Myanmar, Tai scripts) each character, with the marks after it, is a token of
    its own: ``"Python是一种语言"`` -> ``python 是 一 种 语 言``.  Hangul is written with spaces
    and keeps its words.
@@ -45,37 +45,45 @@ from copyprobe.matching.substrings import (
     _shared_counts,
 )
 
-__all__ = ["SEGMENTED", "WordMatch", "normalize_words", "normalize_words_with_spans",
-           "segment", "word_fk", "word_match"]
+__all__ = ["SCRIPTS", "SEGMENTED", "WordMatch", "normalize_words", "normalize_words_with_spans",
+           "script_of", "segment", "word_fk", "word_match"]
 
 _APOSTROPHES = "'\u2019\u02bc"
 
 #: Code-point ranges of the scripts written without spaces between words, where each
-#: character (with the marks after it) is a word: Han ideographs (with the iteration marks
-#: and ideographic numerals), hiragana and katakana (half-width ones too, which NFKC widens),
-#: Thai, Lao, Myanmar, Khmer, Tai Le, New Tai Lue, Tai Tham and Tai Viet.  No segmenter
-#: of words is used: characters need no dictionary and match the same way in every text.
-SEGMENTED: tuple[tuple[int, int], ...] = (
-    (0x0E00, 0x0EFF),    # Thai, Lao
-    (0x1000, 0x109F),    # Myanmar
-    (0x1780, 0x17FF),    # Khmer
-    (0x1950, 0x19FF),    # Tai Le, New Tai Lue, Khmer symbols
-    (0x1A20, 0x1AAF),    # Tai Tham
-    (0x3005, 0x3007),    # iteration mark, closing mark, ideographic zero
-    (0x3021, 0x3029),    # Hangzhou numerals
-    (0x3031, 0x3035),    # kana repeat marks
-    (0x3038, 0x303C),
-    (0x3040, 0x30FF),    # hiragana, katakana
-    (0x31F0, 0x31FF),    # katakana phonetic extensions
-    (0x3400, 0x4DBF),    # CJK extension A
-    (0x4E00, 0x9FFF),    # CJK unified ideographs
-    (0xA9E0, 0xA9FF),    # Myanmar extended-B
-    (0xAA60, 0xAADF),    # Myanmar extended-A, Tai Viet
-    (0xF900, 0xFAFF),    # CJK compatibility ideographs
-    (0xFF66, 0xFF9F),    # half-width katakana
-    (0x1B000, 0x1B16F),  # kana supplement and extensions
-    (0x20000, 0x323AF),  # CJK extensions B to H, compatibility supplement
-)
+#: character (with the marks after it) is a word, in three groups: ``han`` (ideographs, the
+#: iteration marks and ideographic numerals), ``kana`` (hiragana and katakana, half-width ones
+#: too, which NFKC widens) and ``thai`` (Thai, Lao, Myanmar, Khmer, Tai Le, New Tai Lue, Tai
+#: Tham, Tai Viet).  No segmenter of words is used: characters need no dictionary and match
+#: the same way in every text.
+SCRIPTS: dict[str, tuple[tuple[int, int], ...]] = {
+    "han": (
+        (0x3005, 0x3007),    # iteration mark, closing mark, ideographic zero
+        (0x3021, 0x3029),    # Hangzhou numerals
+        (0x3038, 0x303C),
+        (0x3400, 0x4DBF),    # CJK extension A
+        (0x4E00, 0x9FFF),    # CJK unified ideographs
+        (0xF900, 0xFAFF),    # CJK compatibility ideographs
+        (0x20000, 0x323AF),  # CJK extensions B to H, compatibility supplement
+    ),
+    "kana": (
+        (0x3031, 0x3035),    # kana repeat marks
+        (0x3040, 0x30FF),    # hiragana, katakana
+        (0x31F0, 0x31FF),    # katakana phonetic extensions
+        (0xFF66, 0xFF9F),    # half-width katakana
+        (0x1B000, 0x1B16F),  # kana supplement and extensions
+    ),
+    "thai": (
+        (0x0E00, 0x0EFF),    # Thai, Lao
+        (0x1000, 0x109F),    # Myanmar
+        (0x1780, 0x17FF),    # Khmer
+        (0x1950, 0x19FF),    # Tai Le, New Tai Lue, Khmer symbols
+        (0x1A20, 0x1AAF),    # Tai Tham
+        (0xA9E0, 0xA9FF),    # Myanmar extended-B
+        (0xAA60, 0xAADF),    # Myanmar extended-A, Tai Viet
+    ),
+}
+SEGMENTED: tuple[tuple[int, int], ...] = tuple(sorted(r for g in SCRIPTS.values() for r in g))
 
 
 def _class(ranges: Iterable[tuple[int, int]]) -> str:
@@ -116,6 +124,19 @@ def _segmenter() -> tuple[re.Pattern[str], re.Pattern[str]]:
     seg = _class(SEGMENTED)
     marks = _class(_mark_ranges())
     return re.compile(f"[{seg}]"), re.compile(f"[{seg}][{marks}]*|[^{seg}]+")
+
+
+@functools.cache
+def _script_patterns() -> dict[str, re.Pattern[str]]:
+    return {name: re.compile(f"[{_class(ranges)}]") for name, ranges in SCRIPTS.items()}
+
+
+def script_of(token: str) -> str | None:
+    """The :data:`SCRIPTS` group of a token's first character (None: another script)."""
+    for name, pattern in _script_patterns().items():
+        if pattern.match(token):
+            return name
+    return None
 
 
 def segment(tokens: list[str]) -> list[str]:

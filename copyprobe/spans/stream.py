@@ -33,9 +33,12 @@ there (a caller that reads on can :meth:`WindowMatcher.extend` it over the text 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import functools
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from copyprobe.matching.words import SCRIPTS, script_of
 from copyprobe.spans.encoding import BYTE_UNITS, settled
 from copyprobe.spans.types import Span, SpanIndexError, SpanLookup, Tokens
 
@@ -124,17 +127,92 @@ def indexed_documents(index: SpanLookup) -> Iterator[list[str]]:
         yield index.tokenize(d.text).tokens
 
 
-class WindowFilter:
-    """The hashes of every ``width``-word window of some documents (see the module
-    docstring): ``window in filter`` is False only for a window that occurs in none."""
+@dataclass(frozen=True)
+class SpanLength:
+    """How long a span must be: ``min_words`` words, a character of a script group of
+    ``chars_per_word`` (:data:`~copyprobe.matching.words.SCRIPTS`: ``han``, ``kana``,
+    ``thai``) counting as ``1 / chars_per_word[group]`` of a word. A group's minimum is
+    ``round(min_words * chars_per_word[group])`` characters (at least 1); a span mixing
+    scripts reaches the length when the fractions of its units (each unit 1 / its group's
+    minimum) sum to 1. Kept exact in integers: a unit weighs ``threshold // minimum``."""
 
-    def __init__(self, docs: Iterable[Sequence[str]], width: int) -> None:
-        self.width = width
+    min_words: int
+    chars_per_word: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def of(cls, min_words: int, chars_per_word: Mapping[str, float] | None = None
+           ) -> SpanLength:
+        if not isinstance(min_words, int) or isinstance(min_words, bool) or min_words < 1:
+            raise ValueError(f"min_words must be a positive integer, got {min_words!r}")
+        per = dict(chars_per_word or {})
+        for group, ratio in per.items():
+            if group not in SCRIPTS:
+                raise ValueError(f"chars_per_word: unknown script group {group!r}; known: "
+                                 f"{', '.join(SCRIPTS)}")
+            if not isinstance(ratio, int | float) or isinstance(ratio, bool) or ratio <= 0:
+                raise ValueError(f"chars_per_word.{group} must be a positive number, got "
+                                 f"{ratio!r}")
+        return cls(min_words, tuple(sorted(per.items())))
+
+    @functools.cached_property
+    def minima(self) -> dict[str | None, int]:
+        """Units a span of one group needs (None: every other word)."""
+        return {None: self.min_words, **{g: max(1, round(self.min_words * r))
+                                         for g, r in self.chars_per_word}}
+
+    @functools.cached_property
+    def threshold(self) -> int:
+        return math.lcm(*self.minima.values())
+
+    @property
+    def uniform(self) -> bool:
+        """Every unit weighs the same (a span needs ``min_words`` units)."""
+        return all(m == self.min_words for m in self.minima.values())
+
+    @property
+    def min_units(self) -> int:
+        """The fewest units a span reaching the length can have."""
+        return min(self.minima.values())
+
+    def weights(self, tokens: Sequence[str]) -> list[int]:
+        if self.uniform:
+            return [1] * len(tokens)
+        t, m = self.threshold, self.minima
+        return [t // m.get(script_of(w), self.min_words) for w in tokens]
+
+    def reaches(self, tokens: Sequence[str]) -> bool:
+        return sum(self.weights(tokens)) >= self.threshold
+
+    def windows(self, tokens: Sequence[str]) -> Iterator[tuple[int, int]]:
+        """For each word ``t`` that completes one, the shortest window ``[s, t + 1)`` ending
+        there that reaches the length."""
+        if self.uniform:
+            yield from ((i, i + self.min_words) for i in range(len(tokens) - self.min_words + 1))
+            return
+        thr, s, total = self.threshold, 0, 0
+        w = self.weights(tokens)
+        for t, wt in enumerate(w):
+            total += wt
+            while total - w[s] >= thr:
+                total -= w[s]
+                s += 1
+            if total >= thr:
+                yield s, t + 1
+
+
+class WindowFilter:
+    """The hashes of every window of some documents that just reaches ``length`` (a
+    :class:`SpanLength` or a number of words; see the module docstring): ``window in
+    filter`` is False only for a window that occurs in none."""
+
+    def __init__(self, docs: Iterable[Sequence[str]], length: SpanLength | int) -> None:
+        self.length = length if isinstance(length, SpanLength) else SpanLength(length)
+        self.width = self.length.min_words
         hashes: set[int] = set()
         for words in docs:
             words = tuple(words)
-            for i in range(len(words) - width + 1):
-                hashes.add(hash(words[i:i + width]))
+            for a, b in self.length.windows(words):
+                hashes.add(hash(words[a:b]))
         self._hashes = hashes
 
     def __len__(self) -> int:
@@ -144,7 +222,7 @@ class WindowFilter:
         return hash(tuple(window)) in self._hashes
 
     @classmethod
-    def from_index(cls, index: SpanLookup, width: int, *,
+    def from_index(cls, index: SpanLookup, length: SpanLength | int, *,
                    max_windows: int = 4_000_000) -> WindowFilter | None:
         """The filter of an index's documents, or None when it would hold more than
         ``max_windows`` windows (or the index's documents cannot be read)."""
@@ -152,9 +230,10 @@ class WindowFilter:
             docs = list(indexed_documents(index))
         except TypeError:
             return None
-        if sum(max(0, len(d) - width + 1) for d in docs) > max_windows:
+        min_units = length.min_units if isinstance(length, SpanLength) else length
+        if sum(max(0, len(d) - min_units + 1) for d in docs) > max_windows:
             return None
-        return cls(docs, width)
+        return cls(docs, length)
 
 
 @dataclass(frozen=True)
@@ -170,15 +249,22 @@ class StreamHit:
 
 class WindowMatcher:
     """The first span of at least ``min_words`` words of a stream, found as the words arrive
-    (see the module docstring); ``max_docs`` documents are named with it."""
+    (see the module docstring); ``max_docs`` documents are named with it. ``length`` (a
+    :class:`SpanLength`) counts characters of the scripts without spaces as fractions of a
+    word: each window is then the shortest that reaches the length, ending at the word."""
 
     def __init__(self, index: SpanLookup, min_words: int, *, max_docs: int = 5,
-                 window_filter: WindowFilter | None = None) -> None:
+                 window_filter: WindowFilter | None = None,
+                 length: SpanLength | None = None) -> None:
         if min_words < 1:
             raise ValueError(f"min_words must be >= 1, got {min_words}")
-        if window_filter is not None and window_filter.width != min_words:
-            raise ValueError(f"the window filter is of {window_filter.width}-word windows, "
-                             f"not {min_words}")
+        self.length = length or SpanLength(min_words)
+        if self.length.min_words != min_words:
+            raise ValueError(f"the span length is of {self.length.min_words} words, not "
+                             f"{min_words}")
+        if window_filter is not None and window_filter.length != self.length:
+            raise ValueError(f"the window filter is of {window_filter.length}, not "
+                             f"{self.length}")
         check_stream_unit(index)
         self.index = index
         self.window_filter = window_filter
@@ -187,28 +273,42 @@ class WindowMatcher:
         self.words = StreamTokens(index.tokenize)
         self.checked = 0       # complete words whose window has been counted
         self.hit: StreamHit | None = None
+        self._sums = [0]       # the words' weights summed: _sums[k] is words [0, k)'s
+        self._start = 0        # the start of the last window that reached the length
 
     @property
     def text(self) -> str:
         return self.words.text
 
     def _scan(self) -> StreamHit | None:
-        tokens, L, wf = self.words.tokens, self.min_words, self.window_filter
+        tokens, wf, sums = self.words.tokens, self.window_filter, self._sums
+        for wt in self.length.weights(tokens[len(sums) - 1:]):
+            sums.append(sums[-1] + wt)
+        thr = self.length.threshold
         n = len(tokens)
         while self.hit is None and self.checked < n:
             t = self.checked
             self.checked += 1
-            if t < L - 1:
+            if sums[t + 1] - sums[self._start] < thr:
                 continue
-            window = tokens[t - L + 1:t + 1]
+            while sums[t + 1] - sums[self._start + 1] >= thr:
+                self._start += 1
+            window = tokens[self._start:t + 1]
             if wf is not None and window not in wf:
                 continue
             if self.index.count(window):
-                self.hit = self._hit(t - L + 1, t + 1)
+                self.hit = self._hit(self._start, t + 1)
         return self.hit
 
     def _hit(self, start: int, end: int) -> StreamHit:
         w = self.words
+        # the span may start before the shortest window: where the words from an earlier
+        # start to the one before ``end`` did not reach the length (lighter units), else
+        # they would have been a hit before
+        sums, thr = self._sums, self.length.threshold
+        while (start > 0 and sums[end - 1] - sums[start - 1] < thr
+               and self.index.count(w.tokens[start - 1:end])):
+            start -= 1
         a, b = w.starts[start], w.ends[end - 1]
         found = self.index.find_spans(self.text[a:b], min_words=end - start,
                                       max_docs=self.max_docs)
@@ -240,8 +340,11 @@ class WindowMatcher:
             return self.hit.span.char_start
         if w.finished:
             return len(self.text)
-        n = len(w.tokens)
-        k = max(0, n - self.min_words + 1)
+        n, sums = len(w.tokens), self._sums
+        thr = self.length.threshold
+        k = n  # the first of the last words that do not reach the length together
+        while k > 0 and sums[n] - sums[k - 1] < thr:
+            k -= 1
         return w.starts[k] if k < n else w.done
 
     def extend(self) -> Span | None:
@@ -253,7 +356,8 @@ class WindowMatcher:
         start = self.hit.word_start
         a = w.starts[start]
         b = w.ends[-1] if len(w) > start else self.hit.span.char_end
-        found = self.index.find_spans(self.text[a:b], min_words=self.min_words,
+        found = self.index.find_spans(self.text[a:b],
+                                      min_words=self.hit.word_end - self.hit.word_start,
                                       max_docs=self.max_docs)
         s = found[0]  # the hit's words are its prefix: the first span starts there
         return replace(s, word_start=s.word_start + start, word_end=s.word_end + start,

@@ -21,7 +21,7 @@ from copyprobe.matching.words import SEGMENTED, _joins_previous, normalize_words
 from copyprobe.spans.build import build_index
 from copyprobe.spans.encoding import settled, tokenize, words
 from copyprobe.spans.index import SpanIndex
-from copyprobe.spans.stream import StreamTokens
+from copyprobe.spans.stream import SpanLength, StreamTokens
 
 DATA = Path(__file__).resolve().parent / "data" / "glib20_translations.jsonl"
 DOCS = {d["doc_id"]: d for d in map(json.loads, DATA.read_text(encoding="utf-8").splitlines())}
@@ -170,3 +170,99 @@ def test_word_mode_matching_counts_characters():
     copied = _passage("zh_CN-06", "应该以“>”或“/”结束元素“%s”的起始标记，或紧跟该元素")
     m = word_match(ref, CHATTER_ZH + copied)
     assert m.longest == 20 and m.survives[12]
+
+
+# -- what min_words counts per script (guard.output.chars_per_word) --------------------------
+
+def test_the_span_length_counts_characters_as_fractions_of_a_word():
+    length = SpanLength.of(12, {"han": 1.0, "kana": 1.7, "thai": 2.7})
+    assert length.minima == {None: 12, "han": 12, "kana": 20, "thai": 32}
+    assert not length.uniform and length.min_units == 12
+    assert length.reaches(["ス"] * 20) and not length.reaches(["ス"] * 19)
+    assert length.reaches(["中"] * 12) and not length.reaches(["ไ"] * 31)
+    assert length.reaches(["ス"] * 10 + ["中"] * 6) and not length.reaches(["ス"] * 10 + ["中"] * 5)
+    assert length.reaches(["word"] * 6 + ["中"] * 6)
+    assert list(length.windows(["a"] * 13)) == [(0, 12), (1, 13)]
+    assert list(length.windows(["ス"] * 21)) == [(0, 20), (1, 21)]
+    assert list(length.windows(["ス"] * 10 + ["a"] * 7)) == [(0, 16), (1, 17)]
+    assert SpanLength.of(12).uniform and list(SpanLength.of(2).windows("abc")) == [(0, 2), (1, 3)]
+    with pytest.raises(ValueError, match="unknown script group 'hangul'"):
+        SpanLength.of(12, {"hangul": 2})
+    with pytest.raises(ValueError, match="chars_per_word.kana must be a positive number"):
+        SpanLength.of(12, {"kana": 0})
+
+
+def test_a_japanese_stock_phrase_is_not_a_copy_by_default(index):
+    """15 characters of Japanese (13 kana, 2 kanji) are 0.82 of 12 words: the default passes
+    them, counting characters as words blocks them; 30 characters are blocked either way."""
+    short = _passage("ja-01", "スキーマキャッシュを生成します")
+    answer = "回答です。" + short + "。"
+    assert OutputGuard(index).check(answer).action == "pass"
+    strict = OutputGuard(index, chars_per_word={"kana": 1})
+    assert strict.check(answer).action == "block"
+    long = _passage("ja-01", "ァイルをコンパイルして、スキーマキャッシュを生成します。\nスキーマ")
+    found = OutputGuard(index).check("回答です。" + long)
+    assert found.action == "block" and found.span.docs[0].doc_id == "ja-01"
+
+
+_TOKENS = {"han": "東京都市中国語文字", "kana": "あいうえおカキクケコ", "thai": "กขคงจฉ",
+           "latin": ["alpha", "beta", "gamma", "delta", "omega", "sigma"]}
+
+
+def _mixed(rng: random.Random, n: int) -> str:
+    out = []
+    for _ in range(n):
+        group = rng.choice(["han", "kana", "kana", "thai", "latin"])
+        tok = rng.choice(_TOKENS[group])
+        out.append(f" {tok} " if group == "latin" else tok)
+    return "".join(out)
+
+
+def test_streams_decide_as_whole_answers_with_weighted_scripts():
+    """Random answers of mixed scripts copying a random stretch of a protected document:
+    streamed in random pieces, the guard acts as on the whole answer, at the same place, and
+    never releases a character of the span the whole answer is acted on for."""
+    from copyprobe.spans.reference import MemoryIndex
+    from copyprobe.spans.types import CorpusDoc
+
+    rng = random.Random(7)
+    docs = [CorpusDoc("s", f"d{k}", _mixed(rng, 120)) for k in range(3)]
+    ix = MemoryIndex(docs)
+    for trial in range(150):
+        doc = rng.choice(docs).text
+        a = rng.randrange(len(doc) - 40)
+        answer = _mixed(rng, 8) + doc[a:a + rng.randint(5, 40)] + _mixed(rng, 8)
+        prefilter = trial % 2 == 0
+        for action in ("block", "truncate"):
+            guard = OutputGuard(ix, min_words=6, action=action, prefilter=prefilter)
+            whole = guard.check(answer)
+            stream, released, finding, i = guard.stream(), "", None, 0
+            while finding is None and i < len(answer):
+                j = i + rng.randint(1, 5)
+                r, finding = stream.feed(answer[i:j])
+                released += r
+                i = j
+            if finding is None:
+                r, finding = stream.finish()
+                released += r
+            assert finding.action == whole.action, (trial, answer)
+            if whole.span is not None:
+                assert finding.span.char_start == whole.span.char_start, (trial, answer)
+                assert len(released) <= whole.span.char_start
+                if action == "truncate":
+                    assert released == whole.text
+            else:
+                assert released == answer
+
+
+def test_the_guard_config_checks_chars_per_word():
+    from copyprobe.guard.pipeline import GuardConfigError, GuardSpec
+
+    ok = {"input": False, "output": {"index": "x", "chars_per_word": {"kana": 2}}}
+    assert GuardSpec.from_config(ok).output["chars_per_word"] == {"kana": 2}
+    for bad, match in (({"hangul": 2}, "unknown script group 'hangul'"),
+                       ({"thai": -1}, "thai must be a positive number"),
+                       ([2], "expected a mapping")):
+        with pytest.raises(GuardConfigError, match=rf"guard.output.chars_per_word: .*{match}"):
+            GuardSpec.from_config({"input": False,
+                                   "output": {"index": "x", "chars_per_word": bad}})
