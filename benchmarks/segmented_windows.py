@@ -8,7 +8,9 @@ grouped by project (a project's several catalogs are one group). Units: the span
 *recurs at L* when one of its L-unit windows occurs in a message of another project whose
 English original is another text (the same original translated twice is a true copy, not a
 chance match). Printed per L: the share of the messages of at least L units that recur, per
-language, and the units per English word.
+language, and the units per English word; then the same at ``min_words`` 12 with the output
+guard's ``chars_per_word`` (:data:`copyprobe.guard.output.CHARS_PER_WORD`: a window is the
+shortest that reaches 12 words, a character counting as a fraction of one).
 
 Usage::
 
@@ -26,7 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from copyprobe.guard.output import CHARS_PER_WORD  # noqa: E402
 from copyprobe.spans.encoding import words  # noqa: E402
+from copyprobe.spans.stream import SpanLength  # noqa: E402
 
 _PRINTF = re.compile(r"%(?:\d+\$)?[-+ #0-9.*]*(?:hh|h|ll|l|L|z|j|t)?[a-zA-Z%]")
 #: catalogs of one project (stems after a version suffix is cut)
@@ -62,28 +66,38 @@ def catalogs(locale_dir: Path, lang: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def recurrence(msgs: list[tuple[str, tuple[str, ...], list[str]]], L: int) -> tuple[int, int]:
-    """(messages of >= L units, those with a window found in an unrelated message)."""
+def recurrence(msgs: list[tuple[str, tuple[str, ...], list[str]]], length: SpanLength
+               ) -> tuple[int, int]:
+    """(messages reaching ``length``, those with a window found in an unrelated message). A
+    window is the shortest reaching the length at its end (the same in every text holding
+    its units), so comparing the windows of two messages finds every shared one."""
     where: dict[tuple[str, ...], set[tuple[str, tuple[str, ...]]]] = defaultdict(set)
-    for proj, orig, units in msgs:
-        for i in range(len(units) - L + 1):
-            where[tuple(units[i:i + L])].add((proj, orig))
+    windows = [[tuple(units[a:b]) for a, b in length.windows(units)] for _, _, units in msgs]
+    for (proj, orig, _), ws in zip(msgs, windows, strict=True):
+        for w in ws:
+            where[w].add((proj, orig))
     n = hits = 0
-    for proj, orig, units in msgs:
-        if len(units) < L:
-            continue
-        n += 1
-        if any(any(p != proj and o != orig for p, o in where[tuple(units[i:i + L])])
-               for i in range(len(units) - L + 1)):
-            hits += 1
+    for (proj, orig, _), ws in zip(msgs, windows, strict=True):
+        if ws:
+            n += 1
+            hits += any(p != proj and o != orig for w in ws for p, o in where[w])
     return n, hits
+
+
+def _row(label: str, columns: dict, length: SpanLength) -> None:
+    cells = []
+    for msgs in columns.values():
+        n, hits = recurrence(msgs, length)
+        cells.append(f"{hits:>6}/{n:<6} {100 * hits / max(1, n):6.2f}%")
+    print(f"{label:>8} " + " ".join(f"{c:>22}" for c in cells))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--locale-dir", type=Path, default=Path("/usr/share/locale"))
     ap.add_argument("--langs", nargs="+", default=["zh_CN", "ja", "th", "ko"])
-    ap.add_argument("--ls", nargs="+", type=int, default=[4, 6, 8, 10, 12, 16, 20, 24, 32])
+    ap.add_argument("--ls", nargs="+", type=int,
+                    default=[4, 6, 8, 10, 12, 16, 20, 24, 28, 32])
     args = ap.parse_args()
     columns: dict[str, list[tuple[str, tuple[str, ...], list[str]]]] = {}
     english: dict[tuple[str, str], tuple[str, tuple[str, ...], list[str]]] = {}
@@ -110,13 +124,11 @@ def main() -> None:
           + ", ".join(f"{k} {v:.2f}" for k, v in per_word.items()))
     print("share of messages of >= L units with an L-unit window in an unrelated message "
           "(another project, another original):")
-    print(f"{'L':>4} " + " ".join(f"{k:>22}" for k in columns))
+    print(f"{'L':>8} " + " ".join(f"{k:>22}" for k in columns))
     for L in args.ls:
-        cells = []
-        for msgs in columns.values():
-            n, hits = recurrence(msgs, L)
-            cells.append(f"{hits:>6}/{n:<6} {100 * hits / max(1, n):6.2f}%")
-        print(f"{L:>4} " + " ".join(f"{c:>22}" for c in cells))
+        _row(str(L), columns, SpanLength.of(L))
+    _row("12 cpw", columns, SpanLength.of(12, CHARS_PER_WORD))
+    print(f"12 cpw: min_words 12 with chars_per_word {CHARS_PER_WORD}")
 
 
 if __name__ == "__main__":

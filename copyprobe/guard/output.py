@@ -12,7 +12,8 @@ the index's unit, :mod:`copyprobe.spans.encoding`) that occurs in the index is a
 Whole answers go through :meth:`OutputGuard.check` (``find_spans``: every span, the first
 acted on). Streams go through :meth:`OutputGuard.stream`: an :class:`OutputStream` fed the
 deltas as they arrive releases only the text that can belong to no protected span (it holds
-back the last ``min_words - 1`` complete words and a partial word,
+back the last ``min_words - 1`` complete words and a partial word; a character of Chinese,
+Japanese or Thai counts as a fraction of a word, ``chars_per_word``,
 :class:`~copyprobe.spans.stream.WindowMatcher`), so no word of a protected span is ever
 released, even when the span crosses the deltas' boundaries; the cost is that delay of about
 ``min_words - 1`` words. Under ``block`` a stream cannot take back what it released before the
@@ -44,8 +45,8 @@ TRUNCATE_FINISH_REASON = "guard_truncate"
 _FINISH = {"pass": None, "block": BLOCK_FINISH_REASON, "truncate": TRUNCATE_FINISH_REASON}
 #: Characters of each script without spaces that count as one word of ``min_words``
 #: (docs/guard.md: measured chance recurrence in real texts; 12 words: 12 Chinese
-#: characters, 20 Japanese kana, 32 Thai characters).
-CHARS_PER_WORD = {"han": 1.0, "kana": 1.7, "thai": 2.7}
+#: characters, 24 Japanese kana, 32 Thai characters).
+CHARS_PER_WORD = {"han": 1.0, "kana": 2.0, "thai": 2.7}
 
 OUTPUT_BLOCK_TEXT = (
     "I can't provide this answer: {reason} Reproducing protected material would infringe its "

@@ -19,6 +19,7 @@ UTF-8 never produces the bytes 0xFE/0xFF (the engine's end-of-text and document 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -103,14 +104,21 @@ def settled(text: str, start: int = 0) -> int:
     tokens of ``text[:k]`` and of what follows, put together, are those of the whole (a
     stream's words, :class:`copyprobe.spans.stream.StreamTokens`). Only ``text[start:]`` is
     looked at; 0 when it holds no such place."""
-    has = _segmenter()[0]
     for i in range(len(text) - 1, start - 1, -1):
         ch = text[i]
         if ch.isspace():
             return i + 1
-        if has.match(ch) and not _joins_previous(unicodedata.normalize("NFKC", ch)[0]):
-            return i  # (Thai SARA AM's NFKC starts with a mark: it joins the word before)
+        if ch >= "\u0e00" and _starts_word(ch):
+            return i
     return 0
+
+
+@functools.lru_cache(maxsize=4096)
+def _starts_word(ch: str) -> bool:
+    """A segmented character before which a text's words can be cut (Thai SARA AM is not:
+    its NFKC starts with a mark, which joins the word before)."""
+    return bool(_segmenter()[0].match(ch)) and not _joins_previous(
+        unicodedata.normalize("NFKC", ch)[0])
 
 
 def words(text: str, unit: str = DEFAULT_UNIT) -> list[str]:

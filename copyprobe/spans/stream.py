@@ -16,6 +16,10 @@ construction, at the word where it reaches ``L`` words. :meth:`WindowMatcher.saf
 character offset up to which the text cannot belong to any such span: everything before the
 first of the last ``L - 1`` complete words (those could still start one) is checked clean.
 Releasing only text before it means no word of a protected span is ever released.
+With a :class:`SpanLength` that counts characters of the scripts without spaces as fractions
+of a word, ``L`` words become the shortest window reaching the length at each word, the
+same in every text holding its words (so the filter below still holds every window), and a
+hit is extended back over lighter characters to where its span starts.
 
 :class:`WindowFilter` makes the per-word question cheap for a small index (the protected
 materials of a benchmark: a few megabytes): a set of the hashes of every ``L``-word window of
@@ -164,7 +168,7 @@ class SpanLength:
     def threshold(self) -> int:
         return math.lcm(*self.minima.values())
 
-    @property
+    @functools.cached_property
     def uniform(self) -> bool:
         """Every unit weighs the same (a span needs ``min_words`` units)."""
         return all(m == self.min_words for m in self.minima.values())
@@ -178,7 +182,10 @@ class SpanLength:
         if self.uniform:
             return [1] * len(tokens)
         t, m = self.threshold, self.minima
-        return [t // m.get(script_of(w), self.min_words) for w in tokens]
+        word = t // self.min_words
+        # below U+0E00 no character is of a script group (most words: no lookup)
+        return [word if w[0] < "\u0e00" else t // m.get(script_of(w), self.min_words)
+                for w in tokens]
 
     def reaches(self, tokens: Sequence[str]) -> bool:
         return sum(self.weights(tokens)) >= self.threshold
@@ -282,13 +289,15 @@ class WindowMatcher:
 
     def _scan(self) -> StreamHit | None:
         tokens, wf, sums = self.words.tokens, self.window_filter, self._sums
-        for wt in self.length.weights(tokens[len(sums) - 1:]):
-            sums.append(sums[-1] + wt)
-        thr = self.length.threshold
+        length = self.length
+        thr, word = length.threshold, length.threshold // self.min_words
         n = len(tokens)
         while self.hit is None and self.checked < n:
             t = self.checked
             self.checked += 1
+            tok = tokens[t]
+            # below U+0E00 no character is of a script group: a word's weight, no lookup
+            sums.append(sums[t] + (word if tok[0] < "\u0e00" else length.weights((tok,))[0]))
             if sums[t + 1] - sums[self._start] < thr:
                 continue
             while sums[t + 1] - sums[self._start + 1] >= thr:
@@ -340,11 +349,11 @@ class WindowMatcher:
             return self.hit.span.char_start
         if w.finished:
             return len(self.text)
-        n, sums = len(w.tokens), self._sums
-        thr = self.length.threshold
-        k = n  # the first of the last words that do not reach the length together
-        while k > 0 and sums[n] - sums[k - 1] < thr:
-            k -= 1
+        n = len(w.tokens)
+        # the first of the last words that do not reach the length together: after the start
+        # of the last window that reached it (_scan has seen every word), else the first word
+        k = self._start + 1 if self._sums[n] - self._sums[self._start] >= self.length.threshold \
+            else 0
         return w.starts[k] if k < n else w.done
 
     def extend(self) -> Span | None:

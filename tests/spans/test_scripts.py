@@ -193,7 +193,7 @@ def test_the_span_length_counts_characters_as_fractions_of_a_word():
 
 
 def test_a_japanese_stock_phrase_is_not_a_copy_by_default(index):
-    """15 characters of Japanese (13 kana, 2 kanji) are 0.82 of 12 words: the default passes
+    """15 characters of Japanese (13 kana, 2 kanji) are 0.71 of 12 words: the default passes
     them, counting characters as words blocks them; 30 characters are blocked either way."""
     short = _passage("ja-01", "スキーマキャッシュを生成します")
     answer = "回答です。" + short + "。"
