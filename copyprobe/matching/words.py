@@ -45,8 +45,9 @@ from copyprobe.matching.substrings import (
     _shared_counts,
 )
 
-__all__ = ["SCRIPTS", "SEGMENTED", "WordMatch", "normalize_words", "normalize_words_with_spans",
-           "script_of", "segment", "word_fk", "word_match"]
+__all__ = ["SCRIPTS", "SEGMENTED", "WordMatch", "joins_previous", "normalize_words",
+           "normalize_words_with_spans", "script_of", "segment", "segmenter", "word_fk",
+           "word_match"]
 
 _APOSTROPHES = "'\u2019\u02bc"
 
@@ -118,7 +119,7 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 
 @functools.cache
-def _segmenter() -> tuple[re.Pattern[str], re.Pattern[str]]:
+def segmenter() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(a segmented character, the pieces of a token: each segmented character with the marks
     after it, and the runs between them)."""
     seg = _class(SEGMENTED)
@@ -142,7 +143,7 @@ def script_of(token: str) -> str | None:
 def segment(tokens: list[str]) -> list[str]:
     """``tokens`` with every token holding a segmented character cut into its pieces (each
     such character with the marks after it, and the runs between them)."""
-    has, pieces = _segmenter()
+    has, pieces = segmenter()
     out: list[str] = []
     for t in tokens:
         if has.search(t):
@@ -165,7 +166,7 @@ def normalize_words(text: str) -> list[str]:
     return segment(token.findall(text))
 
 
-def _joins_previous(ch: str) -> bool:
+def joins_previous(ch: str) -> bool:
     """Whether NFKC can compose ``ch`` with the character before it: combining marks, Hangul
     medial vowels and final consonants, and the half-width voiced sound marks."""
     cp = ord(ch)
@@ -179,7 +180,7 @@ def _clusters(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     start = 0
     for i in range(1, len(text) + 1):
-        if i == len(text) or not _joins_previous(text[i]):
+        if i == len(text) or not joins_previous(text[i]):
             out.append((start, i))
             start = i
     return out
@@ -206,7 +207,7 @@ def _tokens_in(text: str, clusters: list[tuple[int, int]]
             keep = [i for i in range(len(norm)) if i not in drop]
             norm = "".join(norm[i] for i in keep)
             owner = [owner[i] for i in keep]
-    has, pieces = _segmenter()
+    has, pieces = segmenter()
     tokens, starts, ends = [], [], []
     for m in token.finditer(norm):
         parts = pieces.finditer(norm, m.start(), m.end()) if has.search(m.group()) else (m,)

@@ -26,11 +26,11 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 from copyprobe.matching.words import (
-    _joins_previous,
-    _segmenter,
+    joins_previous,
     normalize_words,
     normalize_words_with_spans,
     segment,
+    segmenter,
 )
 from copyprobe.spans.types import SpanIndexError, Tokens
 
@@ -90,7 +90,7 @@ def tokenize(text: str, unit: str = DEFAULT_UNIT) -> Tokens:
                 starts += [a + x for x in s]
                 ends += [a + x for x in e]
         return Tokens(tokens, starts, ends)
-    has, pieces = _segmenter()
+    has, pieces = segmenter()
     matches = [p for m in _NON_SPACE.finditer(text)
                for p in (pieces.finditer(text, *m.span()) if has.search(m.group()) else (m,))]
     return Tokens([m.group() for m in matches], [m.start() for m in matches],
@@ -117,7 +117,7 @@ def settled(text: str, start: int = 0) -> int:
 def _starts_word(ch: str) -> bool:
     """A segmented character before which a text's words can be cut (Thai SARA AM is not:
     its NFKC starts with a mark, which joins the word before)."""
-    return bool(_segmenter()[0].match(ch)) and not _joins_previous(
+    return bool(segmenter()[0].match(ch)) and not joins_previous(
         unicodedata.normalize("NFKC", ch)[0])
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from copyprobe.guard.output import OutputGuard
-from copyprobe.matching.words import SEGMENTED, _joins_previous, normalize_words, word_match
+from copyprobe.matching.words import SEGMENTED, joins_previous, normalize_words, word_match
 from copyprobe.spans.build import build_index
 from copyprobe.spans.encoding import settled, tokenize, words
 from copyprobe.spans.index import SpanIndex
@@ -72,7 +72,7 @@ def test_a_segmented_character_composes_with_nothing_before_it():
             if settled("a" + chr(cp)) == 1:  # a place to cut, before it
                 first = unicodedata.normalize("NFKC", chr(cp))[0]
                 assert first not in second and not unicodedata.combining(first), hex(cp)
-                assert not _joins_previous(first), hex(cp)
+                assert not joins_previous(first), hex(cp)
     assert settled("ทำ") == 0 and settled("中文") == 1 and settled("ab ") == 3
 
 
@@ -93,7 +93,7 @@ def test_streamed_tokens_of_these_scripts_equal_the_whole(unit):
             stream.feed(text[i:j])
             i = j
         stream.finish()
-        if any(a.isspace() and _joins_previous(b) for a, b in zip(text, text[1:])):
+        if any(a.isspace() and joins_previous(b) for a, b in zip(text, text[1:])):
             continue  # a mark after whitespace: ranges differ as before (tokens do not)
         assert (stream.tokens, stream.starts, stream.ends) == (
             whole.tokens, whole.starts, whole.ends), repr(text)
