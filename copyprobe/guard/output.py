@@ -12,7 +12,8 @@ the index's unit, :mod:`copyprobe.spans.encoding`) that occurs in the index is a
 Whole answers go through :meth:`OutputGuard.check` (``find_spans``: every span, the first
 acted on). Streams go through :meth:`OutputGuard.stream`: an :class:`OutputStream` fed the
 deltas as they arrive releases only the text that can belong to no protected span (it holds
-back the last ``min_words - 1`` complete words and a partial word,
+back the last ``min_words - 1`` complete words and a partial word; a character of Chinese,
+Japanese or Thai counts as a fraction of a word, ``chars_per_word``,
 :class:`~copyprobe.spans.stream.WindowMatcher`), so no word of a protected span is ever
 released, even when the span crosses the deltas' boundaries; the cost is that delay of about
 ``min_words - 1`` words. Under ``block`` a stream cannot take back what it released before the
@@ -31,7 +32,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from copyprobe.spans.stream import StreamHit, WindowFilter, WindowMatcher
+from copyprobe.spans.encoding import BYTE_UNITS
+from copyprobe.spans.stream import SpanLength, StreamHit, WindowFilter, WindowMatcher
 from copyprobe.spans.types import DocHit, Span, SpanLookup
 
 OUTPUT_ACTIONS = ("block", "truncate")
@@ -41,6 +43,10 @@ BLOCK_FINISH_REASON = "guard_block"
 #: ``finish_reason`` of an answer the output check cut before a protected span.
 TRUNCATE_FINISH_REASON = "guard_truncate"
 _FINISH = {"pass": None, "block": BLOCK_FINISH_REASON, "truncate": TRUNCATE_FINISH_REASON}
+#: Characters of each script without spaces that count as one word of ``min_words``
+#: (docs/guard.md: measured chance recurrence in real texts; 12 words: 12 Chinese
+#: characters, 24 Japanese kana, 32 Thai characters).
+CHARS_PER_WORD = {"han": 1.0, "kana": 2.0, "thai": 2.7}
 
 OUTPUT_BLOCK_TEXT = (
     "I can't provide this answer: {reason} Reproducing protected material would infringe its "
@@ -112,7 +118,8 @@ class OutputGuard:
 
     def __init__(self, index: SpanLookup, *, min_words: int = 12, action: str = "block",
                  block_text: str | None = None, max_docs: int = 5,
-                 prefilter: bool | None = None) -> None:
+                 prefilter: bool | None = None,
+                 chars_per_word: Mapping[str, float] | None = None) -> None:
         if action not in OUTPUT_ACTIONS:
             raise ValueError(f"output action must be one of {', '.join(OUTPUT_ACTIONS)}, got "
                              f"{action!r}")
@@ -122,13 +129,16 @@ class OutputGuard:
             raise ValueError(f"max_docs must be a positive integer, got {max_docs!r}")
         self.index = index
         self.min_words = min_words
+        # in a model's tokens no unit is a character of a script: every unit counts alike
+        self.length = SpanLength.of(min_words, None if index.unit not in BYTE_UNITS else
+                                    {**CHARS_PER_WORD, **(chars_per_word or {})})
         self.action = action
         self.block_text = block_text
         self.max_docs = max_docs
         self.window_filter: WindowFilter | None = None
         if prefilter is not False:
             self.window_filter = WindowFilter.from_index(
-                index, min_words, max_windows=2**62 if prefilter else 4_000_000)
+                index, self.length, max_windows=2**62 if prefilter else 4_000_000)
             if prefilter and self.window_filter is None:
                 raise ValueError(f"cannot read the documents of {type(index).__name__} for "
                                  "the prefilter")
@@ -148,7 +158,10 @@ class OutputGuard:
     def check(self, text: str) -> OutputFinding:
         """The whole answer ``text`` checked."""
         t0 = time.perf_counter()
-        spans = self.index.find_spans(text, min_words=self.min_words, max_docs=self.max_docs)
+        spans = self.index.find_spans(text, min_words=self.length.min_units,
+                                      max_docs=self.max_docs)
+        if not self.length.uniform:
+            spans = [s for s in spans if self.length.reaches(s.text.split())]
         return self.decide(text, spans[0] if spans else None, time.perf_counter() - t0)
 
     def stream(self) -> OutputStream:
@@ -164,7 +177,7 @@ class OutputStream:
     def __init__(self, guard: OutputGuard) -> None:
         self.guard = guard
         self.matcher = WindowMatcher(guard.index, guard.min_words, max_docs=guard.max_docs,
-                                     window_filter=guard.window_filter)
+                                     window_filter=guard.window_filter, length=guard.length)
         self.released = 0      # characters of the answer released so far
         self.check_s = 0.0
         self.finding: OutputFinding | None = None

@@ -65,7 +65,8 @@ ROLES = ("notice", "status", "risk")
 #: The output check's component (an :class:`~copyprobe.guard.output.OutputGuard`).
 OUTPUT = "output"
 #: The output block's keys (``index``: the span index's name, ``results/spans/<index>``).
-OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefilter")
+OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefilter",
+               "chars_per_word")
 ON_ERROR = ("raise", "pass", "flag")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
@@ -270,6 +271,17 @@ class GuardSpec:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise GuardConfigError(f"guard.output.{key} must be a positive integer, got "
                                        f"{v!r}")
+        if "chars_per_word" in out:
+            from copyprobe.spans.stream import SpanLength
+
+            per = out["chars_per_word"]
+            try:
+                if not isinstance(per, Mapping):
+                    raise ValueError(f"expected a mapping of script groups to numbers, got "
+                                     f"{per!r}")
+                SpanLength.of(1, per)
+            except ValueError as exc:
+                raise GuardConfigError(f"guard.output.chars_per_word: {exc}") from None
         if "index" in out and not (isinstance(out["index"], str) and out["index"]):
             raise GuardConfigError(f"guard.output.index must be an index name, got "
                                    f"{out['index']!r}")

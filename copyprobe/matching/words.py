@@ -11,6 +11,10 @@ Tokenisation (:func:`normalize_words`):
    together with combining marks (categories Mn/Mc/Me, so Devanagari or decomposed accents
    stay inside their word).  Everything else, including punctuation, whitespace, the
    underscore and symbols, separates tokens and is dropped.
+4. In the scripts written without spaces between words (:data:`SCRIPTS`: Han, kana, Thai,
+   Lao, Khmer, Myanmar, Tai scripts) each character, with the marks after it, is a token of
+   its own: ``"Python是一种语言"`` -> ``python 是 一 种 语 言``.  Hangul is written with spaces
+   and keeps its words.
 
 :func:`word_match` then maps both token lists to integers with one vocabulary per call and
 computes, with the near-linear routines of :mod:`copyprobe.matching.substrings`: the
@@ -41,14 +45,59 @@ from copyprobe.matching.substrings import (
     _shared_counts,
 )
 
-__all__ = ["WordMatch", "normalize_words", "normalize_words_with_spans", "word_fk", "word_match"]
+__all__ = ["SCRIPTS", "SEGMENTED", "WordMatch", "joins_previous", "normalize_words",
+           "normalize_words_with_spans", "script_of", "segment", "segmenter", "word_fk",
+           "word_match"]
 
 _APOSTROPHES = "'\u2019\u02bc"
 
+#: Code-point ranges of the scripts written without spaces between words, where each
+#: character (with the marks after it) is a word, in three groups: ``han`` (ideographs, the
+#: iteration marks and ideographic numerals), ``kana`` (hiragana and katakana, half-width ones
+#: too, which NFKC widens) and ``thai`` (Thai, Lao, Myanmar, Khmer, Tai Le, New Tai Lue, Tai
+#: Tham, Tai Viet).  No segmenter of words is used: characters need no dictionary and match
+#: the same way in every text.
+SCRIPTS: dict[str, tuple[tuple[int, int], ...]] = {
+    "han": (
+        (0x3005, 0x3007),    # iteration mark, closing mark, ideographic zero
+        (0x3021, 0x3029),    # Hangzhou numerals
+        (0x3038, 0x303C),
+        (0x3400, 0x4DBF),    # CJK extension A
+        (0x4E00, 0x9FFF),    # CJK unified ideographs
+        (0xF900, 0xFAFF),    # CJK compatibility ideographs
+        (0x20000, 0x323AF),  # CJK extensions B to H, compatibility supplement
+    ),
+    "kana": (
+        (0x3031, 0x3035),    # kana repeat marks
+        (0x3040, 0x30FF),    # hiragana, katakana
+        (0x31F0, 0x31FF),    # katakana phonetic extensions
+        (0xFF66, 0xFF9F),    # half-width katakana
+        (0x1B000, 0x1B16F),  # kana supplement and extensions
+    ),
+    "thai": (
+        (0x0E00, 0x0EFF),    # Thai, Lao
+        (0x1000, 0x109F),    # Myanmar
+        (0x1780, 0x17FF),    # Khmer
+        (0x1950, 0x19FF),    # Tai Le, New Tai Lue, Khmer symbols
+        (0x1A20, 0x1AAF),    # Tai Tham
+        (0xA9E0, 0xA9FF),    # Myanmar extended-B
+        (0xAA60, 0xAADF),    # Myanmar extended-A, Tai Viet
+    ),
+}
+SEGMENTED: tuple[tuple[int, int], ...] = tuple(sorted(r for g in SCRIPTS.values() for r in g))
+
+
+def _class(ranges: Iterable[tuple[int, int]]) -> str:
+    return "".join(
+        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+        for lo, hi in ranges
+    )
+
 
 @functools.cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(inner-apostrophe pattern, token pattern), built once (scans the Unicode table)."""
+def _mark_ranges() -> list[tuple[int, int]]:
+    """The combining marks (categories Mn, Mc, Me) as code-point ranges (scans the Unicode
+    table once)."""
     ranges: list[tuple[int, int]] = []
     for cp in range(sys.maxunicode + 1):
         if unicodedata.category(chr(cp)).startswith("M"):
@@ -56,14 +105,52 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
                 ranges[-1] = (ranges[-1][0], cp)
             else:
                 ranges.append((cp, cp))
-    marks = "".join(
-        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
-        for lo, hi in ranges
-    )
+    return ranges
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(inner-apostrophe pattern, token pattern), built once."""
+    marks = _class(_mark_ranges())
     word_class = rf"[\w{marks}]"
     inner_apostrophe = re.compile(rf"(?<={word_class})[{_APOSTROPHES}](?={word_class})")
     token = re.compile(rf"{word_class}+")
     return inner_apostrophe, token
+
+
+@functools.cache
+def segmenter() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a segmented character, the pieces of a token: each segmented character with the marks
+    after it, and the runs between them)."""
+    seg = _class(SEGMENTED)
+    marks = _class(_mark_ranges())
+    return re.compile(f"[{seg}]"), re.compile(f"[{seg}][{marks}]*|[^{seg}]+")
+
+
+@functools.cache
+def _script_patterns() -> dict[str, re.Pattern[str]]:
+    return {name: re.compile(f"[{_class(ranges)}]") for name, ranges in SCRIPTS.items()}
+
+
+def script_of(token: str) -> str | None:
+    """The :data:`SCRIPTS` group of a token's first character (None: another script)."""
+    for name, pattern in _script_patterns().items():
+        if pattern.match(token):
+            return name
+    return None
+
+
+def segment(tokens: list[str]) -> list[str]:
+    """``tokens`` with every token holding a segmented character cut into its pieces (each
+    such character with the marks after it, and the runs between them)."""
+    has, pieces = segmenter()
+    out: list[str] = []
+    for t in tokens:
+        if has.search(t):
+            out += pieces.findall(t)
+        else:
+            out.append(t)
+    return out
 
 
 def normalize_words(text: str) -> list[str]:
@@ -76,10 +163,10 @@ def normalize_words(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text).casefold().replace("_", " ")
     if any(a in text for a in _APOSTROPHES):
         text = inner_apostrophe.sub("", text)
-    return token.findall(text)
+    return segment(token.findall(text))
 
 
-def _joins_previous(ch: str) -> bool:
+def joins_previous(ch: str) -> bool:
     """Whether NFKC can compose ``ch`` with the character before it: combining marks, Hangul
     medial vowels and final consonants, and the half-width voiced sound marks."""
     cp = ord(ch)
@@ -93,7 +180,7 @@ def _clusters(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     start = 0
     for i in range(1, len(text) + 1):
-        if i == len(text) or not _joins_previous(text[i]):
+        if i == len(text) or not joins_previous(text[i]):
             out.append((start, i))
             start = i
     return out
@@ -120,11 +207,14 @@ def _tokens_in(text: str, clusters: list[tuple[int, int]]
             keep = [i for i in range(len(norm)) if i not in drop]
             norm = "".join(norm[i] for i in keep)
             owner = [owner[i] for i in keep]
+    has, pieces = segmenter()
     tokens, starts, ends = [], [], []
     for m in token.finditer(norm):
-        tokens.append(m.group())
-        starts.append(clusters[owner[m.start()]][0])
-        ends.append(clusters[owner[m.end() - 1]][1])
+        parts = pieces.finditer(norm, m.start(), m.end()) if has.search(m.group()) else (m,)
+        for p in parts:
+            tokens.append(p.group())
+            starts.append(clusters[owner[p.start()]][0])
+            ends.append(clusters[owner[p.end() - 1]][1])
     return tokens, starts, ends
 
 

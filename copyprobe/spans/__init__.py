@@ -11,8 +11,9 @@ Modules, one concern each:
 
 * :mod:`~copyprobe.spans.types`: :class:`Span`, :class:`DocHit`, :class:`Tokens`, the
   :class:`SpanLookup` protocol every index implements;
-* :mod:`~copyprobe.spans.encoding`: the indexed unit (``words`` or ``whitespace``), tokens
-  with character offsets, the byte encoding of a document and of a query;
+* :mod:`~copyprobe.spans.encoding`: the indexed unit (``words`` or ``whitespace``; each
+  character of Chinese, Japanese, Thai... a word), tokens with character offsets, the byte
+  encoding of a document and of a query;
 * :mod:`~copyprobe.spans.tokenizer`, :mod:`~copyprobe.spans.units`: the unit ``tokens`` (a
   model's token ids from a local GGUF or tokenizer.json, stored as infini-gram u16/u32) and
   the codec of each unit (how it is stored, sliced and searched);

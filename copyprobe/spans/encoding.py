@@ -8,6 +8,9 @@ Units (recorded in every index's manifest; querying an index in another unit is 
 * ``whitespace``: ``str.split()`` tokens, case and punctuation kept, the strict unit (the words
   of paper mode).
 
+In both, a character of a script written without spaces (Chinese, Japanese, Thai, ...:
+:data:`copyprobe.matching.words.SEGMENTED`) is a word of its own, with the marks after it.
+
 A document is stored as ``b" " + " ".join(tokens).encode() + b" "``: one space before and
 after every word, so the byte query :func:`encode_query` of a word sequence occurs exactly
 where those words occur word-aligned on both sides. Neither unit's tokens hold a space, and
@@ -16,11 +19,19 @@ UTF-8 never produces the bytes 0xFE/0xFF (the engine's end-of-text and document 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
-from copyprobe.matching.words import normalize_words, normalize_words_with_spans
+from copyprobe.matching.words import (
+    joins_previous,
+    normalize_words,
+    normalize_words_with_spans,
+    segment,
+    segmenter,
+)
 from copyprobe.spans.types import SpanIndexError, Tokens
 
 UNITS = ("words", "whitespace", "tokens")
@@ -30,7 +41,7 @@ BYTE_UNITS = ("words", "whitespace")
 DEFAULT_UNIT = "words"
 #: Bumped whenever a unit's tokens change for some text: an index records it, and one built
 #: under another version is refused (its spans would not be the ones queried).
-NORMALIZER_VERSION = 1
+NORMALIZER_VERSION = 2
 
 _NON_SPACE = re.compile(r"\S+")
 #: the ``words`` unit on ASCII text (NFKC is the identity there, casefold is lower-casing):
@@ -79,9 +90,35 @@ def tokenize(text: str, unit: str = DEFAULT_UNIT) -> Tokens:
                 starts += [a + x for x in s]
                 ends += [a + x for x in e]
         return Tokens(tokens, starts, ends)
-    matches = list(_NON_SPACE.finditer(text))
+    has, pieces = segmenter()
+    matches = [p for m in _NON_SPACE.finditer(text)
+               for p in (pieces.finditer(text, *m.span()) if has.search(m.group()) else (m,))]
     return Tokens([m.group() for m in matches], [m.start() for m in matches],
                   [m.end() for m in matches])
+
+
+def settled(text: str, start: int = 0) -> int:
+    """How much of ``text`` is tokenized for good, whatever follows it: up to its last
+    whitespace character, or to its last segmented character (which starts a word of its
+    own and composes with nothing before it under NFKC; a mark may still follow it). The
+    tokens of ``text[:k]`` and of what follows, put together, are those of the whole (a
+    stream's words, :class:`copyprobe.spans.stream.StreamTokens`). Only ``text[start:]`` is
+    looked at; 0 when it holds no such place."""
+    for i in range(len(text) - 1, start - 1, -1):
+        ch = text[i]
+        if ch.isspace():
+            return i + 1
+        if ch >= "\u0e00" and _starts_word(ch):
+            return i
+    return 0
+
+
+@functools.lru_cache(maxsize=4096)
+def _starts_word(ch: str) -> bool:
+    """A segmented character before which a text's words can be cut (Thai SARA AM is not:
+    its NFKC starts with a mark, which joins the word before)."""
+    return bool(segmenter()[0].match(ch)) and not joins_previous(
+        unicodedata.normalize("NFKC", ch)[0])
 
 
 def words(text: str, unit: str = DEFAULT_UNIT) -> list[str]:
@@ -89,7 +126,7 @@ def words(text: str, unit: str = DEFAULT_UNIT) -> list[str]:
     :func:`tokenize`, without the offset map's cost)."""
     _byte_unit(unit)
     if unit == "whitespace":
-        return text.split()
+        return segment(text.split())
     out: list[str] = []
     for a, b, ascii_only in _stretches(text):
         if ascii_only:

@@ -1,9 +1,10 @@
 """Span detection on a text that arrives in pieces (a streamed model answer).
 
 :class:`StreamTokens` tokenizes a stream incrementally in an index's unit: text up to the last
-whitespace character received is tokenized (whitespace separates tokens in both units and
-never composes with what follows under NFKC, so the tokens of the pieces are the tokens of the
-whole); a trailing partial word stays pending until a separator arrives or :meth:`finish`.
+whitespace character or segmented character received is tokenized
+(:func:`~copyprobe.spans.encoding.settled`: both separate tokens in both units and compose with
+nothing before them under NFKC, so the tokens of the pieces are the tokens of the whole); a
+trailing partial word stays pending until a separator arrives or :meth:`finish`.
 For any chunking the tokens and their character offsets equal the non-streaming
 :func:`~copyprobe.spans.encoding.tokenize` of the whole text.
 
@@ -15,6 +16,10 @@ construction, at the word where it reaches ``L`` words. :meth:`WindowMatcher.saf
 character offset up to which the text cannot belong to any such span: everything before the
 first of the last ``L - 1`` complete words (those could still start one) is checked clean.
 Releasing only text before it means no word of a protected span is ever released.
+With a :class:`SpanLength` that counts characters of the scripts without spaces as fractions
+of a word, ``L`` words become the shortest window reaching the length at each word, the
+same in every text holding its words (so the filter below still holds every window), and a
+hit is extended back over lighter characters to where its span starts.
 
 :class:`WindowFilter` makes the per-word question cheap for a small index (the protected
 materials of a benchmark: a few megabytes): a set of the hashes of every ``L``-word window of
@@ -32,10 +37,13 @@ there (a caller that reads on can :meth:`WindowMatcher.extend` it over the text 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import functools
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from copyprobe.spans.encoding import BYTE_UNITS
+from copyprobe.matching.words import SCRIPTS, script_of
+from copyprobe.spans.encoding import BYTE_UNITS, settled
 from copyprobe.spans.types import Span, SpanIndexError, SpanLookup, Tokens
 
 
@@ -59,7 +67,7 @@ class StreamTokens:
     def __init__(self, tokenize: Callable[[str], Tokens]) -> None:
         self._tokenize = tokenize
         self.text = ""         # everything fed
-        self.done = 0          # text[:done] is tokenized (it ends after a whitespace character)
+        self.done = 0          # text[:done] is tokenized (encoding.settled)
         self.tokens: list[str] = []
         self.starts: list[int] = []
         self.ends: list[int] = []
@@ -87,12 +95,10 @@ class StreamTokens:
             raise ValueError("the stream is finished")
         if not delta:
             return 0
-        cut = len(delta)
-        while cut and not delta[cut - 1].isspace():
-            cut -= 1
         before = len(self.text)
         self.text += delta
-        return self._take(before + cut) if cut else 0
+        cut = settled(self.text, before)
+        return self._take(cut) if cut > self.done else 0
 
     def finish(self) -> int:
         """The end of the stream: the pending word (if any) is complete; the number of new
@@ -125,17 +131,95 @@ def indexed_documents(index: SpanLookup) -> Iterator[list[str]]:
         yield index.tokenize(d.text).tokens
 
 
-class WindowFilter:
-    """The hashes of every ``width``-word window of some documents (see the module
-    docstring): ``window in filter`` is False only for a window that occurs in none."""
+@dataclass(frozen=True)
+class SpanLength:
+    """How long a span must be: ``min_words`` words, a character of a script group of
+    ``chars_per_word`` (:data:`~copyprobe.matching.words.SCRIPTS`: ``han``, ``kana``,
+    ``thai``) counting as ``1 / chars_per_word[group]`` of a word. A group's minimum is
+    ``round(min_words * chars_per_word[group])`` characters (at least 1); a span mixing
+    scripts reaches the length when the fractions of its units (each unit 1 / its group's
+    minimum) sum to 1. Kept exact in integers: a unit weighs ``threshold // minimum``."""
 
-    def __init__(self, docs: Iterable[Sequence[str]], width: int) -> None:
-        self.width = width
+    min_words: int
+    chars_per_word: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def of(cls, min_words: int, chars_per_word: Mapping[str, float] | None = None
+           ) -> SpanLength:
+        if not isinstance(min_words, int) or isinstance(min_words, bool) or min_words < 1:
+            raise ValueError(f"min_words must be a positive integer, got {min_words!r}")
+        per = dict(chars_per_word or {})
+        for group, ratio in per.items():
+            if group not in SCRIPTS:
+                raise ValueError(f"chars_per_word: unknown script group {group!r}; known: "
+                                 f"{', '.join(SCRIPTS)}")
+            if not isinstance(ratio, int | float) or isinstance(ratio, bool) or ratio <= 0:
+                raise ValueError(f"chars_per_word.{group} must be a positive number, got "
+                                 f"{ratio!r}")
+        return cls(min_words, tuple(sorted(per.items())))
+
+    @functools.cached_property
+    def minima(self) -> dict[str | None, int]:
+        """Units a span of one group needs (None: every other word)."""
+        return {None: self.min_words, **{g: max(1, round(self.min_words * r))
+                                         for g, r in self.chars_per_word}}
+
+    @functools.cached_property
+    def threshold(self) -> int:
+        return math.lcm(*self.minima.values())
+
+    @functools.cached_property
+    def uniform(self) -> bool:
+        """Every unit weighs the same (a span needs ``min_words`` units)."""
+        return all(m == self.min_words for m in self.minima.values())
+
+    @property
+    def min_units(self) -> int:
+        """The fewest units a span reaching the length can have."""
+        return min(self.minima.values())
+
+    def weights(self, tokens: Sequence[str]) -> list[int]:
+        if self.uniform:
+            return [1] * len(tokens)
+        t, m = self.threshold, self.minima
+        word = t // self.min_words
+        # below U+0E00 no character is of a script group (most words: no lookup)
+        return [word if w[0] < "\u0e00" else t // m.get(script_of(w), self.min_words)
+                for w in tokens]
+
+    def reaches(self, tokens: Sequence[str]) -> bool:
+        return sum(self.weights(tokens)) >= self.threshold
+
+    def windows(self, tokens: Sequence[str]) -> Iterator[tuple[int, int]]:
+        """For each word ``t`` that completes one, the shortest window ``[s, t + 1)`` ending
+        there that reaches the length."""
+        if self.uniform:
+            yield from ((i, i + self.min_words) for i in range(len(tokens) - self.min_words + 1))
+            return
+        thr, s, total = self.threshold, 0, 0
+        w = self.weights(tokens)
+        for t, wt in enumerate(w):
+            total += wt
+            while total - w[s] >= thr:
+                total -= w[s]
+                s += 1
+            if total >= thr:
+                yield s, t + 1
+
+
+class WindowFilter:
+    """The hashes of every window of some documents that just reaches ``length`` (a
+    :class:`SpanLength` or a number of words; see the module docstring): ``window in
+    filter`` is False only for a window that occurs in none."""
+
+    def __init__(self, docs: Iterable[Sequence[str]], length: SpanLength | int) -> None:
+        self.length = length if isinstance(length, SpanLength) else SpanLength(length)
+        self.width = self.length.min_words
         hashes: set[int] = set()
         for words in docs:
             words = tuple(words)
-            for i in range(len(words) - width + 1):
-                hashes.add(hash(words[i:i + width]))
+            for a, b in self.length.windows(words):
+                hashes.add(hash(words[a:b]))
         self._hashes = hashes
 
     def __len__(self) -> int:
@@ -145,7 +229,7 @@ class WindowFilter:
         return hash(tuple(window)) in self._hashes
 
     @classmethod
-    def from_index(cls, index: SpanLookup, width: int, *,
+    def from_index(cls, index: SpanLookup, length: SpanLength | int, *,
                    max_windows: int = 4_000_000) -> WindowFilter | None:
         """The filter of an index's documents, or None when it would hold more than
         ``max_windows`` windows (or the index's documents cannot be read)."""
@@ -153,9 +237,10 @@ class WindowFilter:
             docs = list(indexed_documents(index))
         except TypeError:
             return None
-        if sum(max(0, len(d) - width + 1) for d in docs) > max_windows:
+        min_units = length.min_units if isinstance(length, SpanLength) else length
+        if sum(max(0, len(d) - min_units + 1) for d in docs) > max_windows:
             return None
-        return cls(docs, width)
+        return cls(docs, length)
 
 
 @dataclass(frozen=True)
@@ -171,15 +256,22 @@ class StreamHit:
 
 class WindowMatcher:
     """The first span of at least ``min_words`` words of a stream, found as the words arrive
-    (see the module docstring); ``max_docs`` documents are named with it."""
+    (see the module docstring); ``max_docs`` documents are named with it. ``length`` (a
+    :class:`SpanLength`) counts characters of the scripts without spaces as fractions of a
+    word: each window is then the shortest that reaches the length, ending at the word."""
 
     def __init__(self, index: SpanLookup, min_words: int, *, max_docs: int = 5,
-                 window_filter: WindowFilter | None = None) -> None:
+                 window_filter: WindowFilter | None = None,
+                 length: SpanLength | None = None) -> None:
         if min_words < 1:
             raise ValueError(f"min_words must be >= 1, got {min_words}")
-        if window_filter is not None and window_filter.width != min_words:
-            raise ValueError(f"the window filter is of {window_filter.width}-word windows, "
-                             f"not {min_words}")
+        self.length = length or SpanLength(min_words)
+        if self.length.min_words != min_words:
+            raise ValueError(f"the span length is of {self.length.min_words} words, not "
+                             f"{min_words}")
+        if window_filter is not None and window_filter.length != self.length:
+            raise ValueError(f"the window filter is of {window_filter.length}, not "
+                             f"{self.length}")
         check_stream_unit(index)
         self.index = index
         self.window_filter = window_filter
@@ -188,28 +280,44 @@ class WindowMatcher:
         self.words = StreamTokens(index.tokenize)
         self.checked = 0       # complete words whose window has been counted
         self.hit: StreamHit | None = None
+        self._sums = [0]       # the words' weights summed: _sums[k] is words [0, k)'s
+        self._start = 0        # the start of the last window that reached the length
 
     @property
     def text(self) -> str:
         return self.words.text
 
     def _scan(self) -> StreamHit | None:
-        tokens, L, wf = self.words.tokens, self.min_words, self.window_filter
+        tokens, wf, sums = self.words.tokens, self.window_filter, self._sums
+        length = self.length
+        thr, word = length.threshold, length.threshold // self.min_words
         n = len(tokens)
         while self.hit is None and self.checked < n:
             t = self.checked
             self.checked += 1
-            if t < L - 1:
+            tok = tokens[t]
+            # below U+0E00 no character is of a script group: a word's weight, no lookup
+            sums.append(sums[t] + (word if tok[0] < "\u0e00" else length.weights((tok,))[0]))
+            if sums[t + 1] - sums[self._start] < thr:
                 continue
-            window = tokens[t - L + 1:t + 1]
+            while sums[t + 1] - sums[self._start + 1] >= thr:
+                self._start += 1
+            window = tokens[self._start:t + 1]
             if wf is not None and window not in wf:
                 continue
             if self.index.count(window):
-                self.hit = self._hit(t - L + 1, t + 1)
+                self.hit = self._hit(self._start, t + 1)
         return self.hit
 
     def _hit(self, start: int, end: int) -> StreamHit:
         w = self.words
+        # the span may start before the shortest window: where the words from an earlier
+        # start to the one before ``end`` did not reach the length (lighter units), else
+        # they would have been a hit before
+        sums, thr = self._sums, self.length.threshold
+        while (start > 0 and sums[end - 1] - sums[start - 1] < thr
+               and self.index.count(w.tokens[start - 1:end])):
+            start -= 1
         a, b = w.starts[start], w.ends[end - 1]
         found = self.index.find_spans(self.text[a:b], min_words=end - start,
                                       max_docs=self.max_docs)
@@ -242,7 +350,10 @@ class WindowMatcher:
         if w.finished:
             return len(self.text)
         n = len(w.tokens)
-        k = max(0, n - self.min_words + 1)
+        # the first of the last words that do not reach the length together: after the start
+        # of the last window that reached it (_scan has seen every word), else the first word
+        k = self._start + 1 if self._sums[n] - self._sums[self._start] >= self.length.threshold \
+            else 0
         return w.starts[k] if k < n else w.done
 
     def extend(self) -> Span | None:
@@ -254,7 +365,8 @@ class WindowMatcher:
         start = self.hit.word_start
         a = w.starts[start]
         b = w.ends[-1] if len(w) > start else self.hit.span.char_end
-        found = self.index.find_spans(self.text[a:b], min_words=self.min_words,
+        found = self.index.find_spans(self.text[a:b],
+                                      min_words=self.hit.word_end - self.hit.word_start,
                                       max_docs=self.max_docs)
         s = found[0]  # the hit's words are its prefix: the first span starts there
         return replace(s, word_start=s.word_start + start, word_end=s.word_end + start,

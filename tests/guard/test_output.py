@@ -584,7 +584,7 @@ def test_the_prefilter_changes_the_cost_not_the_answer():
     from copyprobe.spans.stream import WindowFilter
 
     g = OutputGuard(INDEX, min_words=L, prefilter=False)
-    everything = WindowFilter([tokenize(ANSWER, "words").tokens], L)
+    everything = WindowFilter([tokenize(ANSWER, "words").tokens], g.length)
     g.window_filter = everything
     released, f = _run(g.stream(), [ANSWER[:40], ANSWER[40:]])
     assert f.span.word_start == len(tokenize(BEFORE, "words"))
