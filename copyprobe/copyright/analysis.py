@@ -299,7 +299,7 @@ def _cell(row: pd.Series, col: str) -> str:
         return "–" if pd.isna(v) else f"{float(v):.1f}"
     if col.endswith(("_p", "_pvalue")):
         return "–" if pd.isna(v) else f"{float(v):.2g}"
-    if col in ("pearson_r", "spearman_rho"):
+    if col in ("pearson_r", "spearman_rho", "cohen_kappa"):
         return "–" if pd.isna(v) else f"{float(v):.3f}"
     if isinstance(v, (float, np.floating)) and not col.startswith("n"):
         return _pct(v)
