@@ -252,8 +252,10 @@ class OpenAIBackend(Backend, ScoringBackend):
         return cls(model_id=spec.get("model_id", ""), base_url=spec.get("base_url"),
                    api_key_env=spec.get("api_key_env", "OPENAI_API_KEY"),
                    api_key_optional=bool(spec.get("api_key_optional", False)),
-                   request_timeout=float(spec.get("request_timeout") or default_request_timeout(
-                       int((spec.get("decoding") or {}).get("max_tokens") or 0))),
+                   request_timeout=float(
+                       spec["request_timeout"] if spec.get("request_timeout") is not None
+                       else default_request_timeout(
+                           int((spec.get("decoding") or {}).get("max_tokens") or 0))),
                    endpoint=spec.get("endpoint") or "auto",
                    max_tokens_param=spec.get("max_tokens_param", "max_tokens"),
                    server_sampling_params=bool(spec.get("server_sampling_params", False)),
