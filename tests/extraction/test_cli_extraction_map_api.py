@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from copyprobe.artifacts import read_table
+from copyprobe.artifacts import read_meta, read_table
 from copyprobe.cli import main
 from copyprobe.extraction.tables import WINDOWS
 
@@ -113,6 +113,7 @@ def test_several_texts_one_table_in_words_a_short_text_named_and_the_figure(
     assert rows["short.txt"][1:] == ["0", "-", "-", "-", "-", "-", "-"]
     assert "log-prob/word" in out and "extractable fraction of the windows" in out
     df = read_table(tmp_path / "m.parquet", WINDOWS)
+    assert read_meta(tmp_path / "m.parquet")["unit"] == "words"  # the table says its unit
     fig = plot_extraction_map(df[df["doc_id"] == "text.txt"].assign(
         log_pz=-math.inf), tmp_path / "none.png", unit="words")
     assert fig.axes[0].get_xlabel() == "word offset of the window's suffix in the document"
