@@ -19,20 +19,15 @@ import pandas as pd
 from scipy import stats as sps
 
 from copyprobe.artifacts import write_text
-from copyprobe.copyright.analysis import TASK_METRICS, mean_ci, sort_rows, to_markdown
+from copyprobe.copyright.analysis import (
+    TASK_METRICS,
+    decided_refusal,
+    mean_ci,
+    sort_rows,
+    to_markdown,
+)
 
-__all__ = ["decided_refusal", "summary_tables", "summary_markdown", "write_summary"]
-
-
-def decided_refusal(df: pd.DataFrame) -> pd.Series:
-    """Per row: True/False (refused or not) or NA (failed, or a verdict that did not parse)."""
-    judge = df["refusal_judge"]
-    rule = df["refusal_rule"].astype("boolean")
-    out = df["refused"].astype("boolean").copy()
-    use_rule = judge.isna() & out.isna()
-    out[use_rule] = rule[use_rule]
-    out[df["status"] != "ok"] = pd.NA
-    return out
+__all__ = ["summary_tables", "summary_markdown", "write_summary"]
 
 
 def _rate(k: int, n: int, ci: float) -> tuple[float, float, float]:
