@@ -316,6 +316,10 @@ def test_judge_runs_as_configured(release, tmp_path, capsys, fault_server):
     df = read_table(out, SCORED_RUN)
     assert set(df["judge_status"]) == {"ok"} and set(df["refusal_judge"]) == {"unparseable"}
     assert df["refused"].isna().all() and summary["refused_by_judge"] == 0
+    # counted apart, not hidden in the 0 above; the summary's failures table lists them
+    assert summary["unparseable_verdicts"] == 8
+    md = out.with_suffix(".summary.md").read_text()
+    assert "| responses | unparseable judge verdict | 8 |" in md
 
     # the judge as a workflow config has it: its word limit cuts the prompt (a new call each)
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
