@@ -107,10 +107,16 @@ def _row(study: str, plan: PlannedRequests) -> dict[str, Any]:
         return None if plan.calls is None or per_call is None else plan.calls * per_call
 
     pt, ct = total(plan.prompt_tokens), total(plan.completion_tokens)
-    return {"study": study, "model": plan.model, "backend": plan.spec.get("backend"),
-            "model_id": plan.spec.get("model_id"), "run": plan.run, "part": plan.part,
-            "calls": plan.calls, "prompt_tokens": pt, "completion_tokens": ct,
-            "usd": usd(plan.spec, pt, ct)}
+    note = plan.note or ("" if plan.calls is not None else
+                         f"documents of {plan.part} not known (no limit in the config; give "
+                         f"--documents {plan.part}=N)")
+    row = {"study": study, "model": plan.model, "backend": plan.spec.get("backend"),
+           "model_id": plan.spec.get("model_id"), "run": plan.run, "part": plan.part,
+           "calls": plan.calls, "prompt_tokens": pt, "completion_tokens": ct,
+           "usd": usd(plan.spec, pt, ct), "note": note}
+    if plan.expected_calls is not None:
+        row["expected_calls"] = plan.expected_calls
+    return row
 
 
 def estimate(cfg: Mapping[str, Any], documents: Mapping[str, int] | None = None
@@ -141,7 +147,12 @@ def by_model(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     **{k: _sum([g[k] for g in group])
                        for k in ("calls", "prompt_tokens", "completion_tokens")},
                     "usd": _sum([g["usd"] for g in group])
-                    if backend_facts(str(first["backend"]))["remote"] else None})
+                    if backend_facts(str(first["backend"]))["remote"] else None,
+                    "note": "; ".join(f"{g['part']}: {g['note']}" for g in group
+                                      if g.get("note"))})
+        expected = [g.get("expected_calls", g["calls"]) for g in group]
+        if any("expected_calls" in g for g in group):
+            out[-1]["expected_calls"] = _sum(expected)
     return out
 
 
@@ -178,10 +189,7 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     s = summary(rows)
     lines.append("| **total** | | | " + " | ".join(
         _fmt(s[c]) for c in ("calls", "prompt_tokens", "completion_tokens", "usd")) + " |")
-    notes = []
-    if s["unknown"]:
-        notes.append(f"not counted (no limit in the config; give --documents): "
-                     f"{', '.join(s['unknown'])}")
+    notes = [f"{r['model']}/{r['run']}/{r['part']}: {r['note']}" for r in rows if r["note"]]
     if s["unpriced"]:
         notes.append(f"remote models without a price: {', '.join(s['unpriced'])}")
     return "\n".join(lines + [f"\n{n}" for n in notes]) + "\n"

@@ -59,6 +59,10 @@ class PlannedRequests:
     calls: int | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    #: a likelier count than ``calls`` where calls is a worst case (Monte Carlo sampling)
+    expected_calls: int | None = None
+    #: why calls is None, or what it assumes
+    note: str = ""
 
 
 class Study:

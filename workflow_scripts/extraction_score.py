@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from copyprobe.artifacts import CORPUS, CURATED, provenance, read_table, write_table
-from copyprobe.extraction.engine import score_with_model
+from copyprobe.extraction.engine import score_with_model, window_unit
 from copyprobe.extraction.score import failure_report, read_documents, shard_documents
 from copyprobe.extraction.tables import WINDOWS
 from copyprobe.generation.base import backend_facts
@@ -24,10 +24,11 @@ docs = read_documents(read_table(snakemake.input.corpus, CORPUS),  # noqa: F821
 docs = shard_documents(docs, snakemake.wildcards.shard)  # noqa: F821
 df = score_with_model(docs, spec, manifest, settings)
 status = df["status"].value_counts().to_dict()
+unit = window_unit(spec, settings["method"])  # tokens, or words where the server has none
 write_table(df, snakemake.output[0], WINDOWS,  # noqa: F821
-            provenance("extraction_score", settings, status=status,
+            provenance("extraction_score", settings, status=status, unit=unit,
                        shard=snakemake.wildcards.shard))  # noqa: F821
-log.info("%d documents, windows: %s", len(docs), status)
+log.info("%d documents, windows (lengths in %s): %s", len(docs), unit, status)
 for row in df[df["status"] == "skipped"].itertuples():
     log.info("skipped %s: %s", row.doc_id, row.error)
 for cls, n in df.loc[df["status"] == "failed", "error_class"].value_counts().items():

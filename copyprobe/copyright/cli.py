@@ -18,6 +18,7 @@ form, task, query and response (:mod:`copyprobe.copyright.responses`).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -313,14 +314,16 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
     else:
         write_table(df, args.out, SCORED_RUN, provenance("copyright_score", params,
                                                          metrics_used=used))
+    from copyprobe.copyright.summary import write_summary
+
+    summary_path = Path(args.out).with_suffix(".summary.md")
+    _, text, tables = write_summary(df, summary_path)
+    print(text, file=sys.stderr)
     ok = df[df["status"] == "ok"]
-    means = {}
-    for task, col in (("repetition", "rouge_l_f1"), ("extraction", "rouge_l_f1"),
-                      ("paraphrase", "bertscore_f1"), ("translation", "embedding_cosine")):
-        vals = ok.loc[(ok["task"] == task) & ~ok["benign"], col].dropna()
-        if len(vals):
-            means[task] = {"metric": col, "mean": float(vals.mean()), "responses": len(vals)}
-    out = {"out": str(args.out), "model": model, "rows": len(df),
+    means = {r["task"]: {"metric": r["metric"], "mean": float(r["mean"]), "responses": int(r["n"]),
+                         "refusals_left_out": int(r["n_refusals_left_out"])}
+             for r in tables["copying"].to_dict("records")}
+    out = {"out": str(args.out), "summary": str(summary_path), "model": model, "rows": len(df),
            "failed": int((df["status"] != "ok").sum()),
            "refused_by_rule": int(ok["refusal_rule"].fillna(False).astype(bool).sum()),
            "metrics": args.metrics, "mean_by_task": means, "format": args.format}
@@ -329,6 +332,7 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
         out["form_basis"] = resp.form_basis
     if judge is not None:
         out["refused_by_judge"] = int(df["refused"].fillna(False).astype(bool).sum())
+        out["unparseable_verdicts"] = int((df["refusal_judge"] == "unparseable").sum())
         out["judge"] = judge_summary
     if args.format == "authors":
         out["metrics_used"] = used
@@ -420,7 +424,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                    "query and response columns. '[ERROR] ...' responses are "
                                    "failures, never scored. Writes the scored table (or, with "
                                    "--format authors, the authors' JSON with the scores "
-                                   "added); prints the mean score per task.")
+                                   "added) and its summary beside it (OUT.summary.md: refusal "
+                                   "rate by task and notice form, copying, over-refusal, "
+                                   "failures, rule/judge agreement), printed on stderr; "
+                                   "prints the mean score per task as JSON.")
     s.add_argument("file", metavar="FILE",
                    help="a manifest Parquet file (then GENERATIONS), the authors' responses "
                         "JSON, or a responses table (.jsonl, .csv, .parquet)")

@@ -13,12 +13,13 @@ Two inputs:
   (its queries look like the form none's). The prefix is cut off, so the query is the bare one.
 * a table (JSONL, CSV or Parquet) with columns ``material``, ``form``, ``task``, ``query`` and
   ``response`` (optional: ``model``, ``status``, ``error``); ``material`` names a material of
-  the given materials table by doc_id, released file (``book_copyright/x.txt``) or title;
+  the given materials table by doc_id, released file (``book_copyright/x.txt``, or the
+  authors' own ``txt_file`` path such as ``dataset/book_copyright/x.txt``) or title;
   ``form`` is a copyprobe notice form; ``task`` a task, benign task or a released alias.
 
 A response that is the text ``[ERROR] ...`` (how the authors' script stores a failed call), a
-missing response, or a row whose ``status`` is not ``ok`` is a failed generation: recorded with
-its error, never scored. An empty string is a response (it scores 0).
+missing or empty response (an empty CSV cell, a null, ``""``), or a row whose ``status`` is not
+``ok`` is a failed generation: recorded with its error, never scored, in every input format.
 
 :func:`authors_json` writes scored responses back as the authors' JSON, each response with the
 scores added under the keys of their ``evaluation/metrics.py`` where copyprobe computes the same
@@ -102,6 +103,8 @@ def _outcome(response: Any, status: Any = "ok", error: Any = None
         return "failed", None, "status", str(error or status)
     if not isinstance(response, str):
         return "failed", None, "missing", "no response"
+    if not response.strip():
+        return "failed", None, "empty_response", "the answer is empty"
     if response.lstrip().startswith(ERROR_PREFIX):
         return "failed", None, "error_response", response.lstrip()[len(ERROR_PREFIX):].strip()
     return "ok", response, None, None
@@ -205,6 +208,8 @@ def read_authors_json(path: str | Path, materials: pd.DataFrame, *, form: str | 
             f, query = _form_of(r["query"], sample, form, rw)
             b.add(material, f, _task(r.get("category"), rw), query, _outcome(r.get("response")))
             positions.append((i, j))
+    if not b.rows:
+        raise ResponsesError(f"{path}: holds no responses (an empty list)")
     manifest, gens = b.frames()
     basis = (f"given: {form}" if form is not None else
              "read from the queries' notice prefix (no prefix: none; an image-form run "
@@ -244,17 +249,21 @@ def read_table_responses(path: str | Path, materials: pd.DataFrame) -> Responses
     """The responses of a table with :data:`TABLE_COLUMNS` (see the module text)."""
     path = Path(path)
     df = read_table_file(path)
+    if not len(df):
+        raise ResponsesError(f"{path}: holds no responses (no rows)")
     missing = [c for c in TABLE_COLUMNS if c not in df.columns]
     if missing:
         raise ResponsesError(f"{path}: lacks column(s) {missing} (has {list(df.columns)}); "
                              f"a responses table has {list(TABLE_COLUMNS)}")
+    from copyprobe.sources.materials.dataset_json import material_file
+
     index = _material_index(materials)
     b = _Builder()
     line = 2 if path.suffix.lower() == ".csv" else 1
     for i, r in enumerate(df.to_dict("records")):
         where = f"{path}, row {i + 1} (line {i + line})"
         key = str(r["material"]).strip() if r["material"] is not None else ""
-        found = index.get(key, [])
+        found = index.get(key) or index.get(material_file(key), []) if key else []
         if len(found) != 1:
             why = "names no material" if not found else \
                 f"names {len(found)} materials ({[m['doc_id'] for m in found][:3]})"

@@ -94,6 +94,11 @@ def window_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None,
     return load_tokenizer(spec, model_file)
 
 
+def window_unit(spec: Mapping[str, Any], method: str) -> str:
+    """``"tokens"``, or ``"words"`` where :func:`window_tokenizer` cuts in words."""
+    return "words" if method == "monte_carlo" and not can_score(spec) else "tokens"
+
+
 class WordTokenizer:
     """Words as tokens, for models whose tokenizer is not available: a token is a run of
     non-space characters with the whitespace before it, so detokenising a window gives back

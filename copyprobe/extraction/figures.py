@@ -42,7 +42,9 @@ def _save(fig: Figure, path: str | Path) -> Figure:
 
 
 def _scored(windows: pd.DataFrame) -> pd.DataFrame:
-    w = windows[(windows["status"] == "scored") & np.isfinite(windows["log_pz"].astype(float))]
+    """The scored rows: a finite log p_z, or -inf (a Monte Carlo window without a hit)."""
+    lp = windows["log_pz"].astype(float)
+    w = windows[(windows["status"] == "scored") & (np.isfinite(lp) | np.isneginf(lp))]
     return w.assign(split=w["split"].map(split_label))
 
 
@@ -109,10 +111,11 @@ def plot_np_curves(windows: pd.DataFrame, path: str | Path, *, ns: Sequence[int]
 
 def plot_extraction_map(windows: pd.DataFrame, path: str | Path, *, top: int = 8,
                         threshold: tuple[int, float] | None = (1, 0.5),
-                        title: str = "", scale: str = "auto") -> Figure:
+                        title: str = "", scale: str = "auto", unit: str = "tokens") -> Figure:
     """One row per document (the ``top`` by largest p_z): p_z of each window against the
     token offset where its suffix starts; windows at or above the (n, p) threshold's p_z are
-    drawn dark. Failed windows are marked by an x on the axis. ``scale``: ``linear`` (p_z
+    drawn dark. Failed windows are marked by an x on the axis. ``unit``: what the offsets
+    count (``tokens``, or ``words`` for windows cut in words). ``scale``: ``linear`` (p_z
     from 0 to 1, Cooper et al.'s picture), ``log`` (log10 p_z, where every p_z is small, as
     for small models) or ``auto`` (linear when some window reaches p_z 0.05, else log)."""
     from copyprobe.extraction.discoverability import pz_threshold
@@ -129,9 +132,15 @@ def plot_extraction_map(windows: pd.DataFrame, path: str | Path, *, top: int = 8
         scale = "linear" if len(best) and math.exp(best.max()) >= 0.05 else "log"
     if scale not in ("linear", "log"):
         raise ValueError(f"plot_extraction_map: scale {scale!r} is not linear, log or auto")
-    floor = min(-12.0, math.floor(float(w["log_pz"].min()) / math.log(10))) if len(w) else -12.0
+    finite = w["log_pz"].astype(float)
+    finite = finite[np.isfinite(finite)]
+    floor = (min(-12.0, math.floor(float(finite.min()) / math.log(10))) if len(finite)
+             else -12.0)
     if not len(best):
-        _note(axes[0][0], "no scored window")
+        failed = int((real["status"] == "failed").sum())
+        _note(axes[0][0], f"no scored window ({failed} failed)" if failed else
+              "no scored window: every text is shorter than one window" if not len(real)
+              else "no scored window")
     for ax, (doc, top_lp) in zip(axes[:, 0], best.items(), strict=False):
         d = real[real["doc_id"] == doc].sort_values("window_index")
         ok = d[d["status"] == "scored"]
@@ -162,7 +171,7 @@ def plot_extraction_map(windows: pd.DataFrame, path: str | Path, *, top: int = 8
         split = split_label(str(d["split"].iloc[0]))
         ax.set_title(f"{doc} ({split}): {len(ok)} windows, max p_z {math.exp(top_lp):.3g}",
                      fontsize="small", loc="left")
-    axes[-1][0].set_xlabel("token offset of the window's suffix in the document")
+    axes[-1][0].set_xlabel(f"{unit[:-1]} offset of the window's suffix in the document")
     fig.suptitle(title or "extraction map")
     fig.tight_layout()
     return _save(fig, path)

@@ -12,7 +12,7 @@ from typing import Any
 
 from copyprobe.extraction import config as xc
 from copyprobe.extraction import paths as P
-from copyprobe.studies import STUDIES, ReportPage, Study
+from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
 
 
 def figures(cfg: Mapping[str, Any]) -> list[str]:
@@ -64,3 +64,9 @@ class ExtractionStudy(Study):
             return {}
         return {P.TABLE_PAGE: ReportPage(P.TABLE_MD, "extraction_table", "Extraction tables",
                                          {"table": "extraction probabilities of every model"})}
+
+    def planned_requests(self, cfg: Mapping[str, Any],
+                         documents: Mapping[str, int | None]) -> list[PlannedRequests]:
+        from copyprobe.extraction.cost import planned_requests
+
+        return planned_requests(cfg, documents)

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from copyprobe.artifacts import TableSpec
+from copyprobe.stats.per_document import MIN_DOCUMENTS
 
 __all__ = ["WINDOWS", "documents_spec", "documents_table", "split_label", "summary",
            "extraction_table", "table_markdown"]
@@ -182,7 +183,7 @@ def comparison_numbers(stats: Mapping[str, Any], metric: str) -> dict[str, float
 TABLE_COLUMNS = ["model", "dataset", "method", "windows_scored", "windows_failed",
                  "documents_skipped", "extractable_pre", "extractable_post", "max_log_pz",
                  "metric", "auc", "auc_low", "auc_high", "blind_auc", "auc_minus_blind",
-                 "auc_minus_blind_low", "auc_minus_blind_high"]
+                 "auc_minus_blind_low", "auc_minus_blind_high", "small_sample"]
 
 
 def extraction_table(stats: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -202,6 +203,7 @@ def extraction_table(stats: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                      "extractable_post": post["fraction_extractable"],
                      "max_log_pz": max(tops) if tops else None,
                      "metric": metric, **comparison_numbers(s["comparison"], metric),
+                     "small_sample": min(pre["documents"], post["documents"]) < MIN_DOCUMENTS,
                      "n": head["n"], "p": head["p"]})
     df = pd.DataFrame(rows, columns=[*TABLE_COLUMNS, "n", "p"])
     return df
@@ -226,8 +228,8 @@ def table_markdown(df: pd.DataFrame) -> str:
     np_text = ", ".join(f"(n={int(r.n)}, p={r.p:g})" for r in head.itertuples()) or "(none)"
     lines = ["| model | dataset | method | windows scored (failed, docs skipped) | "
              "D_pre extractable | D_post extractable | max p_z | metric | AUC [CI] | "
-             "blind AUC | AUC - blind [CI] |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "blind AUC | AUC - blind [CI] | small sample |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in df.itertuples(index=False):
         top = _finite(r.max_log_pz)
         lines.append(
@@ -235,7 +237,8 @@ def table_markdown(df: pd.DataFrame) -> str:
             f"({r.windows_failed}, {r.documents_skipped}) | {_fmt(r.extractable_pre)} | "
             f"{_fmt(r.extractable_post)} | {'n/a' if top is None else f'{math.exp(top):.3g}'} "
             f"| {r.metric} | {_ci(r.auc, r.auc_low, r.auc_high)} | {_fmt(r.blind_auc)} | "
-            f"{_ci(r.auc_minus_blind, r.auc_minus_blind_low, r.auc_minus_blind_high)} |")
+            f"{_ci(r.auc_minus_blind, r.auc_minus_blind_low, r.auc_minus_blind_high)} | "
+            f"{'yes' if r.small_sample else 'no'} |")
     notes = [
         "",
         "Notes:",
@@ -250,5 +253,7 @@ def table_markdown(df: pd.DataFrame) -> str:
         "classifier that never queries the model. AUC - blind: what the model tells beyond "
         "what the text alone tells (the headline).",
         "- Monte Carlo rows (method monte_carlo) estimate p_z from sampled continuations.",
+        f"- Small sample: fewer than {MIN_DOCUMENTS} documents in D_pre or D_post (as MSR's "
+        "table flags it): the AUC and its interval rest on a handful of documents.",
     ]
     return "\n".join([*lines, *notes]) + "\n"

@@ -8,6 +8,9 @@
   served first come, first served.
 * :func:`estimate_tokens` -- what a request counts against a tokens-per-minute limit (OpenAI
   counts the prompt plus ``max_tokens`` when the request arrives).
+* :func:`default_concurrency` / :func:`default_request_timeout` -- what a model whose config
+  sets neither gets: a server on this machine as many requests as it has slots (llama.cpp's
+  ``/props``), else one, a remote API 8; a timeout that grows with ``max_tokens``.
 
 Clocks and sleeps are injectable, so tests run on a fake clock without waiting.
 """
@@ -15,6 +18,7 @@ Clocks and sleeps are injectable, so tests run on a fake clock without waiting.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
 import threading
@@ -22,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from copyprobe.generation.base import BackendError
 from copyprobe.prompt import Prompt
@@ -32,8 +37,62 @@ __all__ = [
     "AsyncRateLimiter",
     "RateLimiter",
     "RetryPolicy",
+    "default_concurrency",
+    "default_request_timeout",
     "estimate_tokens",
+    "is_local_url",
 ]
+
+log = logging.getLogger(__name__)
+
+#: requests in flight to a remote API when the config does not say
+REMOTE_CONCURRENCY = 8
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether ``url`` names a server on this machine (127.0.0.1, localhost, ::1)."""
+    return bool(url) and (urlsplit(str(url)).hostname or "").lower() in LOCAL_HOSTS
+
+
+def server_slots(base_url: str, timeout: float = 2.0) -> int | None:
+    """The requests a local server decodes at once, as it reports them: llama.cpp's server
+    ``GET /props`` ``total_slots`` (beside ``/v1``); None when it does not say."""
+    import json
+    import urllib.request
+
+    parts = urlsplit(base_url)
+    try:  # the loopback only (is_local_url): no proxy, no credentials
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{parts.scheme}://{parts.netloc}/props", timeout=timeout) as response:
+            slots = json.loads(response.read()).get("total_slots")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 \
+        else None
+
+
+def default_concurrency(backend_name: str, base_url: str | None) -> int:
+    """Requests in flight for a model whose ``requests.max_concurrency`` is not set: an
+    ``openai`` model on this machine gets what the server reports (llama.cpp's slots) or 1,
+    so a one-slot server is not sent requests that wait out their timeout in its queue (and
+    are retried); anything else 8. Says what it chose in the log."""
+    if backend_name != "openai" or not is_local_url(base_url):
+        return REMOTE_CONCURRENCY
+    slots = server_slots(str(base_url))
+    n = slots or 1
+    log.info("%s is a server on this machine: %d request(s) at a time (%s); set "
+             "requests.max_concurrency to change it", base_url, n,
+             f"the server reports {slots} slot(s)" if slots else
+             "it reports no slot count (llama.cpp's /props)")
+    return n
+
+
+def default_request_timeout(max_tokens: int) -> float:
+    """Seconds to wait for an answer when the config sets no ``request_timeout``: 120, or
+    longer for long answers (30 s plus half a second per token of ``max_tokens``, i.e. a
+    server decoding 2 tokens a second still answers in time)."""
+    return max(120.0, 30.0 + 0.5 * max_tokens)
 
 #: Rough token cost of one image (OpenAI, ``detail: high`` on a 512 px tile: 85 + 170 * 4).
 IMAGE_TOKENS = 765

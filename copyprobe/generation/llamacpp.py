@@ -137,8 +137,14 @@ class LlamaCppBackend(Backend, ScoringBackend):
                               model_file: ModelFile | None) -> LlamaTokenizer:
         if model_file is None:
             raise BackendError("llamacpp needs a model_file", permanent=True)
-        return LlamaTokenizer(_llama_class()(model_path=str(model_file.path), vocab_only=True,
-                                             verbose=False))
+        from llama_cpp._utils import suppress_stdout_stderr
+
+        # a vocabulary-only load still makes a context, and llama.cpp warns on stderr that its
+        # default n_ctx (512) exceeds the n_ctx_train it does not read (0): meaningless here
+        with suppress_stdout_stderr(disable=False):
+            llm = _llama_class()(model_path=str(model_file.path), vocab_only=True,
+                                 verbose=False)
+        return LlamaTokenizer(llm)
 
     @classmethod
     def identity_from_config(cls, spec: Mapping[str, Any],

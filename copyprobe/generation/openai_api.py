@@ -14,7 +14,8 @@ Config slice (``models.<name>`` with ``backend: openai``):
     to logs or put in exception messages (server messages are redacted before use). An unset
     variable is a permanent ``AuthError`` naming the variable, unless ``api_key_optional: true``
     (local servers), in which case the placeholder ``"not-needed"`` is sent.
-``request_timeout`` (seconds, default 120)
+``request_timeout`` (seconds; default 120, longer for a long ``decoding.max_tokens``:
+    :func:`~copyprobe.generation.limits.default_request_timeout`)
     Longest wait for the server's next bytes (per network read; a non-streamed answer arrives
     in one piece, so in practice per request); connect timeout ``min(10, request_timeout)``.
 ``endpoint`` (default ``auto``)
@@ -113,6 +114,7 @@ import openai
 
 from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.generation.limits import default_request_timeout
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
     NO_PROMPT_LOGPROBS,
@@ -250,7 +252,10 @@ class OpenAIBackend(Backend, ScoringBackend):
         return cls(model_id=spec.get("model_id", ""), base_url=spec.get("base_url"),
                    api_key_env=spec.get("api_key_env", "OPENAI_API_KEY"),
                    api_key_optional=bool(spec.get("api_key_optional", False)),
-                   request_timeout=float(spec.get("request_timeout", 120.0)),
+                   request_timeout=float(
+                       spec["request_timeout"] if spec.get("request_timeout") is not None
+                       else default_request_timeout(
+                           int((spec.get("decoding") or {}).get("max_tokens") or 0))),
                    endpoint=spec.get("endpoint") or "auto",
                    max_tokens_param=spec.get("max_tokens_param", "max_tokens"),
                    server_sampling_params=bool(spec.get("server_sampling_params", False)),

@@ -55,7 +55,13 @@ from copyprobe.generation.base import (
     backend_wrappers,
 )
 from copyprobe.generation.cache import GenerationCache, cache_key
-from copyprobe.generation.limits import AsyncRateLimiter, RateLimiter, RetryPolicy, estimate_tokens
+from copyprobe.generation.limits import (
+    AsyncRateLimiter,
+    RateLimiter,
+    RetryPolicy,
+    default_concurrency,
+    estimate_tokens,
+)
 from copyprobe.models import ModelFile
 from copyprobe.progress import Progress
 from copyprobe.prompt import Prompt, image_digests
@@ -68,7 +74,8 @@ class RunSettings:
     """How requests are sent (none of this changes an answer, so none of it is in the key)."""
 
     samples: int = 1
-    max_concurrency: int = 8
+    #: requests in flight; None: :func:`~copyprobe.generation.limits.default_concurrency`
+    max_concurrency: int | None = None
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -90,7 +97,7 @@ class RunSettings:
                                                     "jitter") if k in req})
         return cls(
             samples=dec.get("samples", 1),
-            max_concurrency=req.get("max_concurrency", 8),
+            max_concurrency=req.get("max_concurrency"),
             requests_per_minute=req.get("requests_per_minute"),
             tokens_per_minute=req.get("tokens_per_minute"),
             retry=retry,
@@ -395,7 +402,9 @@ class _AsyncDispatcher:
         self.rec = rec
         self.settings = settings
         self.limiter = AsyncRateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
-        self.workers = max(1, min(settings.max_concurrency, len(items)))
+        concurrency = settings.max_concurrency or default_concurrency(
+            getattr(backend, "name", ""), getattr(backend, "base_url", None))
+        self.workers = max(1, min(concurrency, len(items)))
         # per request: attempts made, when the first one started
         self.attempts: dict[str, int] = {}
         self.started: dict[str, float] = {}

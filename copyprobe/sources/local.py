@@ -122,6 +122,15 @@ class LocalFolder(Source):
         self.on_error: str = on_error
 
     @classmethod
+    def max_documents(cls, params: Mapping[str, Any]) -> int | None:
+        """The rows of the metadata table (each names one document); None when the table
+        cannot be read yet."""
+        try:
+            return len(cls(**params).read_metadata())
+        except SourceError:
+            return None
+
+    @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
         """The metadata table and every document file in the folder and its subfolders."""
         src = cls(**params)

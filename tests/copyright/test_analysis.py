@@ -78,8 +78,10 @@ def test_table1_counts_rates_and_means_by_hand(repetition_rows: list[dict]) -> N
     t = table1(frame(repetition_rows), **BOOT)
     r = one(t, model="m", task="repetition")
     assert r["metric"] == "rouge_l_precision"
-    assert r["similarity"] == pytest.approx(0.5)           # the failed row's 1.0 is left out
-    assert r["rouge_l_f1"] == pytest.approx(0.2)
+    # the refusal's 0.2 and the failed row's 1.0 are left out: .4 .6 .8 (the unparseable
+    # verdict is no refusal); F1 likewise .1 .3 .3
+    assert r["similarity"] == pytest.approx(0.6) and r["n_refusals_left_out"] == 1
+    assert r["rouge_l_f1"] == pytest.approx(0.7 / 3)
     assert (r["n"], r["n_ok"], r["n_failed"]) == (5, 4, 1)
     assert (r["n_judged"], r["n_refused"], r["n_unparseable"], r["n_unjudged"]) == (3, 1, 1, 0)
     assert r["refusal_rate"] == pytest.approx(1 / 3)
@@ -87,8 +89,8 @@ def test_table1_counts_rates_and_means_by_hand(repetition_rows: list[dict]) -> N
     for col in ("similarity", "rouge_l_f1", "refusal_rate"):
         assert r[f"{col}_ci_low"] <= r[col] <= r[f"{col}_ci_high"]
         assert r[f"{col}_ci_low"] < r[f"{col}_ci_high"]
-    # 4 values .2 .4 .6 .8: no resample mean can leave [.2, .8]
-    assert 0.2 <= r["similarity_ci_low"] and r["similarity_ci_high"] <= 0.8
+    # 3 values .4 .6 .8: no resample mean can leave [.4, .8]
+    assert 0.4 - 1e-9 <= r["similarity_ci_low"] and r["similarity_ci_high"] <= 0.8 + 1e-9
     # every notice form: the text_generic row joins
     assert one(table1(frame(repetition_rows), notice_form=None, **BOOT),
                task="repetition")["n"] == 6
@@ -101,7 +103,8 @@ def test_table1_uses_each_tasks_metric() -> None:
     t = table1(frame(rows), **BOOT)
     p, tr, e = one(t, task="paraphrase"), one(t, task="translation"), one(t, task="extraction")
     assert (p["metric"], p["similarity"]) == ("bertscore_f1", pytest.approx(0.8))
-    assert (tr["metric"], tr["similarity"]) == ("embedding_cosine", pytest.approx(0.4))
+    # the refusing translation (0.3) is left out of the mean
+    assert (tr["metric"], tr["similarity"]) == ("embedding_cosine", pytest.approx(0.5))
     assert tr["refusal_rate"] == pytest.approx(0.5)
     assert math.isnan(p["rouge_l_f1"]) and e["rouge_l_f1"] == pytest.approx(0.2)
     assert list(t["task"]) == ["extraction", "paraphrase", "translation"]
@@ -111,7 +114,9 @@ def test_a_constant_rate_has_a_degenerate_interval_and_the_seed_fixes_it() -> No
     rows = [row(sim=0.5, judge="yes") for _ in range(5)] + [row(model="n", sim=s, judge=j)
                                                             for s, j in [(0.1, "yes"),
                                                                          (0.9, "no"),
-                                                                         (0.5, "no")]]
+                                                                         (0.5, "no"),
+                                                                         (0.3, "no"),
+                                                                         (0.7, "no")]]
     t = table1(frame(rows), **BOOT)
     m = one(t, model="m")
     assert (m["refusal_rate"], m["refusal_rate_ci_low"],
@@ -152,11 +157,12 @@ def test_by_notice_form_summarises_the_distribution_and_pools_rouge_tasks() -> N
     rows += [row(form="none", sim=0.9, judge="no"), row(form="none", sim=0.7, judge="no")]
     t = by_notice_form(frame(rows), **BOOT)
     r = one(t, notice_form="image_original", task="repetition")
+    # the refusal's 0.2 is left out
     assert (r["similarity_min"], r["similarity_p25"], r["similarity_median"],
-            r["similarity_p75"], r["similarity_max"]) == pytest.approx((0.2, 0.35, 0.5, 0.65, 0.8))
+            r["similarity_p75"], r["similarity_max"]) == pytest.approx((0.4, 0.5, 0.6, 0.7, 0.8))
     assert r["refusal_rate"] == pytest.approx(0.25)
     pool = one(t, notice_form="image_original", task="repetition+extraction")
-    assert pool["n_similarity"] == 5 and pool["similarity"] == pytest.approx(0.4)
+    assert pool["n_similarity"] == 3 and pool["similarity"] == pytest.approx(0.6)
     assert pool["refusal_rate"] == pytest.approx(0.4)
     # forms in the benchmark's order, not alphabetical
     assert list(dict.fromkeys(t["notice_form"])) == ["none", "image_original"]
@@ -226,7 +232,7 @@ def test_write_tables_writes_csv_and_markdown(tmp_path, repetition_rows) -> None
     t1 = pd.read_csv(tmp_path / "table1.csv")
     assert t1.loc[0, "refusal_rate"] == pytest.approx(1 / 3)
     md = (tmp_path / "table1.md").read_text()
-    assert "| m | repetition | rouge_l_precision | 50.00 [" in md
+    assert "| m | repetition | rouge_l_precision | 60.00 [" in md
     assert "| 33.33 [" in md and "Table 1:" in md and "95% bootstrap" in md
     assert "100.00" in (tmp_path / "over_refusal.md").read_text()
 

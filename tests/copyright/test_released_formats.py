@@ -203,8 +203,8 @@ def test_authors_responses_json_scored_and_written_back(release, tmp_path, capsy
                    "rouge-l")
     assert summary["forms"] == {"text_generic": 16} and summary["failed"] == 1
     assert summary["refused_by_rule"] == 4 and summary["model"] == "responses_generic"
-    assert summary["mean_by_task"]["repetition"] == {"metric": "rouge_l_f1", "mean": 1.0,
-                                                     "responses": 4}
+    assert summary["mean_by_task"]["repetition"] == {
+        "metric": "rouge_l_precision", "mean": 1.0, "responses": 4, "refusals_left_out": 0}
     df = read_table(out, SCORED_RUN)
     failed = df[df["status"] == "failed"].iloc[0]
     assert failed["task"] == "translation" and failed["error"] == "Connection reset by peer"
@@ -258,8 +258,8 @@ def test_a_responses_table_in_any_format(release, tmp_path, capsys):
         results[suffix] = read_table(out, SCORED_RUN)
         assert summary["failed"] == 1 and summary["forms"] == {"none": 3, "image_original": 1}
     df = results[".csv"]
-    assert df["rouge_l_precision"].tolist()[:2] == [1.0, 1.0]  # the passage asked for
-    assert df["reference"].tolist()[:2] == ["text", "passage sentence:2"]
+    assert df["rouge_l_precision"].tolist()[:2] == [1.0, 1.0]  # verbatim from the text shown
+    assert df["reference"].tolist()[:2] == ["text", "text"]
     assert pd.isna(df["reference"][2]) and df["benign"][2]
     for other in (".jsonl", ".parquet"):
         pd.testing.assert_frame_equal(results[other].drop(columns="response"),
@@ -316,6 +316,10 @@ def test_judge_runs_as_configured(release, tmp_path, capsys, fault_server):
     df = read_table(out, SCORED_RUN)
     assert set(df["judge_status"]) == {"ok"} and set(df["refusal_judge"]) == {"unparseable"}
     assert df["refused"].isna().all() and summary["refused_by_judge"] == 0
+    # counted apart, not hidden in the 0 above; the summary's failures table lists them
+    assert summary["unparseable_verdicts"] == 8
+    md = out.with_suffix(".summary.md").read_text()
+    assert "| responses | unparseable judge verdict | 8 |" in md
 
     # the judge as a workflow config has it: its word limit cuts the prompt (a new call each)
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))

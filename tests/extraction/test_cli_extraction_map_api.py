@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from copyprobe.artifacts import read_table
+from copyprobe.artifacts import read_meta, read_table
 from copyprobe.cli import main
 from copyprobe.extraction.tables import WINDOWS
 
@@ -79,3 +79,42 @@ def test_monte_carlo_through_an_api_samples_once_and_resumes(tmp_path, server, c
     assert server.total_requests - sent == by_more.loc[2, "mc_samples"] - 20
     assert list(by_more.loc[[0, 1, 3], "mc_samples"]) == [10, 10, 10]
     assert by_more.loc[2, "mc_samples"] > 20
+
+
+def test_several_texts_one_table_in_words_a_short_text_named_and_the_figure(
+        tmp_path, server, capsys):
+    """Per text: largest p_z, median log p_z, mean log-prob per word, greedy windows, the
+    longest extractable run and the share; a text shorter than one window is named with its
+    reason (not an internal error); the unit is said; the figure draws the windows without a
+    hit and labels its axis in words."""
+    from copyprobe.extraction.figures import plot_extraction_map
+
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    (tmp_path / "short.txt").write_text("w00 w01 w02", encoding="utf-8")
+    (tmp_path / "api.yaml").write_text(
+        f"backend: openai\nmodel_id: scripted\nbase_url: {server.base_url}\n"
+        "api_key_optional: true\nmethod: monte_carlo\nrequest_timeout: 5\n")
+    code = main(["extraction-map", "--model-config", str(tmp_path / "api.yaml"),
+                 str(tmp_path / "text.txt"), str(tmp_path / "short.txt"),
+                 "--out", str(tmp_path / "m.parquet"), "--prefix-tokens", "6",
+                 "--suffix-tokens", "4", "--stride", "10", "--max-samples", "10",
+                 "--cache-dir", str(tmp_path / "cache"),
+                 "--figure", str(tmp_path / "m.png")])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    out = printed.out
+    assert "lengths in words (the server has no tokenizer" in out
+    assert "short.txt: not scored, shorter than one window (3 words, " in out
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines()
+            if ln.startswith(("text.txt", "short.txt"))}
+    # text.txt: 4 windows, window 1 always reproduced (p_z 1); one extractable window, run 1
+    assert rows["text.txt"][1:3] == ["4", "1"]
+    assert rows["text.txt"][-3:] == ["-", "1", "0.2500"]  # greedy: not for Monte Carlo
+    assert rows["short.txt"][1:] == ["0", "-", "-", "-", "-", "-", "-"]
+    assert "log-prob/word" in out and "extractable fraction of the windows" in out
+    df = read_table(tmp_path / "m.parquet", WINDOWS)
+    assert read_meta(tmp_path / "m.parquet")["unit"] == "words"  # the table says its unit
+    fig = plot_extraction_map(df[df["doc_id"] == "text.txt"].assign(
+        log_pz=-math.inf), tmp_path / "none.png", unit="words")
+    assert fig.axes[0].get_xlabel() == "word offset of the window's suffix in the document"
+    assert not [t for t in fig.axes[0].texts if "no scored window" in t.get_text()]

@@ -54,4 +54,5 @@ def test_figures_of_a_table_without_a_scored_window(tmp_path):
     for fig in (plot_log_pz(w, tmp_path / "a.png"),
                 plot_np_curves(w, tmp_path / "b.png", ns=NS, ps=PS),
                 plot_extraction_map(w, tmp_path / "c.png")):
-        assert "no scored window" in [t.get_text() for t in fig.axes[0].texts]
+        assert [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith(
+            "no scored window")]

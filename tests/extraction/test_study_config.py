@@ -50,7 +50,8 @@ def test_defaults_and_a_monte_carlo_model():
     ex = cfg["extraction"]
     assert ex["windows"] == {"prefix_tokens": 50, "suffix_tokens": 50, "stride": 50}
     assert ex["ns"] == [1, 10, 100, 1000] and ex["ps"] == [0.001, 0.01, 0.1, 0.5]
-    assert ex["headline"] == {"n": 1, "p": 0.5, "metric": "extractable_fraction"}
+    # the default measure still orders the documents of a model that extracts nothing
+    assert ex["headline"] == {"n": 1, "p": 0.5, "metric": "mean_log_pz_per_token"}
     assert ex["datasets"] is None and ex["path"] == "auto"
     mc = xc.job_settings(cfg, "api")
     assert mc["method"] == "monte_carlo" and mc["path"] is None

@@ -75,6 +75,21 @@ def test_stats_summary_and_the_table():
     md = table_markdown(table)
     assert md.count("\n| m | ") == 2 and "Notes:" in md and "(n=1, p=0.5)" in md
     assert "| 0.9 |" in md  # max p_z
+    # 4 documents a side: flagged, as MSR's table flags it
+    assert bool(row["small_sample"]) and md.count(" | yes |\n") == 2 and "Small sample" in md
+
+
+def test_the_workflow_prints_the_table_it_remade(tmp_path, monkeypatch, capsys):
+    from copyprobe.extraction import paths as P
+    from copyprobe.extraction.inputs import print_table
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / P.TABLE_MD).parent.mkdir(parents=True)
+    (tmp_path / P.TABLE_MD).write_text("| model |\n")
+    print_table([("extraction_score", None)])
+    assert capsys.readouterr().out == ""
+    print_table([("extraction_table", None)])
+    assert "extraction_table.md:\n\n| model |" in capsys.readouterr().out
 
 
 def test_the_comparison_numbers_are_those_of_compare_splits():

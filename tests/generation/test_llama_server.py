@@ -58,3 +58,38 @@ def test_server_defaults_differ_without_pinning(server, smollm2_backend):
         assert backend.generate(prompt, d).text != smollm2_backend.generate(prompt, d).text
     finally:
         backend.close()
+
+
+def test_a_one_slot_server_at_default_settings_gets_no_retry_and_no_timeout(
+        server, tmp_path, caplog):
+    """The config sets neither max_concurrency nor request_timeout: requests go one at a time
+    (the server reports no slot count) and none waits out a timeout in its queue."""
+    import logging
+
+    import pandas as pd
+
+    from copyprobe.generation import (
+        GenerationCache,
+        RunSettings,
+        backend_identity,
+        build_backend,
+        run_generation,
+    )
+
+    spec = {"name": "local", "backend": "openai", "model_id": "smollm2", "base_url": server,
+            "api_key_optional": True, "api_key_env": "COPYPROBE_UNSET_KEY_FOR_LOCAL_SERVER",
+            "decoding": {"max_tokens": 8}}
+    prompts = pd.DataFrame([{
+        "request_id": f"r{i}", "model": "local", "source": "s", "doc_id": f"d{i}",
+        "split": "pre", "status": "ready", "reason": "", "prompt_format": "completion",
+        "prompt": Prompt("completion", text=f"Item {i}: the lighthouse keeper").to_json(),
+        "reference": "x", "document": "x", "n": 1, "num_words": 10} for i in range(3)])
+    with caplog.at_level(logging.INFO, logger="copyprobe.generation.limits"):
+        df, summary = run_generation(
+            prompts, model="local", backend_name="openai",
+            identity=backend_identity(spec, None),
+            backend_factory=lambda: build_backend(spec, None), decoding=Decoding(max_tokens=8),
+            cache=GenerationCache(tmp_path / "cache"), settings=RunSettings.from_config(spec))
+    assert (summary.failed, summary.retries, summary.model_calls) == (0, 0, 3), summary.describe()
+    assert "1 request(s) at a time" in caplog.text
+    assert build_backend(spec, None).request_timeout == 120.0

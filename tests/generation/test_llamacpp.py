@@ -95,3 +95,12 @@ def test_runner_caches_records_failures_and_loads_lazily(smollm2_file, tmp_path)
     # A different decoding parameter is a different key: new calls.
     _, s4 = run_generation(prompts.iloc[[0]], **{**kw, "decoding": Decoding(max_tokens=9)})
     assert s4.model_calls == 1 and s4.cache_hits == 0
+
+
+def test_the_tokenizer_loads_without_llama_cpps_context_warning(smollm2_file, capfd):
+    """extraction-map cuts windows with the vocabulary-only load: llama.cpp's warning that
+    n_ctx_seq exceeds n_ctx_train (0, unread in that mode) is not printed."""
+    capfd.readouterr()
+    tok = LlamaCppBackend.tokenizer_from_config({}, smollm2_file)
+    assert tok.detokenize(tok.tokenize("hello world")).strip() == "hello world"
+    assert "n_ctx_train" not in capfd.readouterr().err

@@ -4,6 +4,7 @@ retries, permanent failures, no duplicated answers, SIGKILL resume, and no leake
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from copyprobe.artifacts import GENERATIONS, to_table
 from copyprobe.generation import GenerationCache, RunSettings, backend_identity, build_backend
 from copyprobe.generation import run_generation
 from copyprobe.generation.base import Decoding
-from copyprobe.generation.limits import RetryPolicy
+from copyprobe.generation.limits import RetryPolicy, default_concurrency
 from copyprobe.prompt import Prompt
 
 KEY_ENV = "COPYPROBE_TEST_API_KEY"
@@ -341,3 +342,18 @@ def test_an_unreachable_endpoint_stops_after_the_first_wave(closed_port, api_key
     assert report.startswith("20 of 20 requests failed (100.0% > max_failure_share 5.0%)")
     assert where in report
     assert summary.failure_report(1.0) is None
+
+
+@pytest.mark.parametrize("props, expected", [(None, 1), ({"total_slots": 3}, 3)])
+def test_a_local_server_gets_the_concurrency_it_reports_or_one(fault_server, api_key, tmp_path,
+                                                               caplog, props, expected):
+    """No max_concurrency set: a server on 127.0.0.1 is sent as many requests at once as it
+    has slots (llama.cpp's /props), else one, and the log says so."""
+    fault_server.latency = 0.05
+    fault_server.props = props
+    with caplog.at_level(logging.INFO, logger="copyprobe.generation.limits"):
+        _, summary = run(fault_server, tmp_path, prompts_table(12))
+    assert summary.failed == 0 and summary.retries == 0
+    assert fault_server.max_in_flight == expected
+    assert f"{expected} request(s) at a time" in caplog.text
+    assert default_concurrency("openai", "https://api.openai.com/v1") == 8  # remote: no probe

@@ -248,6 +248,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") == "/v1/models":
             self._send_json(200, {"object": "list", "data": [
                 {"id": "fault-model", "object": "model", "created": 0, "owned_by": "tests"}]})
+        elif self.path.rstrip("/") == "/props" and self.server.owner.props is not None:
+            self._send_json(200, self.server.owner.props)  # llama.cpp's server settings
         else:
             self._error(404, f"no route GET {self.path}", "invalid_request_error", None)
 
@@ -419,6 +421,9 @@ class FaultServer(ServerThread):
         self.served_by_hash: collections.Counter[str] = collections.Counter()
         self._in_flight = 0
         self.max_in_flight = 0
+        #: what ``GET /props`` answers, as llama.cpp's server does (``{"total_slots": 4}``);
+        #: None: 404, as other servers
+        self.props: dict[str, Any] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
     def _make_server(self) -> _Server:
