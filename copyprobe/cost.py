@@ -185,3 +185,17 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     if s["unpriced"]:
         notes.append(f"remote models without a price: {', '.join(s['unpriced'])}")
     return "\n".join(lines + [f"\n{n}" for n in notes]) + "\n"
+
+
+def conversation(first_prompt: int, reply: int, follow_up: int, attempts: int,
+                 turns: int) -> tuple[int, int, int]:
+    """The worst case of one growing conversation: ``attempts`` first requests of
+    ``first_prompt`` tokens, then ``turns`` follow-ups, turn t resending the first prompt, every
+    earlier reply (``reply`` tokens each, the most decoding allows) and t follow-up messages of
+    ``follow_up`` tokens (plus the chat framing). Returns (calls, prompt tokens, completion
+    tokens) in all."""
+    message = follow_up + MESSAGE_OVERHEAD_TOKENS
+    later = sum(first_prompt + t * (reply + MESSAGE_OVERHEAD_TOKENS) + t * message
+                for t in range(1, turns + 1))
+    calls = attempts + turns
+    return calls, attempts * first_prompt + later, calls * reply
