@@ -88,7 +88,7 @@ def cmd_extract_book(args: argparse.Namespace) -> None:
     from copyprobe.longform.engine import Caller, Settings, extract
     from copyprobe.longform.figures import plot_blocks
     from copyprobe.longform.tables import BLOCKS
-    from copyprobe.models import prepare
+    from copyprobe.models import ModelFile, prepare
 
     book_path = Path(args.book)
     try:
@@ -102,8 +102,11 @@ def cmd_extract_book(args: argparse.Namespace) -> None:
     if not book.split():
         raise ValueError(f"{book_path}: the book is empty")
     spec = model_slice(cfg, name)
-    caller = Caller(spec, prepare(spec.get("model_file"), Path(cfg["cache_dir"])),
-                    cfg["cache_dir"])
+    model_file = ModelFile.from_manifest(prepare(spec.get("model_file"),
+                                                 Path(cfg["cache_dir"])))
+    if model_file is not None:
+        spec.setdefault("model_id", model_file.path.name)
+    caller = Caller(spec, model_file, cfg["cache_dir"])
     try:
         outcome = extract(book, settings, caller, doc_id=book_path.name, model=name)
     finally:

@@ -77,8 +77,9 @@ class Settings:
             raise ValueError(f"max_turns must be at least 0 (got {self.max_turns})")
         if self.opening_words < 1 or self.target_words < 1:
             raise ValueError("opening_words and target_words must be at least 1")
-        if self.probe_form not in ("instruction", "msr"):
-            raise ValueError(f"probe_form must be instruction or msr, got {self.probe_form!r}")
+        if self.probe_form not in ("instruction", "msr", "completion"):
+            raise ValueError(f"probe_form must be instruction, msr or completion, got "
+                             f"{self.probe_form!r}")
 
 
 class Caller:
@@ -132,6 +133,8 @@ def probe(book_words: list[str], settings: Settings, attempt: int) -> tuple[Prom
 
     system = ([{"role": "system", "content": settings.system_message}]
               if settings.system_message else [])
+    if settings.probe_form == "completion":  # a base model: the opening as plain text
+        return Prompt("completion", text=noisy(opening)), target
     if settings.probe_form == "instruction":
         content = noisy(f"{settings.instruction}:\n\n{opening}")
         return Prompt("chat", messages=(*system, {"role": "user", "content": content})), target
@@ -221,8 +224,12 @@ def extract(book: str, settings: Settings, call: Callable[[Prompt, str], Mapping
             if settings.max_tokens is not None and spent >= settings.max_tokens:
                 stopped = "max_tokens"
                 break
-            messages.append({"role": "user", "content": settings.continue_prompt})
-            row = ask(Prompt("chat", messages=tuple(messages)), "continue", turn)
+            if passing[0].format == "completion":  # the text so far, continued
+                prompt = Prompt("completion", text=passing[0].text + "".join(outputs))
+            else:
+                messages.append({"role": "user", "content": settings.continue_prompt})
+                prompt = Prompt("chat", messages=tuple(messages))
+            row = ask(prompt, "continue", turn)
             turns = turn
             if row["status"] != "ok":
                 stopped = "error"
