@@ -187,15 +187,10 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines + [f"\n{n}" for n in notes]) + "\n"
 
 
-def conversation(first_prompt: int, reply: int, follow_up: int, attempts: int,
-                 turns: int) -> tuple[int, int, int]:
-    """The worst case of one growing conversation: ``attempts`` first requests of
-    ``first_prompt`` tokens, then ``turns`` follow-ups, turn t resending the first prompt, every
-    earlier reply (``reply`` tokens each, the most decoding allows) and t follow-up messages of
-    ``follow_up`` tokens (plus the chat framing). Returns (calls, prompt tokens, completion
-    tokens) in all."""
-    message = follow_up + MESSAGE_OVERHEAD_TOKENS
-    later = sum(first_prompt + t * (reply + MESSAGE_OVERHEAD_TOKENS) + t * message
-                for t in range(1, turns + 1))
-    calls = attempts + turns
-    return calls, attempts * first_prompt + later, calls * reply
+def conversation(first_prompt: int, reply: int, follow_up: int, turns: int) -> int:
+    """The prompt tokens of ``turns`` follow-ups of one growing conversation, worst case: turn
+    t resends the first prompt (``first_prompt`` tokens), every earlier reply (``reply``
+    tokens each, the most decoding allows) and t follow-up messages of ``follow_up`` tokens,
+    each message with its chat framing."""
+    per_turn = reply + follow_up + 2 * MESSAGE_OVERHEAD_TOKENS
+    return sum(first_prompt + t * per_turn for t in range(1, turns + 1))

@@ -61,11 +61,14 @@ class LongformStudy(Study):
             turns = settings.max_turns
             if settings.max_tokens is not None:
                 turns = min(turns, max(0, -(-settings.max_tokens // reply) - 1))
-            calls, pt, ct = cost.conversation(first, reply, cost.word_tokens(
-                len(settings.continue_prompt.split())), settings.attempts, turns)
+            pt = cost.conversation(first, reply, cost.word_tokens(
+                len(settings.continue_prompt.split())), turns)
             docs = documents.get(source)
-            out.append(PlannedRequests(model=model, spec=spec, run="main", part=source,
-                                       calls=None if docs is None else docs * calls,
-                                       prompt_tokens=-(-pt // calls),
-                                       completion_tokens=-(-ct // calls)))
+            for part, calls, prompt in ((f"{source} probe", settings.attempts, first),
+                                        (f"{source} turns", turns, -(-pt // max(1, turns)))):
+                if calls:
+                    out.append(PlannedRequests(
+                        model=model, spec=spec, run="main", part=part,
+                        calls=None if docs is None else docs * calls,
+                        prompt_tokens=prompt, completion_tokens=reply))
         return out
