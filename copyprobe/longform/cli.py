@@ -21,20 +21,40 @@ from typing import Any
 DEFAULT_CACHE = ".cache/copyprobe"
 
 
-def _settings_block(args: argparse.Namespace) -> dict[str, Any]:
+def _read(path: str, flag: str) -> Any:
     import yaml
 
-    block: dict[str, Any] = {}
+    p = Path(path)
+    try:
+        return yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{flag} {p}: cannot read it as YAML ({exc})") from None
+
+
+def _model(args: argparse.Namespace) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(name, entry, longform block) from --model-config: one model entry, or a workflow
+    config (its ``models``, one chosen by --model, and its ``longform`` block)."""
+    from copyprobe.extraction.cli import model_entry
+
+    data = _read(args.model_config, "--model-config")
+    if not (isinstance(data, dict) and isinstance(data.get("models"), dict)):
+        return (*model_entry(args.model_config), {})
+    models = data["models"]
+    name = args.model or (next(iter(models)) if len(models) == 1 else None)
+    if name not in models:
+        raise ValueError(f"--model-config {args.model_config}: name one of its models with "
+                         f"--model ({', '.join(models)})")
+    entry = {k: v for k, v in models[name].items() if k not in ("studies", "cutoff")}
+    return name, entry, dict(data.get("longform") or {})
+
+
+def _settings_block(args: argparse.Namespace, block: dict[str, Any]) -> dict[str, Any]:
+    block = dict(block)
     if args.settings:
-        p = Path(args.settings)
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise SystemExit(f"copyprobe: --settings {p}: cannot read it as YAML ({exc})") \
-                from None
+        data = _read(args.settings, "--settings")
         if not isinstance(data, dict):
-            raise SystemExit(f"copyprobe: --settings {p}: expected a mapping of longform keys")
-        block = dict(data.get("longform", data))
+            raise ValueError(f"--settings {args.settings}: expected a mapping of longform keys")
+        block.update(data.get("longform", data))
     for key in ("attempts", "max_turns"):
         if getattr(args, key) is not None:
             block[key] = getattr(args, key)
@@ -84,7 +104,6 @@ def table(s: dict[str, Any]) -> str:
 def cmd_extract_book(args: argparse.Namespace) -> None:
     from copyprobe.artifacts import provenance, write_table
     from copyprobe.config import model_slice
-    from copyprobe.extraction.cli import model_entry
     from copyprobe.longform.engine import Caller, Settings, extract
     from copyprobe.longform.figures import plot_blocks
     from copyprobe.longform.tables import BLOCKS
@@ -96,8 +115,8 @@ def cmd_extract_book(args: argparse.Namespace) -> None:
     except (OSError, UnicodeDecodeError) as exc:
         raise SystemExit(f"copyprobe: {book_path}: cannot read it as UTF-8 text ({exc})") \
             from None
-    name, entry = model_entry(args.model_config)
-    cfg = validated(name, entry, _settings_block(args), args)
+    name, entry, block = _model(args)
+    cfg = validated(name, entry, _settings_block(args, block), args)
     settings = Settings.from_config(cfg["longform"])
     if not book.split():
         raise ValueError(f"{book_path}: the book is empty")
@@ -139,6 +158,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("book", help="a UTF-8 text file (the whole file is the book)")
     s.add_argument("--model-config", required=True,
                    help="a YAML file holding one model entry (the keys of a models: entry)")
+    s.add_argument("--model", help="the model of a workflow config given as --model-config "
+                   "(its longform block applies too); default: its only model")
     s.add_argument("--out", required=True, help="the folder to write the results to")
     s.add_argument("--attempts", type=int, help="phase 1: requests at most (default 10)")
     s.add_argument("--max-turns", type=int, help="phase 2: continuation turns at most "
