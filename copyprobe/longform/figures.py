@@ -15,8 +15,8 @@ def plot_blocks(blocks: pd.DataFrame, book_words: int, path: str | Path, title: 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 1.6))
-    ax.broken_barh([(int(s), int(e - s)) for s, e in zip(blocks["book_start"], blocks["book_end"])],
-                   (0, 1), color="tab:red")
+    spans = [(int(s), int(e - s)) for s, e in zip(blocks["book_start"], blocks["book_end"])]
+    ax.broken_barh(spans, (0, 1), color="tab:red")
     ax.set_xlim(0, max(1, book_words))
     ax.set_yticks([])
     ax.set_xlabel("position in the book (words)")

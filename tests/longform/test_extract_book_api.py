@@ -140,3 +140,21 @@ def test_bad_input_is_a_clear_error_and_sends_nothing(tmp_path, fault_server, ca
     assert code == 1
     assert message in capsys.readouterr().err
     assert fault_server.total_requests == 0
+
+
+def test_a_run_cut_short_resumes_from_the_cache_and_sends_only_what_was_not_answered(
+        tmp_path, scripted, capsys):
+    # the second continuation turn fails once (as a kill in flight would leave it unanswered)
+    scripted.fail_when(lambda r: sum(m["role"] == "user" for m in r.body["messages"]) == 3,
+                       "400", times=1)
+    code, out, err = _run(tmp_path, scripted.base_url, capsys)
+    assert code == 0, err
+    s = _summary(out)
+    assert (s["stopped"], s["turns"], s["errors"]) == ("error", 2, 1)
+    assert scripted.total_requests == 6  # 4 probes, turn 1, the failed turn 2
+    code, out, err = _run(tmp_path, scripted.base_url, capsys)
+    s = _summary(out)
+    # the conversation is rebuilt from the cache: only turns 2 and 3 are sent
+    assert scripted.total_requests == 8
+    assert (s["stopped"], s["turns"], s["cached_calls"]) == ("refused", 3, 5)
+    assert s["nv_recall"] == pytest.approx(120 / 400)
