@@ -27,6 +27,7 @@ from copyprobe.generation.runner import (
 )
 from copyprobe.longform import nvrecall
 from copyprobe.longform.perturb import perturb
+from copyprobe.longform.tables import BLOCKS
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
@@ -308,3 +309,31 @@ def block_table(book: str, output: str, params: nvrecall.Params) -> pd.DataFrame
                                       "out_start": "int64", "out_end": "int64",
                                       "words": "int64", "verbatim_words": "int64",
                                       "position": "float64"})
+
+
+def extract_documents(docs: pd.DataFrame, spec: Mapping[str, Any],
+                      model_file: ModelFile | None, settings: Settings, *,
+                      source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every document of a corpus table (``doc_id``, ``text``) through one model: (per
+    document rows, their blocks). A document the probe cannot be run on (too short) is a row
+    with ``stopped`` ``invalid`` and the reason, never a score."""
+    caller = Caller(spec, model_file, spec["cache_dir"])
+    model = str(spec.get("name", "model"))
+    rows, blocks = [], []
+    try:
+        for doc in docs.itertuples():
+            try:
+                outcome = extract(doc.text, settings, caller, doc_id=str(doc.doc_id),
+                                  model=model)
+            except ValueError as exc:
+                rows.append({"model": model, "doc_id": str(doc.doc_id), "source": source,
+                             "book_words": len(str(doc.text).split()), "stopped": "invalid",
+                             "error": str(exc)})
+                continue
+            rows.append({**outcome.summary, "source": source, "error": None})
+            blocks.append(outcome.blocks)
+    finally:
+        caller.close()
+    found = [b for b in blocks if len(b)]
+    return pd.DataFrame(rows), (pd.concat(found, ignore_index=True) if found else
+                                pd.DataFrame(columns=BLOCKS.columns))

@@ -1,5 +1,6 @@
 """The long-form extraction study as the core sees it (:class:`copyprobe.studies.Study`): its
-config block, its command (``copyprobe extract-book``) and its worst-case cost.
+config block, its rule file and targets, its command (``copyprobe extract-book``) and its
+worst-case cost.
 
 Light on purpose (config validation imports it): the engine, the backends and the metrics are
 imported inside the methods that need them."""
@@ -29,6 +30,7 @@ class LongformStudy(Study):
 
     name = STUDY
     schema_file = "data/schema.yaml"
+    rule_file = "rules/longform.smk"
     commands = "copyprobe.longform.cli:add_commands"
     runs_models = True
 
@@ -39,6 +41,12 @@ class LongformStudy(Study):
             if name not in cfg["datasets"]:
                 raise ConfigError(f"config key 'longform.datasets': no dataset {name!r} "
                                   f"(datasets: {', '.join(cfg['datasets'])})")
+
+    def targets(self, cfg: Mapping[str, Any]) -> list[str]:
+        """The table across models (it needs every (model, source)'s documents)."""
+        from copyprobe.longform import paths as P
+
+        return [P.TABLE_CSV, P.TABLE_MD] if runs(cfg) else []
 
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         found = runs(cfg)

@@ -25,6 +25,31 @@ BLOCKS = TableSpec("longform_blocks", pa.schema([
 ]))
 
 
+DOCUMENTS = TableSpec("longform_documents", pa.schema([
+    ("model", pa.string()),
+    ("doc_id", pa.string()),
+    ("source", pa.string()),
+    ("book_words", pa.int64()),
+    ("output_words", pa.int64()),
+    ("nv_recall", pa.float64()),           # null: no measurement (every call failed, or
+    ("longest_block_words", pa.int64()),   # the document could not be probed: see error)
+    ("rouge_l", pa.float64()),
+    ("attempts", pa.int64()),
+    ("passing_attempt", pa.int64()),       # null: no probe answer passed
+    ("probe_score", pa.float64()),
+    ("refusals", pa.int64()),
+    ("errors", pa.int64()),
+    ("turns", pa.int64()),
+    ("calls", pa.int64()),
+    ("cached_calls", pa.int64()),
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("cost_usd", pa.float64()),
+    ("stopped", pa.string()),              # docs/longform.md; "invalid": see error
+    ("error", pa.string()),
+]))
+
+
 def per_model(summaries: Sequence[dict[str, Any]], *, ci: float = 0.95, n_boot: int = 2000,
               seed: int = 0) -> pd.DataFrame:
     """Per model: documents measured and not (every call failed), nv-recall's mean with a
@@ -40,8 +65,8 @@ def per_model(summaries: Sequence[dict[str, Any]], *, ci: float = 0.95, n_boot: 
         rows.append({
             "model": model, "documents": len(g), "measured": int(values.size),
             "nv_recall_mean": float(values.mean()) if values.size else None,
-            "ci_low": interval[0] if interval else None,
-            "ci_high": interval[1] if interval else None,
+            "nv_recall_mean_ci_low": interval[0] if interval else None,
+            "nv_recall_mean_ci_high": interval[1] if interval else None,
             "nv_recall_median": float(np.median(values)) if values.size else None,
             "nv_recall_max": float(values.max()) if values.size else None,
             "stopped": ", ".join(f"{k} {v}" for k, v in g["stopped"].value_counts().items()),

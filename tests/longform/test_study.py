@@ -57,5 +57,6 @@ def test_per_model_reports_the_distribution_and_leaves_failures_out():
     t = per_model(rows, n_boot=500).set_index("model")
     assert (t.loc["a", "documents"], t.loc["a", "measured"]) == (4, 3)
     assert t.loc["a", "nv_recall_mean"] == pytest.approx(0.2)
-    assert 0.1 <= t.loc["a", "ci_low"] < 0.2 < t.loc["a", "ci_high"] <= 0.3
+    assert (0.1 <= t.loc["a", "nv_recall_mean_ci_low"] < 0.2
+            < t.loc["a", "nv_recall_mean_ci_high"] <= 0.3)
     assert t.loc["a", "stopped"] == "refused 3, error 1"
