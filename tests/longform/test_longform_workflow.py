@@ -40,7 +40,8 @@ class Knows:
 def test_the_workflow_extracts_every_document_and_a_rerun_sends_nothing(
         tmp_path, workflow_copy, server_module):
     wd = workflow_copy(tmp_path, documents=2, folder="docs")
-    texts = [p.read_text(encoding="utf-8") for p in sorted((wd / "docs").glob("*.txt"))]
+    texts = [p.read_text(encoding="utf-8") for p in sorted((wd / "docs").glob("*.md"))]
+    assert len(texts) == 2
     with server_module("scripted_chat").ScriptedChatServer(Knows(texts)) as srv:
         cfg = {"sources": {"docs": {"kind": "local", "path": "docs"}},
                "datasets": {"one": ["docs"]},
