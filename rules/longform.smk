@@ -36,8 +36,10 @@ rule longform_extract:
 
 rule longform_table:
     input:
-        documents=[longform_paths.DOCUMENTS.format(model=m, source=s)
-                   for m, s in longform_runs(config)],
+        documents=[
+            longform_paths.DOCUMENTS.format(model=m, source=s)
+            for m, s in longform_runs(config)
+        ],
         library=library("longform_table"),
     output:
         csv=longform_paths.TABLE_CSV,
