@@ -193,3 +193,12 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     if s["unpriced"]:
         notes.append(f"remote models without a price: {', '.join(s['unpriced'])}")
     return "\n".join(lines + [f"\n{n}" for n in notes]) + "\n"
+
+
+def conversation(first_prompt: int, reply: int, follow_up: int, turns: int) -> int:
+    """The prompt tokens of ``turns`` follow-ups of one growing conversation, worst case: turn
+    t resends the first prompt (``first_prompt`` tokens), every earlier reply (``reply``
+    tokens each, the most decoding allows) and t follow-up messages of ``follow_up`` tokens,
+    each message with its chat framing."""
+    per_turn = reply + follow_up + 2 * MESSAGE_OVERHEAD_TOKENS
+    return sum(first_prompt + t * per_turn for t in range(1, turns + 1))

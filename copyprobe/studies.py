@@ -170,6 +170,7 @@ STUDIES.declare("copyright", "copyprobe.copyright.study:CopyrightStudy")
 # generation layer loads only those studies, and a job depends only on its wrappers' studies.
 STUDIES.declare("guard", "copyprobe.guard.study:GuardStudy", backend_wrappers=("guard",))
 STUDIES.declare("extraction", "copyprobe.extraction.study:ExtractionStudy")
+STUDIES.declare("longform", "copyprobe.longform.study:LongformStudy")
 
 
 def studies() -> list[Study]:

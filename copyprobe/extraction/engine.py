@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from copyprobe.generation.base import BACKENDS, Decoding
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.runner import (
     RunSettings,
+    SharedBackend,
     backend_identity,
     build_backend,
     run_generation,
@@ -67,7 +68,7 @@ def score_with_model(docs: pd.DataFrame, spec: Mapping[str, Any],
     decoding = mc_decoding(mc, settings["windows"]["suffix_tokens"])
     run = dataclasses.replace(RunSettings.from_config(spec), max_tokens_per_reference_word=None)
 
-    shared = _SharedBackend(lambda: build_backend(spec, model_file))
+    shared = SharedBackend(lambda: build_backend(spec, model_file))
 
     def generate(prompts: pd.DataFrame, samples: int) -> pd.DataFrame:
         df, _ = run_generation(prompts, model=name, backend_name=spec["backend"],
@@ -122,33 +123,3 @@ class WordTokenizer:
     def detokenize(self, ids: Sequence[int]) -> str:
         return "".join(self._pieces[i] for i in ids)
 
-
-class _SharedBackend:
-    """One backend for every round of a Monte Carlo run: the generation runner closes the
-    backend it was given after each call, so it gets a view whose ``close`` does nothing, and
-    the model is loaded once (when the first uncached sample needs it) and closed at the end."""
-
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        self._factory = factory
-        self._backend: Any = None
-
-    def get(self) -> Any:
-        if self._backend is None:
-            self._backend = self._factory()
-        return _Unclosable(self._backend)
-
-    def close(self) -> None:
-        if self._backend is not None:
-            self._backend.close()
-            self._backend = None
-
-
-class _Unclosable:
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend, name)
-
-    def close(self) -> None:
-        """The owner (:class:`_SharedBackend`) closes the backend."""

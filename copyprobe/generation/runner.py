@@ -662,3 +662,35 @@ def run_generation(
     df = pd.DataFrame(rows, columns=GENERATIONS.columns)
     df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
     return df, rec.summary
+
+
+class SharedBackend:
+    """One backend for many runs (the rounds of a Monte Carlo run, the turns of a
+    conversation): :func:`run_generation` closes the backend it was given after each call, so
+    it gets a view whose ``close`` does nothing, and the model is loaded once (when the first
+    uncached request needs it) and closed at the end."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._backend: Any = None
+
+    def get(self) -> Any:
+        if self._backend is None:
+            self._backend = self._factory()
+        return _Unclosable(self._backend)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+
+class _Unclosable:
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+    def close(self) -> None:
+        """The owner (:class:`SharedBackend`) closes the backend."""

@@ -1,0 +1,10 @@
+"""The long-form study's result paths, as patterns: rules/longform.smk's outputs and inputs
+name them, and copyprobe.longform.study fills them in. Its documents are the shared corpus."""
+
+#: Per document of a (model, source): what the run measured (the DOCUMENTS table).
+DOCUMENTS = "results/longform/documents/{model}/{source}.parquet"
+#: The near-verbatim blocks of those documents, as book positions (the BLOCKS table).
+BLOCKS = "results/longform/blocks/{model}/{source}.parquet"
+#: Per model: nv-recall over its documents, with intervals.
+TABLE_CSV = "results/tables/longform_table.csv"
+TABLE_MD = "results/tables/longform_table.md"

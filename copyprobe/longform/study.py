@@ -1,0 +1,82 @@
+"""The long-form extraction study as the core sees it (:class:`copyprobe.studies.Study`): its
+config block, its rule file and targets, its command (``copyprobe extract-book``) and its
+worst-case cost.
+
+Light on purpose (config validation imports it): the engine, the backends and the metrics are
+imported inside the methods that need them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from copyprobe.studies import STUDIES, PlannedRequests, Study, study_models
+
+STUDY = "longform"
+
+
+def runs(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every (model, source) of the study: each model in it, each source of its datasets."""
+    chosen = cfg[STUDY]["datasets"]
+    datasets = list(cfg["datasets"]) if chosen is None else list(chosen)
+    sources = sorted({s for d in datasets for s in cfg["datasets"][d]})
+    return [(m, s) for m in study_models(cfg, STUDY) for s in sources
+            if cfg["models"][m].get("sources") is None or s in cfg["models"][m]["sources"]]
+
+
+@STUDIES.register(STUDY)
+class LongformStudy(Study):
+    """How much of a whole document a chat model writes out, near-verbatim."""
+
+    name = STUDY
+    schema_file = "data/schema.yaml"
+    rule_file = "rules/longform.smk"
+    commands = "copyprobe.longform.cli:add_commands"
+    runs_models = True
+
+    def check(self, cfg: Mapping[str, Any]) -> None:
+        from copyprobe.config import ConfigError
+
+        for name in cfg[STUDY]["datasets"] or ():
+            if name not in cfg["datasets"]:
+                raise ConfigError(f"config key 'longform.datasets': no dataset {name!r} "
+                                  f"(datasets: {', '.join(cfg['datasets'])})")
+
+    def targets(self, cfg: Mapping[str, Any]) -> list[str]:
+        """The table across models (it needs every (model, source)'s documents)."""
+        from copyprobe.longform import paths as P
+
+        return [P.TABLE_CSV, P.TABLE_MD] if runs(cfg) else []
+
+    def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
+        found = runs(cfg)
+        return {STUDY: [f"{m}/{s}" for m, s in found]} if found else {}
+
+    def planned_requests(self, cfg: Mapping[str, Any],
+                         documents: Mapping[str, int | None]) -> list[PlannedRequests]:
+        """Every attempt and every turn of every document: the worst case."""
+        from copyprobe import cost
+        from copyprobe.config import model_slice
+        from copyprobe.longform.engine import Settings, probe
+
+        settings = Settings.from_config(cfg[STUDY])
+        words = ["w"] * (settings.opening_words + settings.target_words)
+        first = cost.prompt_tokens(probe(words, settings, 0)[0])
+        out = []
+        for model, source in runs(cfg):
+            spec = model_slice(cfg, model)
+            reply = cost.completion_tokens(spec)
+            turns = settings.max_turns
+            if settings.max_tokens is not None:
+                turns = min(turns, max(0, -(-settings.max_tokens // reply) - 1))
+            pt = cost.conversation(first, reply, cost.word_tokens(
+                len(settings.continue_prompt.split())), turns)
+            docs = documents.get(source)
+            for part, calls, prompt in ((f"{source} probe", settings.attempts, first),
+                                        (f"{source} turns", turns, -(-pt // max(1, turns)))):
+                if calls:
+                    out.append(PlannedRequests(
+                        model=model, spec=spec, run="main", part=part,
+                        calls=None if docs is None else docs * calls,
+                        prompt_tokens=prompt, completion_tokens=reply))
+        return out

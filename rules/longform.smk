@@ -1,0 +1,54 @@
+# The long-form study: per (model, source) every document of the source's corpus extracted
+# (the probe with Best-of-N attempts, continuation turns, nv-recall), and one table across
+# models. Every request is a cached call, so a killed job resumes where it stopped.
+
+import copyprobe.longform.paths as longform_paths
+
+from copyprobe.config import model_slice as longform_model_slice
+from copyprobe.longform.study import runs as longform_runs
+
+
+# One job per (model, source), reserving cores and resources as a generation job does.
+rule longform_extract:
+    input:
+        corpus=paths.CORPUS,
+        model=paths.MODEL_MANIFEST,
+        library=library("longform_extract", shared.model_registry_parts),
+    output:
+        documents=longform_paths.DOCUMENTS,
+        blocks=longform_paths.BLOCKS,
+    log:
+        "logs/longform_extract/{model}/{source}.log",
+    conda:
+        shared.generate_env
+    threads: shared.generate_threads
+    resources:
+        mem_mb=4000,
+        runtime=shared.generation_runtime,
+        llm_api=shared.api_slots,
+        gpu=shared.generation_gpus,
+    params:
+        model=lambda wildcards: longform_model_slice(config, wildcards.model),
+        longform=config["longform"],
+    script:
+        "../workflow_scripts/longform_extract.py"
+
+
+rule longform_table:
+    input:
+        documents=[
+            longform_paths.DOCUMENTS.format(model=m, source=s)
+            for m, s in longform_runs(config)
+        ],
+        library=library("longform_table"),
+    output:
+        csv=longform_paths.TABLE_CSV,
+        md=longform_paths.TABLE_MD,
+    log:
+        "logs/longform_table.log",
+    conda:
+        "../envs/library.yaml"
+    params:
+        statistics=config["statistics"],
+    script:
+        "../workflow_scripts/longform_table.py"

@@ -1,0 +1,30 @@
+"""The probe forms: the paper's instruction, and MSR's faux conversation (built by MSR's own
+prompt code, so the two studies ask the same of the same document), perturbed on user turns
+only."""
+
+from __future__ import annotations
+
+from copyprobe.longform.engine import Settings, probe
+from copyprobe.msr.prompts import build_prompt, segment
+
+WORDS = [f"w{i}" for i in range(40)]
+
+
+def test_the_msr_form_is_msrs_faux_conversation_and_bon_perturbs_only_user_turns():
+    s = Settings(probe_form="msr", opening_words=30, target_words=10, msr_segments=4,
+                 system_message="You are a helpful assistant.")
+    plain, target = probe(WORDS, s, 0)
+    faux, reference = build_prompt(segment(" ".join(WORDS), 4), "chat", s.system_message)
+    assert plain == faux and target == reference
+    noisy, _ = probe(WORDS, s, 1)
+    pairs = list(zip(plain.messages, noisy.messages, strict=True))
+    assert all(a == b for a, b in pairs if a["role"] != "user")
+    assert any(a != b for a, b in pairs if a["role"] == "user")
+
+
+def test_the_instruction_and_completion_forms():
+    chat, target = probe(WORDS, Settings(opening_words=5, target_words=3), 0)
+    assert chat.messages[-1]["content"].endswith("verbatim:\n\nw0 w1 w2 w3 w4")
+    assert target == "w5 w6 w7"
+    plain, _ = probe(WORDS, Settings(probe_form="completion", opening_words=5), 0)
+    assert plain.format == "completion" and plain.text == "w0 w1 w2 w3 w4"
