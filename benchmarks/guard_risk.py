@@ -18,10 +18,18 @@ embedding, where undecided is ``other``; the embedding without the rules):
 
 For each split also the precision and recall of ``infringing`` (the guard's decision).
 
+``--margins``: the uncertain margin, side by side: for each margin (0 is the analyzer before
+it had one) the rate of benign requests called infringing (copyprobe's benign set, the
+held-out benign requests, the requests about no text, and tests/guard/data/
+risk_benign_requests.json: facts, licences, summaries) and of infringing requests still
+caught (the 40 released queries, copyprobe's 12 seeds, the held-out infringing requests),
+under each ``uncertain`` policy (``benign``: an uncertain request passes; ``remind`` and
+``infringing``: it is flagged, ``remind`` only reminds).
+
 Usage::
 
     python benchmarks/guard_risk.py [--repeat 5] [--rewordings 200] [--seed 0]
-                                    [--split dev|heldout|both]
+                                    [--split dev|heldout|both] [--margins]
 """
 
 from __future__ import annotations
@@ -68,6 +76,58 @@ def heldout() -> dict[str, list[tuple[str, str]]]:
     return {"held-out (90)": [(t, q) for t, qs in raw.items() if t != "_about" for q in qs]}
 
 
+BENIGN_REQUESTS = ROOT / "tests" / "guard" / "data" / "risk_benign_requests.json"
+MARGINS = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05)
+
+
+def margins() -> None:
+    """The uncertain margin's effect (see the module text)."""
+    from copyprobe.guard.risk_rules import UNCERTAIN_MARGIN
+
+    released = labelled()
+    held = heldout()["held-out (90)"]
+    extra = json.loads(BENIGN_REQUESTS.read_text(encoding="utf-8"))
+    benign = {"own benign (8)": released.pop("own benign (8)"),
+              "held-out benign (50)": [x for x in held if risk_of(x[0]) == "benign"],
+              "no text named (20)": [("other", q) for q in OFF_TOPIC],
+              **{f"{k} ({len(v)})": [("other", q) for q in v]
+                 for k, v in extra.items() if not k.startswith("_")}}
+    infringing = {**released,
+                  "held-out infringing (40)": [x for x in held if risk_of(x[0]) == "infringing"]}
+    analyzer = risk_analyzer({"analyzer": "rules", "uncertain_margin": 0.0})
+    found: dict[str, list[tuple[str, float | None]]] = {}
+    for name, items in {**benign, **infringing}.items():
+        fs = analyzer.classify_many([q for _, q in items])
+        found[name] = [(f.risk, f.detail.get("risk_margin")) for f in fs]
+        if name in benign:
+            for (_, q), f in zip(items, fs, strict=True):
+                if f.risk == "infringing":
+                    print(f"  benign called infringing: {q!r} ({f.task}, component "
+                          f"{f.component}, risk margin {f.detail.get('risk_margin')})")
+
+    def flagged(name: str, margin: float, policy: str) -> int:
+        n = 0
+        for risk, rm in found[name]:
+            unsure = rm is not None and rm < margin
+            n += (risk == "infringing" and not unsure) or (unsure and policy != "benign")
+        return n
+
+    print(f"uncertain margin (default {UNCERTAIN_MARGIN}; 0: the analyzer without one): "
+          f"flagged / n per set, policy benign | policy remind or infringing")
+    for margin in MARGINS:
+        cells = []
+        for group in (benign, infringing):
+            tot = sum(len(found[k]) for k in group)
+            b = sum(flagged(k, margin, "benign") for k in group)
+            r = sum(flagged(k, margin, "remind") for k in group)
+            cells.append(f"{b}/{tot} ({b / tot:.1%}) | {r}/{tot} ({r / tot:.1%})")
+        print(f"  margin {margin:<5}: benign called infringing {cells[0]}; "
+              f"infringing caught {cells[1]}")
+    for name in found:
+        print(f"  {name:28s} " + " ".join(
+            f"{m}:{flagged(name, m, 'benign')}" for m in MARGINS) + f" /{len(found[name])}")
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
@@ -80,7 +140,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="the rewording generator's seed")
     ap.add_argument("--split", choices=("dev", "heldout", "both"), default="both",
                     help="which requests to measure")
+    ap.add_argument("--margins", action="store_true",
+                    help="only the uncertain margin's effect on benign and infringing sets")
     args = ap.parse_args()
+    if args.margins:
+        margins()
+        return
 
     splits: dict[str, dict[str, list[tuple[str, str]]]] = {}
     if args.split in ("dev", "both"):
