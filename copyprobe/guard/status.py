@@ -92,7 +92,8 @@ _LICENCE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("BSD", "open_licence", r"(?:new |modified |simplified )?bsd(?:[- ](?:[23]|two|three)"
                             r"[- ]clause)? licen[cs]e"),
     ("ISC", "open_licence", r"isc licen[cs]e"),
-    ("Apache-2.0", "open_licence", r"apache licen[cs]e,? (?:version |v)?2(?:\.0)?"),
+    ("Apache", "open_licence", r"apache licen[cs]e(?:,? (?:version |v)?[12](?:\.[01])?)?"),
+    ("BSL-1.0", "open_licence", r"boost software licen[cs]e"),
     ("MPL", "open_licence", r"mozilla public licen[cs]e"),
     ("Artistic", "open_licence", r"artistic licen[cs]e"),
     ("PSF", "open_licence", r"python software foundation licen[cs]e|psf licen[cs]e"),
@@ -106,15 +107,19 @@ _LICENCE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("Unlicense", "public_domain", r"the unlicense"),
 )
 _NAME_ALT = "|".join(f"(?P<n{i}>{rx})" for i, (_, _, rx) in enumerate(_LICENCE_NAMES))
-#: a licence named as a grant ("licensed under the MIT License", "under the terms of the GNU
-#: General Public License as published by", "available under CC BY-SA 4.0")
-_GRANT = re.compile(r"\bunder (?:the )?(?:terms (?:and conditions )?of )?(?:either )?"
+#: a licence named as a grant ("licensed under the MIT License", "you can redistribute it
+#: and/or modify it under the terms of the GNU General Public License", "available under CC
+#: BY-SA 4.0", "subject to the terms of the Mozilla Public License"); a question ("is this
+#: under the GPL?") names no grant
+_GRANT = re.compile(r"\b(?:(?:licen[cs]ed|released|distributed|available|published|provided|"
+                    r"offered|covered|modify it|shared) (?:\w+ ){0,3}?under|subject to) "
+                    r"(?:the )?(?:terms (?:and conditions )?of )?(?:either )?"
                     r"(?:version [\d.]+ of )?(?:the |a |an )?(?:" + _NAME_ALT + r")\b")
-#: a licence's own title, alone at the start of a line ("GNU GENERAL PUBLIC LICENSE Version 3,
-#: 29 June 2007", "Apache License Version 2.0, January 2004", "CC0 1.0 Universal")
-_TITLE = re.compile(r"^\W*(?:the )?\W*(?:" + _NAME_ALT + r")\W*(?:(?:version |v)?[\d.]+,?)?"
-                    r"(?: ?[a-z]+ \d{4}| \d{1,2} [a-z]+ \d{4}| [a-z]+ \d{1,2},? \d{4})?\W*"
-                    r"(?:$|copyright\b)", re.M)
+#: a licence's own title at the start of a line: alone, or before its version, "copyright"
+#: or "preamble" ("GNU GENERAL PUBLIC LICENSE Version 3", "Apache License Version 2.0, January
+#: 2004 ...", "The "Artistic License" Preamble")
+_TITLE = re.compile(r"^\W*(?:the )?\W*(?:creative commons legal code\W*)?(?:" + _NAME_ALT
+                    + r")\W*(?:$|copyright\b|preamble\b|(?:version |v)?\d)", re.M)
 #: wording that is the licence itself, whatever precedes it
 _OWN_WORDS: tuple[tuple[str, str, str], ...] = (
     ("GNU", "open_licence", r"everyone is permitted to copy and distribute verbatim copies of "
@@ -129,8 +134,8 @@ _OWN_WORDS: tuple[tuple[str, str, str], ...] = (
                              r"purpose, including commercial applications"),
     ("CC0", "public_domain", r"has waived all copyright and related or neighboring rights"),
     ("public-domain", "public_domain",
-     r"(?:(?:is|are|has been|have been|was|were|been|placed|released|dedicated|put) |"
-     r"dedicates? (?:\w+ ){0,3})(?:in|into|to) the public domain"),
+     r"(?:(?:is|are|has been|have been|was|were|been) |(?:dedicat\w*|placed|released|put) "
+     r"(?:\w+ ){0,3}?)(?:in|into|to) the public domain"),
     ("Gutenberg", "public_domain", r"you may copy it, give it away or re-use it"),
 )
 #: wording that forbids copying: with it, no grant counts (the status is not decided here)
