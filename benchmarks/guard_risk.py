@@ -22,7 +22,8 @@ For each split also the precision and recall of ``infringing`` (the guard's deci
 it had one) the rate of benign requests called infringing (copyprobe's benign set, the
 held-out benign requests, the requests about no text, and tests/guard/data/
 risk_benign_requests.json: facts, licences, summaries) and of infringing requests still
-caught (the 40 released queries, copyprobe's 12 seeds, the held-out infringing requests),
+caught (the 40 released queries, copyprobe's 12 seeds, the held-out infringing requests, the
+``--rewordings`` of the first two, all infringing),
 under each ``uncertain`` policy (``benign``: an uncertain request passes; ``remind`` and
 ``infringing``: it is flagged, ``remind`` only reminds).
 
@@ -77,10 +78,10 @@ def heldout() -> dict[str, list[tuple[str, str]]]:
 
 
 BENIGN_REQUESTS = ROOT / "tests" / "guard" / "data" / "risk_benign_requests.json"
-MARGINS = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05)
+MARGINS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02)
 
 
-def margins() -> None:
+def margins(n_rewordings: int, seed: int) -> None:
     """The uncertain margin's effect (see the module text)."""
     from copyprobe.guard.risk_rules import UNCERTAIN_MARGIN
 
@@ -92,8 +93,11 @@ def margins() -> None:
               "no text named (20)": [("other", q) for q in OFF_TOPIC],
               **{f"{k} ({len(v)})": [("other", q) for q in v]
                  for k, v in extra.items() if not k.startswith("_")}}
+    base = [x for items in released.values() for x in items]
     infringing = {**released,
-                  "held-out infringing (40)": [x for x in held if risk_of(x[0]) == "infringing"]}
+                  "held-out infringing (40)": [x for x in held if risk_of(x[0]) == "infringing"],
+                  f"rewordings ({n_rewordings}, seed {seed})": [
+                      (t, r) for t, r, _, _ in rewordings(base, n_rewordings, seed=seed)]}
     analyzer = risk_analyzer({"analyzer": "rules", "uncertain_margin": 0.0})
     found: dict[str, list[tuple[str, float | None]]] = {}
     for name, items in {**benign, **infringing}.items():
@@ -144,7 +148,7 @@ def main() -> None:
                     help="only the uncertain margin's effect on benign and infringing sets")
     args = ap.parse_args()
     if args.margins:
-        margins()
+        margins(args.rewordings, args.seed)
         return
 
     splits: dict[str, dict[str, list[tuple[str, str]]]] = {}

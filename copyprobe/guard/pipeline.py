@@ -9,8 +9,8 @@ text, an MIT grant, ...). The material counts as protected when a notice is foun
 with no such licence, or the verifier says ``protected``; the request counts as infringing
 when the risk analyzer says so of the user's query (``query``: by default the first paragraph
 of the last user message, see :func:`query_text`), or says ``uncertain`` and the risk
-settings' ``uncertain`` policy is ``remind`` (the default: reminded, never blocked) or
-``infringing`` (``benign``: it passes). Both together trigger the reminder: policy ``remind``
+settings' ``uncertain`` policy is ``remind`` (reminded, never blocked) or ``infringing``
+(``benign``, the default: it passes). Both together trigger the reminder: policy ``remind``
 adds the reason to the prompt, policy ``block`` answers with a refusal and the model is not
 called.
 
@@ -74,8 +74,9 @@ ON_ERROR = ("raise", "pass", "flag")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
 #: what a request the risk analyzer calls ``uncertain`` counts as (``risk: {uncertain: ...}``):
-#: ``benign``, ``infringing``, or ``remind`` (infringing, but reminded even under policy block)
-UNCERTAIN_POLICIES = ("remind", "benign", "infringing")
+#: ``benign`` (the default, measured in docs/guard-risk.md), ``infringing``, or ``remind``
+#: (infringing, but reminded even under policy block)
+UNCERTAIN_POLICIES = ("benign", "remind", "infringing")
 #: the status verifier's statuses that permit copying: a notice on such a text protects nothing
 OPEN_STATUSES = ("open_licence", "public_domain")
 
@@ -253,7 +254,7 @@ class GuardSpec:
                                    f"{self.timeout_s!r}")
         if not isinstance(self.input, bool):
             raise GuardConfigError(f"guard.input must be true or false, got {self.input!r}")
-        if self.risk is not None and self.risk.get("uncertain", "remind") not in \
+        if self.risk is not None and self.risk.get("uncertain", UNCERTAIN_POLICIES[0]) not in \
                 UNCERTAIN_POLICIES:
             raise GuardConfigError(f"guard.risk.uncertain must be one of "
                                    f"{', '.join(UNCERTAIN_POLICIES)}, got "
@@ -523,7 +524,8 @@ class Guard:
                      or (found and not licensed)
                      or bool(status is not None and status.status == "protected")
                      or flagged_by_error)
-        uncertain = self.spec.risk.get("uncertain", "remind") if self.spec.risk else None
+        uncertain = (self.spec.risk.get("uncertain", UNCERTAIN_POLICIES[0])
+                     if self.spec.risk is not None else None)
         if risk is not None and risk.risk == "uncertain":
             risk = replace(risk, detail={**risk.detail, "uncertain_policy": uncertain})
         infringing = (self.spec.risk is None or risk_flag_error

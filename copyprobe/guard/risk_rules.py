@@ -8,8 +8,9 @@
    named passage ("the second sentence": extraction), a language ("in French": translation),
    "simpler terms" (paraphrase), "the full text" or "quote" (repetition), the noun
    "translation"/"repetition"/"reproduction". A match preceded within three words by a negation
-   ("don't", "without", "rather than", "instead of", ...) is dropped, so "summarise it, don't
-   copy it" asks for a summary.
+   ("don't", "without", "rather than", "instead of", ...) or by a question of permission
+   ("allowed to", "legal to", ...) is dropped, so "summarise it, don't copy it" asks for a
+   summary and "am I allowed to share this article?" asks for no text.
 3. The candidates: the strong infringing tasks (with any weak infringing ones) when there are
    any, else the strong benign tasks, else the weak ones. So a request that asks for the text
    in any form is infringing even if it also asks something benign ("copy the text and tell me
@@ -218,7 +219,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 _NEGATION = re.compile(r"\b(?:don't|dont|do not|does not|doesn't|not|never|without|rather than|"
-                       r"instead of|no need to|avoid|nor|no)\b")
+                       r"instead of|no need to|avoid|nor|no|"
+                       # a question of permission asks about the licence, not for the text
+                       r"(?:allowed|permitted|legal|lawful|ok|okay|fine) to)\b")
 # "I don't know who wrote it" negates knowing, not the request
 _NOT_NEGATED = re.compile(r"\b(?:know|sure|understand|remember|care|mind|recall|certain)\b")
 
@@ -382,7 +385,7 @@ class ExemplarClassifier:
 
 #: an embedding decision whose two risks score closer than this is ``uncertain`` (measured:
 #: benchmarks/guard_risk.py --margins, docs/guard-risk.md)
-UNCERTAIN_MARGIN = 0.02
+UNCERTAIN_MARGIN = 0.002
 
 
 @RISK_ANALYZERS.register("rules")

@@ -179,16 +179,16 @@ class UnsureRisk:
 
 
 @pytest.mark.parametrize(("uncertain", "action"), [
-    (None, "remind"), ("remind", "remind"), ("benign", "pass"), ("infringing", "block")])
+    (None, "pass"), ("benign", "pass"), ("remind", "remind"), ("infringing", "block")])
 def test_an_uncertain_request_follows_the_uncertain_policy(uncertain: str | None, action: str):
-    """Under policy block: ``remind`` (the default) reminds instead, ``benign`` passes,
+    """Under policy block: ``benign`` (the default) passes, ``remind`` reminds instead,
     ``infringing`` blocks; the finding names the policy that decided."""
     risk = {} if uncertain is None else {"uncertain": uncertain}
     with Guard(spec(policy="block", risk=risk), components={"risk": UnsureRisk()}) as g:
         d = g.check(chat("What is the capital of France? Answer in one word.", notice=True))
     assert d.action == action and d.infringing == (action != "pass")
     assert d.risk.risk == "uncertain"
-    assert d.risk.detail["uncertain_policy"] == (uncertain or "remind")
+    assert d.risk.detail["uncertain_policy"] == (uncertain or "benign")
     assert '"uncertain_policy"' in d.to_json()
 
 
@@ -317,7 +317,7 @@ def test_risk_timeout_is_an_error():
     ({"reminder_text": "{title} is protected"}, "guard.reminder_text"),
     ({"timeout_s": 0}, "guard.timeout_s"),
     ({"query": "all"}, "guard.query must be one of first_paragraph"),
-    ({"risk": {"uncertain": "maybe"}}, "guard.risk.uncertain must be one of remind, benign, "
+    ({"risk": {"uncertain": "maybe"}}, "guard.risk.uncertain must be one of benign, remind, "
                                        "infringing, got 'maybe'"),
 ])
 def test_bad_guard_blocks_name_the_key(block: dict, message: str):

@@ -493,7 +493,7 @@ def test_the_installed_licence_texts_are_recognised_as_open():
 
 def test_the_licence_files_of_installed_packages_are_recognised():
     """The licence files of the installed Python distributions (numpy's BSD, the MIT and
-    Apache texts ...): at least 90% are open; a proprietary one would not be (none here)."""
+    Apache texts ...): at least 95% are open (measured: 352 of 355)."""
     from copyprobe.sources.installed_licences import licence_files
 
     files = [f for f in licence_files() if not f.notice and len(f.text.split()) >= 50]
@@ -501,7 +501,7 @@ def test_the_licence_files_of_installed_packages_are_recognised():
     found = [licence_status(f.text) for f in files]
     missed = [f.ref for f, x in zip(files, found, strict=True) if x is None]
     print(len(files), missed)
-    assert len(missed) <= 0.1 * len(files), missed
+    assert len(missed) <= 0.05 * len(files), missed
 
 
 @pytest.mark.parametrize(("text", "licence"), [
