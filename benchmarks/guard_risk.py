@@ -78,7 +78,7 @@ def heldout() -> dict[str, list[tuple[str, str]]]:
 
 
 BENIGN_REQUESTS = ROOT / "tests" / "guard" / "data" / "risk_benign_requests.json"
-MARGINS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02)
+MARGINS = (0.0, 0.0005, 0.001, 0.002, 0.005, 0.01)
 
 
 def margins(n_rewordings: int, seed: int) -> None:
@@ -99,37 +99,37 @@ def margins(n_rewordings: int, seed: int) -> None:
                   f"rewordings ({n_rewordings}, seed {seed})": [
                       (t, r) for t, r, _, _ in rewordings(base, n_rewordings, seed=seed)]}
     analyzer = risk_analyzer({"analyzer": "rules", "uncertain_margin": 0.0})
-    found: dict[str, list[tuple[str, float | None]]] = {}
-    for name, items in {**benign, **infringing}.items():
-        fs = analyzer.classify_many([q for _, q in items])
-        found[name] = [(f.risk, f.detail.get("risk_margin")) for f in fs]
-        if name in benign:
-            for (_, q), f in zip(items, fs, strict=True):
-                if f.risk == "infringing":
-                    print(f"  benign called infringing: {q!r} ({f.task}, component "
-                          f"{f.component}, risk margin {f.detail.get('risk_margin')})")
+    found: dict[tuple[str, float], list[str]] = {}  # (set, margin) -> risks
+    for margin in MARGINS:
+        analyzer.uncertain_margin = margin
+        for name, items in {**benign, **infringing}.items():
+            fs = analyzer.classify_many([q for _, q in items])
+            found[name, margin] = [f.risk for f in fs]
+            if name in benign and margin == 0:
+                for (_, q), f in zip(items, fs, strict=True):
+                    if f.risk == "infringing":
+                        print(f"  benign called infringing: {q!r} ({f.task}, component "
+                              f"{f.component}, risk margin {f.detail.get('risk_margin')})")
 
     def flagged(name: str, margin: float, policy: str) -> int:
-        n = 0
-        for risk, rm in found[name]:
-            unsure = rm is not None and rm < margin
-            n += (risk == "infringing" and not unsure) or (unsure and policy != "benign")
-        return n
+        return sum(r == "infringing" or (r == "uncertain" and policy != "benign")
+                   for r in found[name, margin])
 
     print(f"uncertain margin (default {UNCERTAIN_MARGIN}; 0: the analyzer without one): "
-          f"flagged / n per set, policy benign | policy remind or infringing")
+          f"flagged / n, policy benign | policy remind or infringing")
     for margin in MARGINS:
         cells = []
         for group in (benign, infringing):
-            tot = sum(len(found[k]) for k in group)
+            tot = sum(len(group[k]) for k in group)
             b = sum(flagged(k, margin, "benign") for k in group)
             r = sum(flagged(k, margin, "remind") for k in group)
             cells.append(f"{b}/{tot} ({b / tot:.1%}) | {r}/{tot} ({r / tot:.1%})")
-        print(f"  margin {margin:<5}: benign called infringing {cells[0]}; "
+        print(f"  margin {margin:<6}: benign called infringing {cells[0]}; "
               f"infringing caught {cells[1]}")
-    for name in found:
+    print("per set, policy benign:")
+    for name, items in {**benign, **infringing}.items():
         print(f"  {name:28s} " + " ".join(
-            f"{m}:{flagged(name, m, 'benign')}" for m in MARGINS) + f" /{len(found[name])}")
+            f"{m}:{flagged(name, m, 'benign')}" for m in MARGINS) + f" /{len(items)}")
 
 
 def pct(values: list[float], q: float) -> float:

@@ -385,7 +385,7 @@ class ExemplarClassifier:
 
 #: an embedding decision whose two risks score closer than this is ``uncertain`` (measured:
 #: benchmarks/guard_risk.py --margins, docs/guard-risk.md)
-UNCERTAIN_MARGIN = 0.002
+UNCERTAIN_MARGIN = 0.001
 
 
 @RISK_ANALYZERS.register("rules")
