@@ -27,10 +27,18 @@ caught (the 40 released queries, copyprobe's 12 seeds, the held-out infringing r
 under each ``uncertain`` policy (``benign``: an uncertain request passes; ``remind`` and
 ``infringing``: it is flagged, ``remind`` only reminds).
 
+``--prompts RESULTS``: the input guard itself on the copyright benchmark's prompts and manifests
+under ``RESULTS`` (``results/prompts/<model>/main/copyright.<b>.parquet`` and
+``results/copyright/<b>/manifest.parquet``, as ``snakemake ... results/prompts/smol/main/
+copyright.docs.parquet`` writes them for config/examples/guards_offline.yaml, no model call):
+per benchmark, notice form and benign/infringing request, how many the guard of that config's
+``smol-copyguard`` flags (reminds) and how many its risk analyzer calls infringing.
+
 Usage::
 
     python benchmarks/guard_risk.py [--repeat 5] [--rewordings 200] [--seed 0]
                                     [--split dev|heldout|both] [--margins]
+                                    [--prompts RESULTS [--model smol]]
 """
 
 from __future__ import annotations
@@ -132,6 +140,40 @@ def margins(n_rewordings: int, seed: int) -> None:
             f"{m}:{flagged(name, m, 'benign')}" for m in MARGINS) + f" /{len(items)}")
 
 
+#: the input guard of config/examples/guards_offline.yaml (smol-copyguard)
+OFFLINE_GUARD = {"policy": "remind", "status": {"providers": ["catalogue"]},
+                 "risk": {"analyzer": "rules"}}
+
+
+def guard_on_prompts(results: Path, model: str) -> None:
+    """The input guard on the benchmark's prompts (see the module text)."""
+    import pandas as pd
+
+    from copyprobe.guard.pipeline import Guard
+    from copyprobe.prompt import Prompt
+
+    guard = Guard(OFFLINE_GUARD).build()
+    print(f"guard {OFFLINE_GUARD}: flagged (reminded) / n, risk infringing / n")
+    for path in sorted((results / "prompts" / model / "main").glob("copyright.*.parquet")):
+        bench = path.stem.split(".", 1)[1]
+        prompts = pd.read_parquet(path, columns=["request_id", "prompt"])
+        manifest = pd.read_parquet(results / "copyright" / bench / "manifest.parquet",
+                                   columns=["request_id", "notice_form", "benign"])
+        rows = prompts.merge(manifest, on="request_id")
+        cells: dict[tuple[str, str], Counter[str]] = {}
+        for raw, form, benign in zip(rows["prompt"], rows["notice_form"], rows["benign"],
+                                     strict=True):
+            d = guard.check(Prompt.from_json(raw))
+            c = cells.setdefault(("benign" if benign else "infringing", form), Counter())
+            c["n"] += 1
+            c["flagged"] += d.action != "pass"
+            c["risk"] += d.infringing
+        for (kind, form), c in sorted(cells.items()):
+            print(f"  {bench:5s} {kind:10s} form {form:13s} flagged {c['flagged']:4d}/{c['n']} "
+                  f"({c['flagged'] / c['n']:.1%}), risk infringing {c['risk']:4d}/{c['n']}")
+    guard.close()
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
@@ -146,7 +188,13 @@ def main() -> None:
                     help="which requests to measure")
     ap.add_argument("--margins", action="store_true",
                     help="only the uncertain margin's effect on benign and infringing sets")
+    ap.add_argument("--prompts", type=Path, metavar="RESULTS",
+                    help="only the input guard on the benchmark prompts under RESULTS")
+    ap.add_argument("--model", default="smol", help="whose prompts (--prompts)")
     args = ap.parse_args()
+    if args.prompts is not None:
+        guard_on_prompts(args.prompts, args.model)
+        return
     if args.margins:
         margins(args.rewordings, args.seed)
         return

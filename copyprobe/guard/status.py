@@ -96,6 +96,7 @@ _LICENCE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("BSL-1.0", "open_licence", r"boost software licen[cs]e"),
     ("MPL", "open_licence", r"mozilla public licen[cs]e"),
     ("Artistic", "open_licence", r"artistic licen[cs]e"),
+    ("OFL", "open_licence", r"sil open font licen[cs]e"),
     ("PSF", "open_licence", r"python software foundation licen[cs]e|psf licen[cs]e"),
     # CC BY and BY-SA; not NC (non-commercial) or ND (no derivatives)
     ("CC-BY", "open_licence",
@@ -128,8 +129,9 @@ _OWN_WORDS: tuple[tuple[str, str, str], ...] = (
                             r"obtaining a copy"),
     ("BSD", "open_licence", r"redistribution and use in source and binary forms, with or "
                             r"without modification, are permitted"),
-    ("ISC", "open_licence", r"permission to use, copy, modify, and(?:/or)? distribute this "
-                            r"software for any purpose with or without fee is hereby granted"),
+    ("ISC", "open_licence", r"permission to use, copy, modify,? and(?:/or)? distribute this "
+                            r"software(?: and its documentation)? for any purpose,? (?:with or "
+                            r"without|and without) fee,? is hereby granted"),
     ("zlib", "open_licence", r"permission is granted to anyone to use this software for any "
                              r"purpose, including commercial applications"),
     ("CC0", "public_domain", r"has waived all copyright and related or neighboring rights"),
@@ -157,7 +159,8 @@ def licence_status(text: str | None) -> tuple[str, str] | None:
     the module text), else None. ``status`` is ``open_licence`` or ``public_domain``."""
     if not isinstance(text, str) or not text.strip():
         return None
-    lines = "\n".join(" ".join(line.split()) for line in
+    # each line without the comment marks a source file puts before it ("* ", "# ", "// ")
+    lines = "\n".join(" ".join(re.sub(r"^\s*(?:[*#;]+|//|--)\s", " ", line).split()) for line in
                       unicodedata.normalize("NFKC", text).lower().splitlines())
     flat = " ".join(lines.split())
     if _FORBIDS.search(flat):
