@@ -257,7 +257,9 @@ def main() -> None:
             for vname, a in variants.items():
                 fs = a.classify_many([q for _, q in items])
                 task = sum(f.task == t for (t, _), f in zip(items, fs, strict=True))
-                risk = sum(f.risk == risk_of(t) for (t, _), f in zip(items, fs, strict=True))
+                # an uncertain request counts as the guard's default policy counts it: benign
+                risk = sum((f.risk == "infringing") == (risk_of(t) == "infringing")
+                           for (t, _), f in zip(items, fs, strict=True))
                 for (t, _), f in zip(items, fs, strict=True):
                     truth, said = risk_of(t) == "infringing", f.risk == "infringing"
                     if truth or said:
