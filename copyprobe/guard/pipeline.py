@@ -309,6 +309,8 @@ class GuardSpec:
             d.pop("output")
         else:  # the prefilter changes how fast the check is, not what it decides
             d["output"].pop("prefilter", None)
+        if d["risk"] is not None:  # its default decides what an uncertain request counts as
+            d["risk"].setdefault("uncertain", UNCERTAIN_POLICIES[0])
         d["reminder_text"] = self.reminder_text or rem.REMINDER_TEXT
         d["block_text"] = self.block_text or rem.BLOCK_TEXT
         return {"guard": d, "copyprobe": __version__}

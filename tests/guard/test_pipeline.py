@@ -356,6 +356,10 @@ def test_the_package_components_are_built_from_their_settings(tmp_path: Path):
 def test_identity_covers_wording_and_settings():
     a = GuardSpec.from_config(spec())
     assert a.identity()["guard"]["reminder_text"] == REMINDER_TEXT
+    # the uncertain policy's default is part of the identity: the same guard written out
+    assert a.identity()["guard"]["risk"] == {"uncertain": "benign"}
+    assert GuardSpec.from_config(spec(risk={"uncertain": "benign"})).digest() == a.digest()
+    assert GuardSpec.from_config(spec(risk={"uncertain": "remind"})).digest() != a.digest()
     assert GuardSpec.from_config(spec(reminder_text="Careful: {reason}")).digest() != a.digest()
     assert GuardSpec.from_config(spec(policy="block")).digest() != a.digest()
     # how long to wait changes no decision
