@@ -13,6 +13,11 @@ third split, ``fixtures``, read where they lie and never copied here (they are c
 excerpts): the only distinct lines in them that mention copyright, ``©`` or reserved rights
 are three news-site footers (CNN's), each a notice; every other line is ordinary text.
 
+``--readmes``: the distinct lines of the READMEs of the installed Python distributions (the
+long descriptions the guard evaluation's ``package_docs`` materials show, at least 100 words):
+how many lines ``find_notice`` flags and which (unlabelled: read the list; a README's own
+notice line is a true find, prose about copyright a false alarm).
+
 A line counts as found when ``find_notice`` returns a notice for it alone. Printed: for each
 split, the counts, precision and recall, and per kind of source the recall; with
 ``--errors dev``, the dev lines the identifier gets wrong (the held-out errors are counted,
@@ -70,6 +75,20 @@ def fixture_lines(shared: Path = SHARED) -> list[dict[str, str]]:
     return rows
 
 
+def readme_lines() -> list[str]:
+    """The distinct non-empty lines of the installed distributions' long descriptions of at
+    least 100 words (whitespace-normalised)."""
+    from copyprobe.sources.materials.package_docs import PackageDocs
+
+    seen: dict[str, None] = {}
+    for doc in PackageDocs().documents():
+        for line in doc.text.splitlines():
+            text = " ".join(line.split())
+            if text:
+                seen.setdefault(text)
+    return list(seen)
+
+
 def measure(rows: list[dict[str, str]]) -> dict[str, dict]:
     """Per split: tp, fp, fn, tn, precision, recall, recall per kind, and the wrong lines."""
     out: dict[str, dict] = {}
@@ -100,7 +119,18 @@ def main() -> None:
     ap.add_argument("--errors", choices=("dev", "heldout", "fixtures"),
                     help="show that split's errors")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--readmes", action="store_true",
+                    help="only the lines of the installed READMEs that are flagged")
     args = ap.parse_args()
+    if args.readmes:
+        lines = readme_lines()
+        flagged = [(t, n) for t in lines if (n := find_notice(t)) is not None]
+        mention = sum(bool(FIXTURE_NOTICE.search(t)) for t in lines)
+        print(f"README lines: {len(lines)}, mentioning copyright / © / reserved rights: "
+              f"{mention}, flagged: {len(flagged)}")
+        for t, n in flagged:
+            print(f"  {n!r:70.70}  <- {t[:100]!r}")
+        return
     result = measure(read_lines() + fixture_lines())
     if args.json:
         print(json.dumps({s: {k: v for k, v in m.items() if k != "wrong"}

@@ -18,10 +18,27 @@ embedding, where undecided is ``other``; the embedding without the rules):
 
 For each split also the precision and recall of ``infringing`` (the guard's decision).
 
+``--margins``: the uncertain margin, side by side: for each margin (0 is the analyzer before
+it had one) the rate of benign requests called infringing (copyprobe's benign set, the
+held-out benign requests, the requests about no text, and tests/guard/data/
+risk_benign_requests.json: facts, licences, summaries) and of infringing requests still
+caught (the 40 released queries, copyprobe's 12 seeds, the held-out infringing requests, the
+``--rewordings`` of the first two, all infringing),
+under each ``uncertain`` policy (``benign``: an uncertain request passes; ``remind`` and
+``infringing``: it is flagged, ``remind`` only reminds).
+
+``--prompts RESULTS``: the input guard itself on the copyright benchmark's prompts and manifests
+under ``RESULTS`` (``results/prompts/<model>/main/copyright.<b>.parquet`` and
+``results/copyright/<b>/manifest.parquet``, as ``snakemake ... results/prompts/smol/main/
+copyright.docs.parquet`` writes them for config/examples/guards_offline.yaml, no model call):
+per benchmark, notice form and benign/infringing request, how many the guard of that config's
+``smol-copyguard`` flags (reminds) and how many its risk analyzer calls infringing.
+
 Usage::
 
     python benchmarks/guard_risk.py [--repeat 5] [--rewordings 200] [--seed 0]
-                                    [--split dev|heldout|both]
+                                    [--split dev|heldout|both] [--margins]
+                                    [--prompts RESULTS [--model smol]]
 """
 
 from __future__ import annotations
@@ -68,6 +85,95 @@ def heldout() -> dict[str, list[tuple[str, str]]]:
     return {"held-out (90)": [(t, q) for t, qs in raw.items() if t != "_about" for q in qs]}
 
 
+BENIGN_REQUESTS = ROOT / "tests" / "guard" / "data" / "risk_benign_requests.json"
+MARGINS = (0.0, 0.0005, 0.001, 0.002, 0.005, 0.01)
+
+
+def margins(n_rewordings: int, seed: int) -> None:
+    """The uncertain margin's effect (see the module text)."""
+    from copyprobe.guard.risk_rules import UNCERTAIN_MARGIN
+
+    released = labelled()
+    held = heldout()["held-out (90)"]
+    extra = json.loads(BENIGN_REQUESTS.read_text(encoding="utf-8"))
+    benign = {"own benign (8)": released.pop("own benign (8)"),
+              "held-out benign (50)": [x for x in held if risk_of(x[0]) == "benign"],
+              "no text named (20)": [("other", q) for q in OFF_TOPIC],
+              **{f"{k} ({len(v)})": [("other", q) for q in v]
+                 for k, v in extra.items() if not k.startswith("_")}}
+    base = [x for items in released.values() for x in items]
+    infringing = {**released,
+                  "held-out infringing (40)": [x for x in held if risk_of(x[0]) == "infringing"],
+                  f"rewordings ({n_rewordings}, seed {seed})": [
+                      (t, r) for t, r, _, _ in rewordings(base, n_rewordings, seed=seed)]}
+    analyzer = risk_analyzer({"analyzer": "rules", "uncertain_margin": 0.0})
+    found: dict[tuple[str, float], list[str]] = {}  # (set, margin) -> risks
+    for margin in MARGINS:
+        analyzer.uncertain_margin = margin
+        for name, items in {**benign, **infringing}.items():
+            fs = analyzer.classify_many([q for _, q in items])
+            found[name, margin] = [f.risk for f in fs]
+            if name in benign and margin == 0:
+                for (_, q), f in zip(items, fs, strict=True):
+                    if f.risk == "infringing":
+                        print(f"  benign called infringing: {q!r} ({f.task}, component "
+                              f"{f.component}, risk margin {f.detail.get('risk_margin')})")
+
+    def flagged(name: str, margin: float, policy: str) -> int:
+        return sum(r == "infringing" or (r == "uncertain" and policy != "benign")
+                   for r in found[name, margin])
+
+    print(f"uncertain margin (default {UNCERTAIN_MARGIN}; 0: the analyzer without one): "
+          f"flagged / n, policy benign | policy remind or infringing")
+    for margin in MARGINS:
+        cells = []
+        for group in (benign, infringing):
+            tot = sum(len(group[k]) for k in group)
+            b = sum(flagged(k, margin, "benign") for k in group)
+            r = sum(flagged(k, margin, "remind") for k in group)
+            cells.append(f"{b}/{tot} ({b / tot:.1%}) | {r}/{tot} ({r / tot:.1%})")
+        print(f"  margin {margin:<6}: benign called infringing {cells[0]}; "
+              f"infringing caught {cells[1]}")
+    print("per set, policy benign:")
+    for name, items in {**benign, **infringing}.items():
+        print(f"  {name:28s} " + " ".join(
+            f"{m}:{flagged(name, m, 'benign')}" for m in MARGINS) + f" /{len(items)}")
+
+
+#: the input guard of config/examples/guards_offline.yaml (smol-copyguard)
+OFFLINE_GUARD = {"policy": "remind", "status": {"providers": ["catalogue"]},
+                 "risk": {"analyzer": "rules"}}
+
+
+def guard_on_prompts(results: Path, model: str) -> None:
+    """The input guard on the benchmark's prompts (see the module text)."""
+    import pandas as pd
+
+    from copyprobe.guard.pipeline import Guard
+    from copyprobe.prompt import Prompt
+
+    guard = Guard(OFFLINE_GUARD).build()
+    print(f"guard {OFFLINE_GUARD}: flagged (reminded) / n, risk infringing / n")
+    for path in sorted((results / "prompts" / model / "main").glob("copyright.*.parquet")):
+        bench = path.stem.split(".", 1)[1]
+        prompts = pd.read_parquet(path, columns=["request_id", "prompt"])
+        manifest = pd.read_parquet(results / "copyright" / bench / "manifest.parquet",
+                                   columns=["request_id", "notice_form", "benign"])
+        rows = prompts.merge(manifest, on="request_id")
+        cells: dict[tuple[str, str], Counter[str]] = {}
+        for raw, form, benign in zip(rows["prompt"], rows["notice_form"], rows["benign"],
+                                     strict=True):
+            d = guard.check(Prompt.from_json(raw))
+            c = cells.setdefault(("benign" if benign else "infringing", form), Counter())
+            c["n"] += 1
+            c["flagged"] += d.action != "pass"
+            c["risk"] += d.infringing
+        for (kind, form), c in sorted(cells.items()):
+            print(f"  {bench:5s} {kind:10s} form {form:13s} flagged {c['flagged']:4d}/{c['n']} "
+                  f"({c['flagged'] / c['n']:.1%}), risk infringing {c['risk']:4d}/{c['n']}")
+    guard.close()
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
@@ -80,7 +186,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="the rewording generator's seed")
     ap.add_argument("--split", choices=("dev", "heldout", "both"), default="both",
                     help="which requests to measure")
+    ap.add_argument("--margins", action="store_true",
+                    help="only the uncertain margin's effect on benign and infringing sets")
+    ap.add_argument("--prompts", type=Path, metavar="RESULTS",
+                    help="only the input guard on the benchmark prompts under RESULTS")
+    ap.add_argument("--model", default="smol", help="whose prompts (--prompts)")
     args = ap.parse_args()
+    if args.prompts is not None:
+        guard_on_prompts(args.prompts, args.model)
+        return
+    if args.margins:
+        margins(args.rewordings, args.seed)
+        return
 
     splits: dict[str, dict[str, list[tuple[str, str]]]] = {}
     if args.split in ("dev", "both"):
@@ -140,7 +257,9 @@ def main() -> None:
             for vname, a in variants.items():
                 fs = a.classify_many([q for _, q in items])
                 task = sum(f.task == t for (t, _), f in zip(items, fs, strict=True))
-                risk = sum(f.risk == risk_of(t) for (t, _), f in zip(items, fs, strict=True))
+                # an uncertain request counts as the guard's default policy counts it: benign
+                risk = sum((f.risk == "infringing") == (risk_of(t) == "infringing")
+                           for (t, _), f in zip(items, fs, strict=True))
                 for (t, _), f in zip(items, fs, strict=True):
                     truth, said = risk_of(t) == "infringing", f.risk == "infringing"
                     if truth or said:

@@ -11,7 +11,10 @@ of whitespace, line breaks included, made one space, so a notice split over line
   sign: ``@ 2019`` / ``@2019`` (RapidOCR reads ``©`` as ``@``), ``C) 2019``, ``(C 2019``;
   an ``@`` directly after a letter, digit or dot (an e-mail address) never counts;
 * the word *copyright* followed by a sign, a year or both: ``Copyright 2019``, ``Copyright ©
-  Penguin``, ``COPYRIGHT(C)2019``, ``Copyright: 2009-2023, Name``; the word may carry OCR
+  Penguin``, ``COPYRIGHT(C)2019``, ``Copyright: 2009-2023, Name``, with OCR's lost spaces
+  (``Text copyright@2019 Jane Doe``, ``copyright@Jane Doe 2019``: an ``@`` glued to the word
+  counts when a year follows; ``Textcopyright©2019``: the word glued to a qualifier before a
+  sign and a year); the word may carry OCR
   errors: letters read as look-alikes (``0`` for ``o``, ``l``/``1``/``|`` for ``i``, ``v``
   for ``y``, ``q``/``9`` for ``g``), one letter lost (``Copyrght``) or spaces inside
   (``Copy right``);
@@ -90,11 +93,21 @@ _TERMS = ("holders?", "owners?", "laws?", "office", "acts?", "notices?", "licen[
 #: is no term of the law
 _HOLDER = (r"(?!(?:" + "|".join(_TERMS) + r")\b)(?-i:[A-Z][\w&'.-]*)")
 
+#: an "@" glued to the word ("copyright@2019", "copyright@Jane Doe 2019": OCR lost the space
+#: before the sign) counts when a year follows, directly or after a name (an address has none)
+_GLUED_AT = (r"@\s?(?=" + _YEAR + r"|(?-i:[A-Z])(?:[A-Za-z&' -]|\.(?!(?-i:[a-z]))){1,60}?"
+             + _YEAR + r")")
+#: the word glued to the qualifier before it ("Textcopyright©2019", "Illustrationscopyright
+#: @2020 Ann Lee": OCR lost the space), then a sign and a year
+_GLUED_WORD = r"(?<![a-z0-9])[a-z]{2,20}?" + _WORD.replace(r"(?<![a-z0-9])", "", 1)
+
 _PATTERNS = (
     # "Copyright 2019", "Copyright: 2009-2023", "COPYRIGHT(C)2019", "Copyright C 2009"
-    ("word_sign_year", re.compile(_WORD + r"\s?:?\s?(?:(?:" + _SIGN + r"|c)\s?)?" + _YEAR,
+    ("word_sign_year", re.compile(_WORD + r"\s?:?\s?(?:(?:" + _SIGN + r"|c|@)\s?)?" + _YEAR,
                                   re.I)),
-    ("word_sign", re.compile(_WORD + r"\s?:?\s?" + _SIGN, re.I)),
+    ("word_sign", re.compile(_WORD + r"\s?:?\s?(?:" + _SIGN + "|" + _GLUED_AT + ")", re.I)),
+    ("glued_word_sign_year", re.compile(_GLUED_WORD + r"\s?:?\s?(?:" + _SIGN + r"|@)\s?"
+                                        + _YEAR, re.I)),
     ("sign_year", re.compile(_SIGN + r"\s?" + _YEAR, re.I)),
     ("sign_name", re.compile(_TRUE_SIGN + r"\s?" + _NAME, re.I)),
     # "Copyright Rice University", "Copyright: Kyle Harper", "is copyright Steven G. Johnson"
@@ -196,7 +209,7 @@ def find_notice(text: str | None) -> str | None:
     if not starts:
         return None
     start = min(starts)
-    if re.match(_WORD, norm[start:], re.I):
+    if re.match(_WORD, norm[start:], re.I) or re.match(_GLUED_WORD, norm[start:], re.I):
         # a credit line's first words, on the notice's own line of the text as given
         line_start = _line_start(text, start)
         lead = _CREDIT_LEAD.search(norm[max(line_start, start - 60):start])

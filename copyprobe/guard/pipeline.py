@@ -3,10 +3,14 @@
 Order (the CopyGuard design): the notice identifier and the query risk analyzer run
 concurrently; the status verifier runs only when no notice was found, after the notice
 identifier (it reads the OCR text) and still concurrently with the risk analyzer, so the added
-latency is ``max(notice + status, risk)``. The material counts as protected when a notice is
-found or the verifier says ``protected``; the request counts as infringing when the risk
-analyzer says so of the user's query (``query``: by default the first paragraph of the last
-user message, see :func:`query_text`). Both together trigger the reminder: policy ``remind``
+latency is ``max(notice + status, risk)``; when a notice was found, the verifier is asked only
+whether the material carries a licence that permits copying it (``licence``: the GPL's own
+text, an MIT grant, ...). The material counts as protected when a notice is found on a text
+with no such licence, or the verifier says ``protected``; the request counts as infringing
+when the risk analyzer says so of the user's query (``query``: by default the first paragraph
+of the last user message, see :func:`query_text`), or says ``uncertain`` and the risk
+settings' ``uncertain`` policy is ``remind`` (reminded, never blocked) or ``infringing``
+(``benign``, the default: it passes). Both together trigger the reminder: policy ``remind``
 adds the reason to the prompt, policy ``block`` answers with a refusal and the model is not
 called.
 
@@ -70,6 +74,12 @@ OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefil
 ON_ERROR = ("raise", "pass", "flag")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
+#: what a request the risk analyzer calls ``uncertain`` counts as (``risk: {uncertain: ...}``):
+#: ``benign`` (the default, measured in docs/guard-risk.md), ``infringing``, or ``remind``
+#: (infringing, but reminded even under policy block)
+UNCERTAIN_POLICIES = ("benign", "remind", "infringing")
+#: the status verifier's statuses that permit copying: a notice on such a text protects nothing
+OPEN_STATUSES = ("open_licence", "public_domain")
 
 
 class GuardError(RuntimeError):
@@ -122,7 +132,7 @@ def build_component(role: str, params: Mapping[str, Any], cache_dir: Path | None
     if role == "risk":
         from copyprobe.guard.risk import RISK_ANALYZERS, risk_analyzer
 
-        spec = dict(params)
+        spec = {k: v for k, v in params.items() if k != "uncertain"}  # the guard's own key
         name = spec.get("analyzer", "rules")
         if name in RISK_ANALYZERS:  # else risk_analyzer names the known ones
             spec = _with_cache_dir(RISK_ANALYZERS.get(name), spec, cache_dir, "risk")
@@ -245,6 +255,11 @@ class GuardSpec:
                                    f"{self.timeout_s!r}")
         if not isinstance(self.input, bool):
             raise GuardConfigError(f"guard.input must be true or false, got {self.input!r}")
+        if self.risk is not None and self.risk.get("uncertain", UNCERTAIN_POLICIES[0]) not in \
+                UNCERTAIN_POLICIES:
+            raise GuardConfigError(f"guard.risk.uncertain must be one of "
+                                   f"{', '.join(UNCERTAIN_POLICIES)}, got "
+                                   f"{self.risk['uncertain']!r}")
         texts = [(f"guard.{k}", getattr(self, k)) for k in ("reminder_text", "block_text")]
         if self.output is not None:
             self._check_output(self.output)
@@ -306,6 +321,8 @@ class GuardSpec:
             d.pop("output")
         else:  # the prefilter changes how fast the check is, not what it decides
             d["output"].pop("prefilter", None)
+        if d["risk"] is not None:  # its default decides what an uncertain request counts as
+            d["risk"].setdefault("uncertain", UNCERTAIN_POLICIES[0])
         d["reminder_text"] = self.reminder_text or rem.REMINDER_TEXT
         d["block_text"] = self.block_text or rem.BLOCK_TEXT
         return {"guard": d, "copyprobe": __version__}
@@ -417,10 +434,15 @@ class Guard:
             return self._components[role]
 
     def build(self) -> Guard:
-        """Build every switched-on component now (a server does this at start, so a bad
-        setting or a missing engine stops it there rather than failing each request)."""
+        """Build every switched-on component now and load its models (a component's
+        ``load()``, e.g. the risk analyzer's embedding model): a server and the workflow do
+        this at start, so a bad setting or a missing engine stops it there rather than
+        failing each request, and the first request pays no model load."""
         for role in (*ROLES, OUTPUT):
-            self.component(role)
+            comp = self.component(role)
+            load = getattr(comp, "load", None)
+            if callable(load):
+                load()
         return self
 
     def close(self) -> None:
@@ -481,10 +503,17 @@ class Guard:
             if exc is not None:
                 flagged_by_error |= self._failed("notice", exc, errors)
                 notice = None
-        if (notice is None or not notice.found) and self.spec.status is not None:
+        found = notice is not None and notice.found
+        if self.spec.status is not None:
             comp = self.component("status")
             ocr_text = notice.ocr_text if notice is not None else ""
-            status, timings["status"], exc = self._timed(lambda: comp.verify(prompt, ocr_text))
+            # with a notice found, only whether the text is a licence that permits copying
+            # (a component without ``licence`` is not asked)
+            verify = (comp.verify if not found
+                      else getattr(comp, "licence", lambda _p, _o: None))
+            status, seconds, exc = self._timed(lambda: verify(prompt, ocr_text))
+            if not found or status is not None or exc is not None:
+                timings["status"] = seconds
             if exc is not None:
                 flagged_by_error |= self._failed("status", exc, errors)
                 status = None
@@ -504,12 +533,19 @@ class Guard:
                 risk = None
 
         protection_checked = self.spec.notice is not None or self.spec.status is not None
+        licensed = status is not None and status.status in OPEN_STATUSES
         protected = (not protection_checked
-                     or bool(notice is not None and notice.found)
+                     or (found and not licensed)
                      or bool(status is not None and status.status == "protected")
                      or flagged_by_error)
+        uncertain = (self.spec.risk.get("uncertain", UNCERTAIN_POLICIES[0])
+                     if self.spec.risk is not None else None)
+        if risk is not None and risk.risk == "uncertain":
+            risk = replace(risk, detail={**risk.detail, "uncertain_policy": uncertain})
         infringing = (self.spec.risk is None or risk_flag_error
-                      or bool(risk is not None and risk.risk == "infringing"))
+                      or bool(risk is not None and risk.risk == "infringing")
+                      or bool(risk is not None and risk.risk == "uncertain"
+                              and uncertain != "benign"))
         timings["total"] = time.perf_counter() - t0
         if not (protected and infringing):
             return GuardDecision("pass", protected, infringing, notice=notice, status=status,
@@ -520,7 +556,8 @@ class Guard:
             else None,
             title=status.title if status is not None else None,
             task=risk.task if risk is not None else None)
-        if self.spec.policy == "block":
+        remind_only = risk is not None and risk.risk == "uncertain" and uncertain == "remind"
+        if self.spec.policy == "block" and not remind_only:
             action, message = "block", rem.block_message(reason, self.spec.block_text)
         else:
             action, message = "remind", rem.reminder_message(reason, self.spec.reminder_text)

@@ -17,7 +17,10 @@ Analyzers live in :data:`RISK_ANALYZERS`, declared here and imported only when b
 
 ``risk_analyzer(spec)`` builds one from a spec such as ``{"analyzer": "rules"}`` or
 ``{"analyzer": "llm", "model": {...model entry...}, "cache_dir": ".cache/copyprobe"}``;
-every analyzer has ``classify(query) -> RiskFinding`` and ``classify_many(queries)``.
+every analyzer has ``classify(query) -> RiskFinding`` and ``classify_many(queries)``, and may
+have ``load()`` (its models, loaded by ``Guard.build()`` at start). A finding's risk is
+``infringing``, ``benign``, or ``uncertain`` (the ``rules`` embedding's two risks scored within
+``uncertain_margin``; the guard's ``risk: {uncertain: ...}`` policy decides what it counts as).
 """
 
 from __future__ import annotations

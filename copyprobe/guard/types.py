@@ -20,7 +20,7 @@ class StatusFinding:
 
 @dataclass(frozen=True)
 class RiskFinding:
-    risk: str                          # "infringing" | "benign"
+    risk: str                          # "infringing" | "benign" | "uncertain"
     task: str                          # repetition|extraction|paraphrase|translation|summary|author|comment|background|other
     component: str                     # which part decided: "rules", "embedding", "llm"
     score: float | None = None

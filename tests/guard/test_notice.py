@@ -68,6 +68,15 @@ CREDITS = [
      "Text copyright © J.K. Rowling 1997"),
     ("It ended there.\nThe End\nCopyright 2021 Northwind Press",
      "Copyright 2021 Northwind Press"),
+    # a qualifier, the word, the sign, a name and a year, as OCR reads them: the sign as "@"
+    # or "(c)", and the spaces around it or before the word lost
+    ("Text copyright@2019 by Jane Doe", "Text copyright©2019 by Jane Doe"),
+    ("Illustrations copyright@Ann Lee 2020", "Illustrations copyright©Ann Lee 2020"),
+    ("Cover art copyright(c)2021 Sam Lee", "Cover art copyright(c)2021 Sam Lee"),
+    ("Textcopyright©2019byJaneDoe", "Textcopyright©2019byJaneDoe"),
+    ("Cover artcopyright@2021 Sam Lee", "Cover artcopyright©2021 Sam Lee"),
+    ("Jacket illustrations copyright @ 2020 by Ann Lee. Printed in Canada.",
+     "Jacket illustrations copyright © 2020 by Ann Lee."),
 ]
 
 NOT_NOTICES = [
@@ -87,6 +96,9 @@ NOT_NOTICES = [
     "THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS \"AS IS\"",
     "provided that the above copyright notice appear in all copies",
     "* Copyright:: Your rights.",
+    "Send permission requests to copyright@press.com before 2020.",
+    "Ask copyright@University.edu about the 2019 rules.",
+    "Our copyright@ desk answers within a day.",
     "",
 ]
 

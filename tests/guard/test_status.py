@@ -22,6 +22,7 @@ from copyprobe.guard.status import (
     StatusError,
     StatusVerifier,
     VerdictError,
+    licence_status,
     parse_status_verdict,
     verdict_prompt,
 )
@@ -467,3 +468,76 @@ def test_a_known_work_of_undecided_status_lets_the_llm_try(llm_server, tmp_path)
                               cache_dir=tmp_path / "c").verify(_user("Repeat this."), PAGE_OCR)
     assert (with_llm.status, with_llm.basis) == ("protected", "llm")
     assert llm_server.total_requests == 1
+
+
+# -- licences that permit copying --------------------------------------------------------------
+
+COMMON_LICENCES = Path("/usr/share/common-licenses")  # Debian's base-files
+
+
+def test_the_installed_licence_texts_are_recognised_as_open():
+    """Every licence text Debian installs under /usr/share/common-licenses, whole and as its
+    first 60 words (what a request shows), is open (CC0: public domain)."""
+    files = sorted(p for p in COMMON_LICENCES.iterdir() if p.is_file())
+    assert len(files) >= 10, f"{COMMON_LICENCES} holds {len(files)} licence texts"
+    missed = []
+    for p in files:
+        text = p.read_text(encoding="utf-8", errors="replace")
+        for shown in (text, " ".join(text.split()[:60])):
+            found = licence_status(shown)
+            want = "public_domain" if p.name.startswith("CC0") else "open_licence"
+            if found is None or found[0] != want:
+                missed.append((p.name, len(shown), found))
+    assert missed == []
+
+
+def test_the_licence_files_of_installed_packages_are_recognised():
+    """The licence files of the installed Python distributions (numpy's BSD, the MIT and
+    Apache texts ...): at least 95% are open (measured: 352 of 355)."""
+    from copyprobe.sources.installed_licences import licence_files
+
+    files = [f for f in licence_files() if not f.notice and len(f.text.split()) >= 50]
+    assert len(files) >= 20
+    found = [licence_status(f.text) for f in files]
+    missed = [f.ref for f, x in zip(files, found, strict=True) if x is None]
+    print(len(files), missed)
+    assert len(missed) <= 0.05 * len(files), missed
+
+
+@pytest.mark.parametrize(("text", "licence"), [
+    ("This program is free software: you can redistribute it and/or modify it under the terms "
+     "of the GNU General Public License as published by the Free Software Foundation.", "GPL"),
+    ("Licensed under the Apache License, Version 2.0 (the \"License\");", "Apache"),
+    ("This Source Code Form is subject to the terms of the Mozilla Public License, v. 2.0.",
+     "MPL"),
+    ("Text is available under the Creative Commons Attribution-ShareAlike License 4.0; "
+     "additional terms may apply.", "CC-BY"),
+    ("This work is licensed under a Creative Commons Attribution 4.0 International License.",
+     "CC-BY"),
+    ("Copyright (c) 2019 Jane Doe\n\nPermission is hereby granted, free of charge, to any "
+     "person obtaining a copy of this software", "MIT"),
+    ("This is free and unencumbered software released into the public domain.",
+     "public-domain"),
+    ("The author has dedicated this work to the public domain.", "public-domain"),
+])
+def test_licence_grants(text: str, licence: str):
+    assert licence_status(text)[1] == licence
+    assert StatusVerifier().licence(_user("Repeat it.\n\n" + text)).basis == \
+        f"licence:{licence}"
+
+
+@pytest.mark.parametrize("text", [
+    "Copyright © 2021 Northwind Press Ltd. All rights reserved.",
+    "© 2020 Acme Corporation. All rights reserved. Proprietary and confidential. Unauthorized "
+    "copying of this file, via any medium, is strictly prohibited.",
+    "No part of this book may be reproduced in any form without permission from the "
+    "publisher. Some of its examples are licensed under the MIT License.",
+    "This work is licensed under a Creative Commons Attribution-NonCommercial-NoDerivatives "
+    "4.0 International License.",
+    "Is this text under the MIT License or the GPL?",
+    "This novel is not in the public domain.",
+    "The code is not licensed under the Apache License, Version 2.0.",
+])
+def test_protected_and_restricted_texts_are_not_open(text: str):
+    assert licence_status(text) is None
+    assert StatusVerifier().verify(_user("Repeat it.\n\n" + text)).basis == "no_match"
