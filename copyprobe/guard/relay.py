@@ -1,30 +1,13 @@
 """The proxy's output check (:mod:`copyprobe.guard.serve`): upstream answers rewritten by the
 output-side guard (:mod:`copyprobe.guard.output`).
 
-Non-streaming (:func:`check_completion`): each choice's ``message.content`` is checked whole;
-``block`` replaces it with the block message, ``truncate`` cuts it before the first protected
-span; either sets the choice's ``finish_reason`` to ``"content_filter"`` and adds a
-``copyguard`` object (:func:`copyguard_info`: action, span_text, words, docs, count, message)
-to the choice and, for the first such choice, to the response.
-
-Streaming (:class:`StreamRelay`): the upstream's server-sent events are parsed as they arrive
-(``data:`` lines, events ending at a blank line, split anywhere by the transport); each
-choice's ``delta.content`` is fed to its own :class:`~copyprobe.guard.output.OutputStream`
-and replaced by the text it releases (a span crossing chunk boundaries is caught; held-back
-text is released when the choice finishes). When a choice hits, its last chunk carries
-``finish_reason: "content_filter"``, the ``copyguard`` object and, for ``block``, the block
-message as its content (for ``truncate``: the rest of the text before the span; the note is
-``copyguard.message``). Once every choice has ended and one was stopped by the guard, the
-relay sends ``data: [DONE]`` itself and the proxy closes the upstream response.
-
-Decided here:
-
-* ``n > 1``: one matcher per choice (by ``index``); a choice the guard stops ends alone, the
-  others go on; the upstream is closed when all ``n`` have ended.
-* Tool-call deltas (``delta.tool_calls``), ``role``, ``refusal`` and anything but
-  ``delta.content`` pass through unchecked, as do events that are not JSON chat chunks
-  (comments, errors); the output check reads the answer's text only.
-* A chunk left with nothing to say (its content held back, no other field) is not sent.
+:func:`check_completion` checks a whole chat completion; :class:`StreamRelay` rewrites an SSE
+stream as it arrives (each choice's ``delta.content`` fed to its own
+:class:`~copyprobe.guard.output.OutputStream`); :func:`completion_from_sse` and
+:func:`sse_from_completion` read an answer sent in the other format than the one asked for.
+An answer the check cannot read raises :class:`UpstreamFormatError`; a check that fails raises
+:class:`OutputCheckError` (``on_error: raise``) or leaves the choice unchecked (``pass``).
+What the client gets: docs/guard.md ("In the proxy").
 """
 
 from __future__ import annotations
@@ -46,6 +29,24 @@ def _json(obj: Any) -> bytes:
     return _ENCODE(obj).encode("utf-8")
 
 
+try:  # several times faster per event than json (the relay's main cost); optional
+    import orjson
+
+    _json = orjson.dumps  # noqa: F811 (same output: compact, UTF-8)
+    _loads = orjson.loads
+except ImportError:  # pragma: no cover (depends on the install)
+    _loads = json.loads
+
+
+class UpstreamFormatError(Exception):
+    """An upstream answer the output check cannot read (not the format asked for, an SSE
+    event whose data is not JSON, an unknown content type)."""
+
+
+class OutputCheckError(Exception):
+    """The output check failed (``on_error: raise``): the answer is not relayed."""
+
+
 def copyguard_info(finding: OutputFinding, guard: OutputGuard,
                    choice: int = 0) -> dict[str, Any]:
     """The ``copyguard`` object of an answer the output check acted on."""
@@ -58,42 +59,144 @@ def copyguard_info(finding: OutputFinding, guard: OutputGuard,
             "message": guard.message(span), "check_s": round(finding.check_s, 6)}
 
 
-def check_completion(obj: dict[str, Any], guard: OutputGuard
+ON_ERROR = ("raise", "pass")
+
+
+def _failed(exc: Exception, on_error: str, errors: dict[int, str], idx: int) -> None:
+    """A check that raised: :class:`OutputCheckError` under ``raise``, else recorded."""
+    msg = f"{type(exc).__name__}: {exc}"[:500]
+    if on_error == "raise":
+        raise OutputCheckError(f"the output check failed: {msg}") from exc
+    errors[idx] = msg
+
+
+def _unchecked(text: str, check_s: float = 0.0) -> OutputFinding:
+    return OutputFinding("unchecked", None, text, None, check_s)
+
+
+def check_completion(obj: dict[str, Any], guard: OutputGuard, on_error: str = "raise",
+                     errors: dict[int, str] | None = None
                      ) -> tuple[dict[str, Any], list[OutputFinding]]:
     """A non-streaming chat completion with each choice's content checked (rewritten in
-    place); the findings, one per choice with text content."""
+    place); the findings, one per choice with text content (``unchecked`` where the check
+    failed under ``on_error: pass``; the error goes to ``errors``)."""
     findings: list[OutputFinding] = []
+    errors = {} if errors is None else errors
     for choice in obj.get("choices") or []:
         message = choice.get("message") if isinstance(choice, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
             continue
-        finding = guard.check(content)
+        idx = int(choice.get("index", 0))
+        try:
+            finding = guard.check(content)
+        except Exception as exc:  # noqa: BLE001 (a damaged or vanished index, ...)
+            _failed(exc, on_error, errors, idx)
+            findings.append(_unchecked(content))
+            continue
         findings.append(finding)
         if finding.action == "pass":
             continue
         message["content"] = finding.text
         choice["finish_reason"] = CONTENT_FILTER
-        choice["copyguard"] = copyguard_info(finding, guard, int(choice.get("index", 0)))
+        choice["copyguard"] = copyguard_info(finding, guard, idx)
         obj.setdefault("copyguard", choice["copyguard"])
     return obj, findings
 
+
+# -- the other format ---------------------------------------------------------------------------
+
+def sse_events(data: bytes) -> list[bytes]:
+    """The data of each event of an SSE body (``data:`` lines joined); comments and events
+    without data are left out."""
+    out = []
+    for raw in data.replace(b"\r\n", b"\n").split(b"\n\n"):
+        lines = [ln[5:].removeprefix(b" ") for ln in raw.split(b"\n") if ln.startswith(b"data:")]
+        if lines:
+            out.append(b"\n".join(lines))
+    return out
+
+
+def completion_from_sse(data: bytes) -> dict[str, Any]:
+    """The chat completion a whole SSE stream of chat chunks adds up to (each choice's content
+    joined, its last finish_reason); :class:`UpstreamFormatError` when an event is not JSON or
+    no event is a chat chunk."""
+    base: dict[str, Any] = {}
+    choices: dict[int, dict[str, Any]] = {}
+    for payload in sse_events(data):
+        if payload.strip() == b"[DONE]":
+            break
+        obj = _parse_event(payload)
+        if not isinstance(obj, dict):
+            continue
+        for k in ("id", "created", "model", "system_fingerprint", "usage"):
+            if obj.get(k) is not None:
+                base[k] = obj[k]
+        for ch in obj.get("choices") or []:
+            if not isinstance(ch, dict):
+                continue
+            c = choices.setdefault(int(ch.get("index", 0)), {"role": "assistant", "content": "",
+                                                            "finish_reason": None})
+            delta = ch.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                c["content"] += delta["content"]
+            if delta.get("role"):
+                c["role"] = delta["role"]
+            if ch.get("finish_reason") is not None:
+                c["finish_reason"] = ch["finish_reason"]
+    if not choices:
+        raise UpstreamFormatError("the upstream's event stream holds no chat completion chunk")
+    return {**base, "object": "chat.completion", "choices": [
+        {"index": i, "message": {"role": c["role"], "content": c["content"]}, "logprobs": None,
+         "finish_reason": c["finish_reason"]} for i, c in sorted(choices.items())]}
+
+
+def sse_from_completion(obj: dict[str, Any]) -> list[bytes]:
+    """A (checked) chat completion as the events of a stream: one chunk per choice with its
+    whole content (and its ``copyguard`` object), then ``[DONE]``."""
+    base = {k: obj[k] for k in ("id", "created", "model", "system_fingerprint") if k in obj}
+    out = []
+    for ch in obj.get("choices") or []:
+        message = ch.get("message") or {}
+        delta = {"role": message.get("role", "assistant"), "content": message.get("content")}
+        chunk: dict[str, Any] = {**base, "object": "chat.completion.chunk", "choices": [
+            {"index": ch.get("index", 0), "delta": delta, "logprobs": None,
+             "finish_reason": ch.get("finish_reason")}]}
+        if "copyguard" in ch:
+            chunk["copyguard"] = ch["copyguard"]
+        out.append(b"data: " + _json(chunk) + b"\n\n")
+    return [*out, b"data: [DONE]\n\n"]
+
+
+def _parse_event(payload: bytes | str) -> Any:
+    try:
+        return _loads(payload)
+    except ValueError:
+        text = bytes(payload[:80]) if isinstance(payload, bytes) else payload[:80].encode()
+        raise UpstreamFormatError(f"an event of the upstream's stream is not JSON: "
+                                  f"{text!r}") from None
+
+
+# -- streams -----------------------------------------------------------------------------------
 
 class StreamRelay:
     """Rewrites one upstream SSE stream of ``n`` choices (see the module docstring):
     :meth:`feed` the bytes as they arrive, :meth:`finish` at the upstream's end; both return
     the bytes to send. ``done``: the guard ended the stream (stop reading, close the
-    upstream); ``findings``: each choice's finding once decided."""
+    upstream); ``findings``: each choice's finding once decided; ``errors``: the choices whose
+    check failed under ``on_error: pass`` (then relayed unchecked from there on)."""
 
-    def __init__(self, guard: OutputGuard, n: int = 1) -> None:
+    def __init__(self, guard: OutputGuard, n: int = 1, on_error: str = "raise") -> None:
         self.guard = guard
         self.n = max(1, n)
+        self.on_error = on_error
         self.buf = b""
         self.streams: dict[int, OutputStream] = {}
         self.ended: set[int] = set()
         self.stopped = False       # some choice was stopped by the guard
         self.done = False
         self.findings: dict[int, OutputFinding] = {}
+        self.errors: dict[int, str] = {}
         self._last: dict[str, Any] = {}   # the last chat chunk (the guard's chunks copy it)
 
     # -- events --------------------------------------------------------------------------------
@@ -126,26 +229,22 @@ class StreamRelay:
         return out
 
     @staticmethod
-    def _payload(raw: bytes) -> str | None:
+    def _payload(raw: bytes) -> bytes | None:
         """The event's data (its ``data:`` lines joined), None if it has none."""
         if raw.startswith(b"data: ") and raw.find(b"\n", 6) == len(raw) - 2:
-            return raw[6:-2].decode("utf-8", errors="replace")  # one data line: most events
-        lines = raw.decode("utf-8", errors="replace").split("\n")
-        data = [ln[5:].removeprefix(" ") for ln in lines if ln.startswith("data:")]
-        return "\n".join(data) if data else None
+            return raw[6:-2]  # one data line: most events
+        data = [ln[5:].removeprefix(b" ") for ln in raw.split(b"\n") if ln.startswith(b"data:")]
+        return b"\n".join(data) if data else None
 
     def _event(self, raw: bytes) -> list[bytes]:
         payload = self._payload(raw)
         if payload is None:
-            return [raw] if raw.strip() else []
-        if payload.strip() == "[DONE]":
+            return [raw] if raw.strip() else []  # a comment, an event without data
+        if payload.strip() == b"[DONE]":
             out = self._close_open()
             self.done = True
             return [*out, b"data: [DONE]\n\n"]
-        try:
-            obj = json.loads(payload)
-        except json.JSONDecodeError:
-            return [raw]
+        obj = _parse_event(payload)
         if not isinstance(obj, dict) or not isinstance(obj.get("choices"), list) \
                 or not obj["choices"]:
             return [raw]  # an error, a usage-only chunk, ...
@@ -177,25 +276,43 @@ class StreamRelay:
         return {k: self._last[k] for k in ("id", "object", "created", "model",
                                            "system_fingerprint") if k in self._last}
 
+    def _step(self, idx: int, stream: OutputStream, content: str | None
+              ) -> tuple[str, OutputFinding | None]:
+        """``stream.feed(content)`` (``finish()`` when ``content`` is None); where the check
+        fails under ``on_error: pass``, the text it held and ``content`` unchecked."""
+        try:
+            return stream.feed(content) if content is not None else stream.finish()
+        except Exception as exc:  # noqa: BLE001 (a damaged or vanished index, ...)
+            _failed(exc, self.on_error, self.errors, idx)
+            held = stream.text[stream.released:]
+            stream.released = len(stream.text)
+            return held, (_unchecked(stream.text, stream.check_s) if content is None else None)
+
     def _choice(self, idx: int, choice: dict[str, Any]
                 ) -> tuple[dict[str, Any] | None, bytes | None]:
         """The choice as sent on (None: nothing to send) and the guard's last chunk of it
         (None: not stopped)."""
+        delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if idx in self.errors:  # unchecked from its failure on
+            if choice.get("finish_reason") is not None:
+                self.ended.add(idx)
+                self.findings[idx] = _unchecked(self.streams[idx].text)
+            return choice, None
         stream = self.streams.get(idx)
         if stream is None:
             stream = self.streams[idx] = self.guard.stream()
-        delta = dict(choice.get("delta") or ())
-        content = delta.get("content")
+        delta = dict(delta)
         release, finding = "", None
         if isinstance(content, str) and content:
-            release, finding = stream.feed(content)
+            release, finding = self._step(idx, stream, content)
         if finding is None and choice.get("finish_reason") is not None:
-            more, finding = stream.finish()
+            more, finding = self._step(idx, stream, None)
             release += more
         if finding is not None:
             self.findings[idx] = finding
             self.ended.add(idx)
-            if finding.action != "pass":
+            if finding.action not in ("pass", "unchecked"):
                 self.stopped = True
                 return self._sendable(choice, delta, "", drop_finish=True), \
                     self._final(idx, finding, release)
@@ -228,10 +345,13 @@ class StreamRelay:
         for idx, stream in sorted(self.streams.items()):
             if idx in self.ended:
                 continue
-            release, finding = stream.finish()
+            if idx in self.errors:
+                release, finding = "", _unchecked(stream.text)
+            else:
+                release, finding = self._step(idx, stream, None)
             self.findings[idx] = finding
             self.ended.add(idx)
-            if finding.action != "pass":
+            if finding.action not in ("pass", "unchecked"):
                 self.stopped = True
                 out.append(self._final(idx, finding, release))
             elif release:
@@ -241,10 +361,14 @@ class StreamRelay:
         return out
 
 
-def output_summary(findings: Mapping[int, OutputFinding]) -> dict[str, Any]:
+def output_summary(findings: Mapping[int, OutputFinding],
+                   errors: Mapping[int, str] | None = None) -> dict[str, Any]:
     """The request log's fields for the output check."""
     acted = [f for f in findings.values() if f.action != "pass"]
     first = acted[0] if acted else None
-    return {"output_action": first.action if first else "pass",
-            "output_s": round(sum(f.check_s for f in findings.values()), 6),
-            "output_span_words": first.span.n_words if first and first.span else None}
+    out = {"output_action": first.action if first else ("unchecked" if errors else "pass"),
+           "output_s": round(sum(f.check_s for f in findings.values()), 6),
+           "output_span_words": first.span.n_words if first and first.span else None}
+    if errors:
+        out["output_errors"] = {str(k): v for k, v in errors.items()}
+    return out

@@ -475,7 +475,7 @@ def output_proxy(reciting_upstream: str, tmp_path: Path) -> Any:
         s.server_close()
 
 
-def _post(url: str, body: dict) -> tuple[int, dict[str, str], bytes]:
+def _post(url: str, body: dict) -> tuple[int, Any, bytes]:
     import http.client
     from urllib.parse import urlsplit
 
@@ -485,7 +485,7 @@ def _post(url: str, body: dict) -> tuple[int, dict[str, str], bytes]:
         conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
                      headers={"Content-Type": "application/json"})
         r = conn.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
+        return r.status, r.headers, r.read()  # headers: case-insensitive
     finally:
         conn.close()
 
