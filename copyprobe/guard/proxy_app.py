@@ -410,7 +410,7 @@ class Proxy:
                 await reply.whole(status, data, ctype or "application/json", decision.action)
                 return
             obj, converted = self._completion(ctype, data, out)
-            checked, fields = await self._check_completion(obj, output)
+            checked, fields = await self._check_completion(obj, output, out)
             out.update(fields)
             if converted:
                 out["output_format"] = "converted"
@@ -445,13 +445,14 @@ class Proxy:
             out["output_action"] = "refused_format"
             raise _format_error(str(exc)) from None
 
-    async def _check_completion(self, obj: dict[str, Any], output: OutputGuard
-                                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def _check_completion(self, obj: dict[str, Any], output: OutputGuard,
+                                out: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         errors: dict[int, str] = {}
         try:
             obj, findings = await anyio.to_thread.run_sync(
                 lambda: relay.check_completion(obj, output, self.on_error, errors))
         except relay.OutputCheckError as exc:
+            out["output_action"] = "error"
             raise RequestError(503, str(exc), type_="guard_error",
                                code="output_check_failed") from None
         return obj, relay.output_summary(dict(enumerate(findings)), errors)
@@ -480,7 +481,7 @@ class Proxy:
             kind = _kind(ctype)
             if kind == "json" and self.on_mismatch == "convert":
                 obj, _ = self._completion(ctype, await self._read(r), out)
-                checked, fields = await self._check_completion(obj, output)
+                checked, fields = await self._check_completion(obj, output, out)
                 out.update(fields, output_format="converted", status=200)
                 await reply.stream_start(action)
                 await reply.body(b"".join(relay.sse_from_completion(checked)), more=False)
@@ -498,23 +499,27 @@ class Proxy:
 
     async def _relay(self, r: httpx.Response, rel: relay.StreamRelay, action: str,
                      reply: _Reply, out: dict[str, Any]) -> None:
-        """The upstream's stream through the output check. The response starts with the
-        first bytes the relay releases, so an answer refused before that is a plain error."""
+        """The upstream's stream through the output check. The response starts once the
+        relay lets some text through (what comes before, such as the role chunk, waits), so
+        an answer refused or a check failing before that is a plain error."""
         chunks = r.aiter_raw()
+        held: list[bytes] = []
         try:
             async for data in chunks:
-                events = rel.feed(data)
-                if events:
+                held.extend(rel.feed(data))
+                if held and (rel.released or rel.done):
                     if not reply.started:
                         await reply.stream_start(action)
-                    await reply.body(b"".join(events))
+                    await reply.body(b"".join(held))
+                    held.clear()
                 if rel.done:
                     break
             else:
-                events = rel.finish()
-                if not reply.started:
-                    await reply.stream_start(action)
-                await reply.body(b"".join(events))
+                held.extend(rel.finish())
+            if not reply.started:
+                await reply.stream_start(action)
+            if held:
+                await reply.body(b"".join(held))
         except relay.UpstreamFormatError as exc:
             out["output_action"] = "refused_format"
             raise _format_error(str(exc)) from None

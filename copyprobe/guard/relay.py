@@ -197,6 +197,7 @@ class StreamRelay:
         self.done = False
         self.findings: dict[int, OutputFinding] = {}
         self.errors: dict[int, str] = {}
+        self.released = False      # some text (or the guard's last chunk) was let through
         self._last: dict[str, Any] = {}   # the last chat chunk (the guard's chunks copy it)
 
     # -- events --------------------------------------------------------------------------------
@@ -295,6 +296,7 @@ class StreamRelay:
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if idx in self.errors:  # unchecked from its failure on
+            self.released = True
             if choice.get("finish_reason") is not None:
                 self.ended.add(idx)
                 self.findings[idx] = _unchecked(self.streams[idx].text)
@@ -309,11 +311,12 @@ class StreamRelay:
         if finding is None and choice.get("finish_reason") is not None:
             more, finding = self._step(idx, stream, None)
             release += more
+        self.released |= bool(release)
         if finding is not None:
             self.findings[idx] = finding
             self.ended.add(idx)
             if finding.action not in ("pass", "unchecked"):
-                self.stopped = True
+                self.stopped = self.released = True
                 return self._sendable(choice, delta, "", drop_finish=True), \
                     self._final(idx, finding, release)
         if release or "content" in delta:
@@ -351,6 +354,7 @@ class StreamRelay:
                 release, finding = self._step(idx, stream, None)
             self.findings[idx] = finding
             self.ended.add(idx)
+            self.released |= bool(release) or finding.action not in ("pass", "unchecked")
             if finding.action not in ("pass", "unchecked"):
                 self.stopped = True
                 out.append(self._final(idx, finding, release))

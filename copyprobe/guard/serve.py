@@ -298,7 +298,6 @@ def run(settings: ProxySettings, started: Callable[[str, int, str], None]) -> in
         finally:
             server.server_close()
         return server.requests_served
-    import uvicorn
     from uvicorn.supervisors import Multiprocess
 
     from copyprobe.guard.proxy_app import Proxy
@@ -313,7 +312,7 @@ def run(settings: ProxySettings, started: Callable[[str, int, str], None]) -> in
     sock.listen(config.backlog)
     try:
         started(*sock.getsockname()[:2], digest)
-        Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+        Multiprocess(config, sockets=[sock]).run()
     finally:
         sock.close()
     return None
