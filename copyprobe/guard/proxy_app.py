@@ -31,8 +31,9 @@ from copyprobe.guard import relay
 from copyprobe.guard.output import OutputGuard
 from copyprobe.guard.pipeline import OUTPUT, Guard, GuardDecision, GuardError
 from copyprobe.guard.served_index import ServedIndex
-from copyprobe.guard.serve import (CHAT_PATH, ProxySettings, RequestError, _json, block_chunks,
-                                   block_completion, log, parse_chat_request)
+from copyprobe.guard.proxy_request import (CHAT_PATH, ProxySettings, RequestError, _json,
+                                           block_chunks, block_completion, log,
+                                           parse_chat_request)
 from copyprobe.prompt import Prompt
 
 #: bytes an upstream may send after its ``[DONE]`` before its connection is closed instead

@@ -467,9 +467,10 @@ def test_a_stalled_body_is_dropped(upstream: Any, proxy_factory: Any,
                   b"Content-Length: 100\r\n\r\n{\"messages\"")
         t0 = time.perf_counter()
         # a 408 (an ASGI server cannot drop a connection unanswered), then the connection closed
-        answer = s.recv(4096)
+        answer = b""
+        while data := s.recv(4096):
+            answer += data
         assert answer.startswith(b"HTTP/1.1 408 ") and b"connection: close" in answer.lower()
-        assert s.recv(1000) == b""
         assert time.perf_counter() - t0 < 3
     assert _request_logs(caplog, 1)[0]["status"] == 408
     assert upstream.total_requests == 0
