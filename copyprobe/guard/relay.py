@@ -179,6 +179,32 @@ def _parse_event(payload: bytes | str) -> Any:
 
 # -- streams -----------------------------------------------------------------------------------
 
+_PLAIN_CHOICE_KEYS = frozenset(("index", "delta", "finish_reason", "logprobs"))
+
+
+def _plain_delta(obj: Any) -> dict[str, Any] | None:
+    """The one choice of a chunk that only adds content to it (most events), else None."""
+    choices = obj.get("choices") if isinstance(obj, dict) else None
+    if not isinstance(choices, list) or len(choices) != 1:
+        return None
+    c = choices[0]
+    if not isinstance(c, dict) or c.get("finish_reason") is not None \
+            or c.get("logprobs") is not None or not _PLAIN_CHOICE_KEYS.issuperset(c):
+        return None
+    d = c.get("delta")
+    if not isinstance(d, dict) or len(d) != 1 or not isinstance(d.get("content"), str):
+        return None
+    return c
+
+
+def _same_run(first: dict[str, Any], choice: dict[str, Any], obj: dict[str, Any],
+              plain: dict[str, Any]) -> bool:
+    """Whether ``obj`` continues the run begun by ``first``: the same choice, every other
+    field equal."""
+    return (plain.get("index", 0) == choice.get("index", 0) and len(obj) == len(first)
+            and all(k == "choices" or first.get(k) == v for k, v in obj.items()))
+
+
 class StreamRelay:
     """Rewrites one upstream SSE stream of ``n`` choices (see the module docstring):
     :meth:`feed` the bytes as they arrive, :meth:`finish` at the upstream's end; both return
@@ -208,21 +234,58 @@ class StreamRelay:
         buf = self.buf + data if self.buf else data
         if b"\r" in buf:
             buf = buf.replace(b"\r\n", b"\n")
-        at = 0
-        while not self.done:
+        at, events = 0, []
+        while True:
             cut = buf.find(b"\n\n", at)
             if cut < 0:
                 break
-            out.extend(self._event(buf[at:cut + 2]))
+            events.append(buf[at:cut + 2])
             at = cut + 2
         self.buf = buf[at:] if at else buf
+        return self._events(events)
+
+    def _events(self, events: list[bytes]) -> list[bytes]:
+        """The events of one read; consecutive plain content deltas of a choice are checked
+        and sent on as one (what arrived together is relayed together)."""
+        out: list[bytes] = []
+        run: tuple[dict[str, Any], dict[str, Any], list[str]] | None = None
+        for raw in events:
+            if self.done:
+                return out
+            payload = self._payload(raw)
+            obj = None
+            if payload is not None and payload.strip() != b"[DONE]":
+                obj = _parse_event(payload)
+                plain = _plain_delta(obj)
+                if plain is not None:
+                    if run is not None and _same_run(run[0], run[1], obj, plain):
+                        run[2].append(plain["delta"]["content"])
+                        continue
+                    if run is not None:
+                        out.extend(self._run(run))
+                    run = (obj, plain, [plain["delta"]["content"]])
+                    continue
+            if run is not None:
+                out.extend(self._run(run))
+                run = None
+            if not self.done:
+                out.extend(self._event(raw, payload, obj))
+        if run is not None and not self.done:
+            out.extend(self._run(run))
         return out
+
+    def _run(self, run: tuple[dict[str, Any], dict[str, Any], list[str]]) -> list[bytes]:
+        obj, choice, parts = run
+        if len(parts) == 1:
+            return self._chunk(obj, b"")
+        return self._chunk({**obj, "choices": [{**choice, "delta": {"content": "".join(parts)}}]},
+                           b"", parts)
 
     def finish(self) -> list[bytes]:
         """The upstream ended: what is held is released (or decided) now."""
         if self.done:
             return []
-        out = self._event(self.buf + b"\n\n") if self.buf.strip() else []
+        out = self._events([self.buf + b"\n\n"]) if self.buf.strip() else []
         out.extend(self._close_open())
         if self.stopped and not self.done:
             out.append(b"data: [DONE]\n\n")
@@ -237,15 +300,18 @@ class StreamRelay:
         data = [ln[5:].removeprefix(b" ") for ln in raw.split(b"\n") if ln.startswith(b"data:")]
         return b"\n".join(data) if data else None
 
-    def _event(self, raw: bytes) -> list[bytes]:
-        payload = self._payload(raw)
+    def _event(self, raw: bytes, payload: bytes | None, obj: Any) -> list[bytes]:
         if payload is None:
             return [raw] if raw.strip() else []  # a comment, an event without data
-        if payload.strip() == b"[DONE]":
+        if obj is None:  # [DONE]
             out = self._close_open()
             self.done = True
             return [*out, b"data: [DONE]\n\n"]
-        obj = _parse_event(payload)
+        return self._chunk(obj, raw)
+
+    def _chunk(self, obj: Any, raw: bytes, parts: list[str] | None = None) -> list[bytes]:
+        """A parsed event; ``parts``: the deltas a run's one choice joined (each checked as
+        it came, so the decisions are those of the events one by one)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("choices"), list) \
                 or not obj["choices"]:
             return [raw]  # an error, a usage-only chunk, ...
@@ -259,7 +325,7 @@ class StreamRelay:
             idx = int(choice.get("index", 0))
             if idx in self.ended:
                 continue
-            rewritten, final = self._choice(idx, choice)
+            rewritten, final = self._choice(idx, choice, parts)
             if rewritten is not None:
                 kept.append(rewritten)
             if final is not None:
@@ -289,7 +355,7 @@ class StreamRelay:
             stream.released = len(stream.text)
             return held, (_unchecked(stream.text, stream.check_s) if content is None else None)
 
-    def _choice(self, idx: int, choice: dict[str, Any]
+    def _choice(self, idx: int, choice: dict[str, Any], parts: list[str] | None = None
                 ) -> tuple[dict[str, Any] | None, bytes | None]:
         """The choice as sent on (None: nothing to send) and the guard's last chunk of it
         (None: not stopped)."""
@@ -306,9 +372,18 @@ class StreamRelay:
             stream = self.streams[idx] = self.guard.stream()
         delta = dict(delta)
         release, finding = "", None
-        if isinstance(content, str) and content:
-            release, finding = self._step(idx, stream, content)
+        pieces = parts or ([content] if isinstance(content, str) and content else [])
+        before = ""  # released by the pieces before the one that decided
+        for i, piece in enumerate(pieces):
+            before = release
+            more, finding = self._step(idx, stream, piece)
+            release += more
+            if idx in self.errors:  # the rest unchecked
+                release += "".join(pieces[i + 1:])
+            if finding is not None or idx in self.errors:
+                break
         if finding is None and choice.get("finish_reason") is not None:
+            before = release
             more, finding = self._step(idx, stream, None)
             release += more
         self.released |= bool(release)
@@ -317,6 +392,11 @@ class StreamRelay:
             self.ended.add(idx)
             if finding.action not in ("pass", "unchecked"):
                 self.stopped = self.released = True
+                if finding.action == "block" and before:  # sent before the block message
+                    rest = {k: v for k, v in delta.items() if k != "content"}
+                    return {**choice, "finish_reason": None,
+                            "delta": {**rest, "content": before}}, \
+                        self._final(idx, finding, "")
                 return self._sendable(choice, delta, "", drop_finish=True), \
                     self._final(idx, finding, release)
         if release or "content" in delta:
