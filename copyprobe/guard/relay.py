@@ -179,6 +179,7 @@ def _parse_event(payload: bytes | str) -> Any:
 
 # -- streams -----------------------------------------------------------------------------------
 
+_MARK = "\u2063copyguard-content\u2063"  # (invisible separators: never in a chunk's fields)
 _PLAIN_CHOICE_KEYS = frozenset(("index", "delta", "finish_reason", "logprobs"))
 
 
@@ -225,6 +226,8 @@ class StreamRelay:
         self.errors: dict[int, str] = {}
         self.released = False      # some text (or the guard's last chunk) was let through
         self._last: dict[str, Any] = {}   # the last chat chunk (the guard's chunks copy it)
+        #: a plain delta's encoding around its content: (chunk, choice, head, tail)
+        self._template: tuple[dict[str, Any], dict[str, Any], bytes, bytes] | None = None
 
     # -- events --------------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[bytes]:
@@ -275,11 +278,38 @@ class StreamRelay:
         return out
 
     def _run(self, run: tuple[dict[str, Any], dict[str, Any], list[str]]) -> list[bytes]:
+        """A run of plain content deltas of one choice (:func:`_plain_delta`): each delta
+        checked as it came, what is released sent as one event."""
         obj, choice, parts = run
-        if len(parts) == 1:
-            return self._chunk(obj, b"")
-        return self._chunk({**obj, "choices": [{**choice, "delta": {"content": "".join(parts)}}]},
-                           b"", parts)
+        idx = int(choice.get("index", 0))
+        if idx in self.ended:
+            return []
+        self._last = obj
+        rewritten, final = self._choice(idx, choice, parts)
+        events = [] if rewritten is None else [self._encode(obj, choice, rewritten)]
+        if final is not None:
+            events.append(final)
+        if len(self.ended) >= self.n and self.stopped:
+            events.append(b"data: [DONE]\n\n")
+            self.done = True
+        return events
+
+    def _encode(self, obj: dict[str, Any], choice: dict[str, Any],
+                rewritten: dict[str, Any]) -> bytes:
+        """``obj`` with its one choice ``rewritten``, as an event; a choice that differs from
+        ``choice`` in its content only is spliced into the encoding of the run's first event
+        (one string encoded instead of the whole chunk)."""
+        delta = rewritten.get("delta")
+        content = delta.get("content") if isinstance(delta, dict) and len(delta) == 1 else None
+        if not isinstance(content, str) or len(rewritten) != len(choice) \
+                or rewritten.get("finish_reason") is not None:
+            return b"data: " + _json({**obj, "choices": [rewritten]}) + b"\n\n"
+        t = self._template
+        if t is None or len(choice) != len(t[1]) or not _same_run(t[0], t[1], obj, choice):
+            enc = _json({**obj, "choices": [{**choice, "delta": {"content": _MARK}}]})
+            head, _, tail = enc.partition(_json(_MARK))
+            t = self._template = (obj, choice, b"data: " + head, tail + b"\n\n")
+        return t[2] + _json(content) + t[3]
 
     def finish(self) -> list[bytes]:
         """The upstream ended: what is held is released (or decided) now."""

@@ -361,6 +361,22 @@ def test_the_relay_catches_a_span_split_anywhere_in_the_transport():
         assert info["docs"] == [{"source": "lyrics", "doc_id": "song-a", "title": "Song A"}]
 
 
+def test_deltas_arriving_together_are_checked_one_by_one_and_sent_as_one_event():
+    raw = _sse(ANSWER, 4)
+    events = [e + b"\n\n" for e in raw.split(b"\n\n") if e]
+    for action in ("truncate", "block"):
+        apart, together = (StreamRelay(OutputGuard(INDEX, min_words=L, action=action))
+                           for _ in range(2))
+        a = b"".join(b"".join(apart.feed(e)) for e in events) + b"".join(apart.finish())
+        b = b"".join(together.feed(raw)) + b"".join(together.finish())
+        (text_a, finals_a, done_a), (text_b, finals_b, done_b) = _parse(a), _parse(b)
+        assert text_a == text_b and done_a and done_b
+        assert text_b[0].startswith(BEFORE[:10])  # the clean text before the span is sent
+        info_a, info_b = finals_a[0]["copyguard"], finals_b[0]["copyguard"]
+        assert {**info_a, "check_s": 0} == {**info_b, "check_s": 0}
+        assert 3 * b.count(b"data: ") < a.count(b"data: ")
+
+
 def test_the_relay_passes_clean_streams_and_checks_each_choice():
     clean = "Nothing protected here, " + " ".join(_words(30)) + "."
     relay = StreamRelay(OutputGuard(INDEX, min_words=L))
