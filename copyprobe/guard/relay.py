@@ -168,6 +168,17 @@ def sse_from_completion(obj: dict[str, Any]) -> list[bytes]:
     return [*out, b"data: [DONE]\n\n"]
 
 
+def _string(literal: bytes) -> str | None:
+    """The string a JSON string literal holds (None: not exactly one JSON string)."""
+    if literal[:1] != b'"' or literal[-1:] != b'"':
+        return None
+    try:
+        value = _loads(literal)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _parse_event(payload: bytes | str) -> Any:
     try:
         return _loads(payload)
@@ -226,6 +237,8 @@ class StreamRelay:
         self.errors: dict[int, str] = {}
         self.released = False      # some text (or the guard's last chunk) was let through
         self._last: dict[str, Any] = {}   # the last chat chunk (the guard's chunks copy it)
+        #: the upstream's plain delta around its content: (head, tail, chunk, choice)
+        self._shape: tuple[bytes, bytes, dict[str, Any], dict[str, Any]] | None = None
         #: a plain delta's encoding around its content: (chunk, choice, head, tail)
         self._template: tuple[dict[str, Any], dict[str, Any], bytes, bytes] | None = None
 
@@ -258,15 +271,26 @@ class StreamRelay:
             payload = self._payload(raw)
             obj = None
             if payload is not None and payload.strip() != b"[DONE]":
-                obj = _parse_event(payload)
-                plain = _plain_delta(obj)
+                shape, content = self._shape, None
+                if shape is not None and payload.startswith(shape[0]) \
+                        and payload.endswith(shape[1]):
+                    content = _string(payload[len(shape[0]):len(payload) - len(shape[1])])
+                if content is not None:  # shaped as the last plain delta: no parse needed
+                    obj, plain = shape[2], shape[3]
+                else:
+                    obj = _parse_event(payload)
+                    plain = _plain_delta(obj)
+                    if plain is not None:
+                        content = plain["delta"]["content"]
+                        self._learn(payload, obj, plain, content)
                 if plain is not None:
-                    if run is not None and _same_run(run[0], run[1], obj, plain):
-                        run[2].append(plain["delta"]["content"])
+                    if run is not None and (run[0] is obj or _same_run(run[0], run[1], obj,
+                                                                       plain)):
+                        run[2].append(content)
                         continue
                     if run is not None:
                         out.extend(self._run(run))
-                    run = (obj, plain, [plain["delta"]["content"]])
+                    run = (obj, plain, [content])
                     continue
             if run is not None:
                 out.extend(self._run(run))
@@ -276,6 +300,19 @@ class StreamRelay:
         if run is not None and not self.done:
             out.extend(self._run(run))
         return out
+
+    def _learn(self, payload: bytes, obj: dict[str, Any], plain: dict[str, Any],
+               content: str) -> None:
+        """Remember how the upstream writes a plain delta: the bytes around its content's
+        string, when that string occurs once and right after ``"content":``. A later payload
+        with the same bytes around one JSON string is that chunk with that content."""
+        for lit in (_ENCODE(content).encode("utf-8"), json.dumps(content).encode("ascii")):
+            at = payload.find(lit)
+            if at >= 0 and payload.find(lit, at + 1) < 0 \
+                    and payload[:at].rstrip().endswith(b'"content":'):
+                self._shape = (payload[:at], payload[at + len(lit):], obj, plain)
+                return
+        self._shape = None
 
     def _run(self, run: tuple[dict[str, Any], dict[str, Any], list[str]]) -> list[bytes]:
         """A run of plain content deltas of one choice (:func:`_plain_delta`): each delta

@@ -377,6 +377,21 @@ def test_deltas_arriving_together_are_checked_one_by_one_and_sent_as_one_event()
         assert 3 * b.count(b"data: ") < a.count(b"data: ")
 
 
+def test_a_delta_shaped_like_the_last_one_is_still_read_whole():
+    """The relay reads a delta written like the last plain one (the same bytes around one
+    JSON string) without parsing it; bytes between the two that are not one string are
+    parsed as the event they are."""
+    relay = StreamRelay(OutputGuard(INDEX, min_words=L))
+    head = b'data: {"id":"x","choices":[{"index":0,"delta":{"content":'
+    tail = b'},"finish_reason":null}]}\n\n'
+    out = relay.feed(head + b'"Hello there, "' + tail)
+    out += relay.feed(head + b'"my \\"friend\\", "' + tail)
+    out += relay.feed(head + b'"and you", "refusal": "no"' + tail)
+    raw = b"".join(out + relay.finish())
+    assert _parse(raw)[0] == {0: 'Hello there, my "friend", and you'}
+    assert b'"refusal":"no"' in raw
+
+
 def test_the_relay_passes_clean_streams_and_checks_each_choice():
     clean = "Nothing protected here, " + " ".join(_words(30)) + "."
     relay = StreamRelay(OutputGuard(INDEX, min_words=L))
