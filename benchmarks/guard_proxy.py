@@ -162,20 +162,8 @@ def streams(args: argparse.Namespace) -> None:
                 cmd += ["--span-index", str(work / "index")]
             if workers > 1:
                 cmd += ["--workers", str(workers)]
-            out = (work / f"proxy-{root.name}-{workers}-{check}.log").open("w+")
-            proxy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=out,
-                                     env={**os.environ, "PYTHONPATH": str(root)})
+            proxy, url = sg._start(cmd, work / f"proxy-{root.name}-{workers}-{check}.log", root)
             try:
-                url = None
-                while url is None:
-                    out.seek(0)
-                    first = out.readline()
-                    if first.strip():
-                        url = json.loads(first)["url"]
-                    elif proxy.poll() is not None:
-                        raise SystemExit(f"proxy did not start:\n{out.name}")
-                    else:
-                        time.sleep(0.1)
                 _wait_workers(url.removesuffix("/v1"), workers)
                 time.sleep(1.0)
                 before = (_tree_cpu(proxy.pid), sg._cpu_s(upstream.pid), time.process_time())
@@ -184,7 +172,6 @@ def streams(args: argparse.Namespace) -> None:
             finally:
                 proxy.terminate()
                 proxy.wait(timeout=30)
-                out.close()
             n = args.requests + args.concurrency
             cpu = [(b - a) / n * 1000 for a, b in zip(before, after)]
             label = "this checkout" if root == ROOT else str(root)
@@ -229,26 +216,15 @@ def main() -> None:
                                  "--latency", str(args.latency)], stdout=subprocess.PIPE,
                                 text=True)
     up_url = upstream.stdout.readline().strip()
-    log_path = work / "proxy.log"
-    log = log_path.open("w+")
     cmd = [sys.executable, "-c", SERVE, "guard", "serve", "--upstream", up_url, "--port", "0",
            "--config", str(cfg), "--cache-dir", str(work / "cache")]
     if args.speculative:
         cmd.append("--speculative")
-    proxy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from span_guard import _start
+
+    proxy, proxy_url = _start(cmd, work / "proxy.log")
     try:
-        deadline = time.time() + 60
-        proxy_url = None
-        while proxy_url is None and time.time() < deadline:
-            log.seek(0)
-            first = log.readline()
-            if first.strip():
-                proxy_url = json.loads(first)["url"]
-            elif proxy.poll() is not None:
-                raise SystemExit(f"proxy did not start:\n{log_path.read_text()}")
-            else:
-                time.sleep(0.1)
         print(f"upstream {up_url} (latency {args.latency * 1000:.0f} ms); proxy {proxy_url}; "
               f"guard config: {args.config or 'every check off'}"
               f"{'; speculative' if args.speculative else ''}; {args.requests} requests per run")
@@ -271,7 +247,6 @@ def main() -> None:
         proxy.wait(timeout=20)
         upstream.terminate()
         upstream.wait(timeout=10)
-        log.close()
 
 
 if __name__ == "__main__":

@@ -531,16 +531,22 @@ print(json.dumps(args.func(args)))
 """
 
 
-def test_guard_serve_command(upstream: Any, tmp_path: Path):
-    """The command as a process: config file, JSON logs on stderr, SIGTERM stops it."""
+def _serve_command(upstream: Any, tmp_path: Path, key: str, *more: str) -> subprocess.Popen:
+    """``copyprobe guard serve`` as a process, every input check off, the upstream key
+    ``key`` in COPYPROBE_TEST_CLI_KEY."""
     cfg = tmp_path / "guard.yaml"
     cfg.write_text("guard:\n  notice: false\n  status: false\n  risk: false\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COPYPROBE_TEST_CLI_KEY": "sk-cli"}
-    proc = subprocess.Popen(
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COPYPROBE_TEST_CLI_KEY": key}
+    return subprocess.Popen(
         [sys.executable, "-c", _SERVE_SCRIPT, "guard", "serve", "--upstream", upstream.base_url,
          "--config", str(cfg), "--port", "0", "--cache-dir", str(tmp_path / "c"),
-         "--upstream-key-env", "COPYPROBE_TEST_CLI_KEY"],
+         "--upstream-key-env", "COPYPROBE_TEST_CLI_KEY", *more],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_guard_serve_command(upstream: Any, tmp_path: Path):
+    """The command as a process: config file, JSON logs on stderr, SIGTERM stops it."""
+    proc = _serve_command(upstream, tmp_path, "sk-cli")
     try:
         start = json.loads(proc.stderr.readline())
         assert start["event"] == "start" and start["upstream_key_set"] is True
@@ -890,14 +896,7 @@ def test_an_index_rebuilt_or_deleted_under_a_running_proxy(format_server: Any, t
 def test_guard_serve_with_two_workers(upstream: Any, tmp_path: Path):
     """``--workers 2``: two processes serve the port, each with its guard (the settings
     reach them through the environment, the key only as its variable's name)."""
-    cfg = tmp_path / "guard.yaml"
-    cfg.write_text("guard:\n  notice: false\n  status: false\n  risk: false\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COPYPROBE_TEST_CLI_KEY": "sk-workers"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SERVE_SCRIPT, "guard", "serve", "--upstream", upstream.base_url,
-         "--config", str(cfg), "--port", "0", "--cache-dir", str(tmp_path / "c"),
-         "--upstream-key-env", "COPYPROBE_TEST_CLI_KEY", "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = _serve_command(upstream, tmp_path, "sk-workers", "--workers", "2")
     try:
         start = json.loads(proc.stderr.readline())
         assert start["event"] == "start" and start["workers"] == 2
