@@ -168,6 +168,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     """``guard serve``: the OpenAI-compatible proxy (copyprobe.guard.serve)."""
     from copyprobe.cli_help import HelpFormatter  # every option's help shows its default
     from copyprobe.guard.serve import DEFAULT_MAX_BODY
+    from copyprobe.guard.served_index import RELOAD_MODES
 
     s = sub.add_parser(
         "serve", formatter_class=HelpFormatter,
@@ -202,7 +203,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--workers", type=int, default=1,
                    help="worker processes serving requests (each with its own guard and "
                         "upstream connections; the checks and the relay use one core each)")
-    s.add_argument("--index-reload", choices=("reload", "keep"), default="reload",
+    s.add_argument("--index-reload", choices=RELOAD_MODES, default="reload",
                    help="a --span-index folder rebuilt under the running proxy: serve the new "
                         "build from the next request on (reload), or keep serving the one "
                         "opened at start (keep; /health then reports it degraded)")

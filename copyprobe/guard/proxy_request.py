@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from copyprobe.guard.pipeline import GuardDecision
+from copyprobe.guard.served_index import RELOAD_MODES
 from copyprobe.prompt import decode_data_url
 
 log = logging.getLogger("copyprobe.guard.serve")
@@ -22,7 +23,6 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 #: the environment variable that hands a worker process its settings (JSON; no key in it)
 SETTINGS_ENV = "COPYPROBE_GUARD_PROXY_SETTINGS"
-INDEX_RELOAD = ("reload", "keep")
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ class ProxySettings:
             raise ValueError("max_body_bytes must be positive")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"--workers must be a positive integer, got {self.workers!r}")
-        if self.index_reload not in INDEX_RELOAD:
-            raise ValueError(f"--index-reload must be one of {', '.join(INDEX_RELOAD)}, got "
+        if self.index_reload not in RELOAD_MODES:
+            raise ValueError(f"--index-reload must be one of {', '.join(RELOAD_MODES)}, got "
                              f"{self.index_reload!r}")
 
     def to_json(self) -> str:

@@ -59,9 +59,6 @@ def copyguard_info(finding: OutputFinding, guard: OutputGuard,
             "message": guard.message(span), "check_s": round(finding.check_s, 6)}
 
 
-ON_ERROR = ("raise", "pass")
-
-
 def _failed(exc: Exception, on_error: str, errors: dict[int, str], idx: int) -> None:
     """A check that raised: :class:`OutputCheckError` under ``raise``, else recorded."""
     msg = f"{type(exc).__name__}: {exc}"[:500]
