@@ -228,10 +228,22 @@ def test_guards_without_output_keep_their_digest():
     ({"output": "p"}, "guard.output: expected a mapping"),
     ({"output": {"block_text": "{what}"}}, "guard.output.block_text"),
     ({"input": "no"}, "guard.input"),
+    ({"output": {"on_error": "flag"}}, "guard.output.on_error must be one of raise, pass"),
+    ({"output": {"on_mismatch": "ignore"}}, "guard.output.on_mismatch must be one of error, "
+                                            "convert"),
 ])
 def test_bad_output_blocks_name_the_key(block: dict, match: str):
     with pytest.raises(GuardConfigError, match=match):
         GuardSpec.from_config(block)
+
+
+def test_the_proxys_output_keys_leave_the_identity_and_the_check_as_they_are():
+    plain = {"input": False, "output": {"index": "p", "min_words": L}}
+    proxy = {"input": False, "output": {**plain["output"], "on_error": "pass",
+                                        "on_mismatch": "convert"}}
+    assert GuardSpec.from_config(proxy).digest() == GuardSpec.from_config(plain).digest()
+    built = pipeline.build_output_guard(proxy["output"], INDEX)
+    assert built.min_words == L and built.check(ANSWER).action == "block"
 
 
 def test_an_output_only_guard_passes_every_request_and_checks_answers():
