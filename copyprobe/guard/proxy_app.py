@@ -479,7 +479,7 @@ class Proxy:
             if output is None:
                 await reply.stream_start(action)
                 try:
-                    async for data in r.aiter_raw():
+                    async for data in r.aiter_bytes():
                         await reply.body(data)
                 except httpx.HTTPError as exc:
                     await self._broken(exc, reply, out)
@@ -511,7 +511,7 @@ class Proxy:
         """The upstream's stream through the output check. The response starts once the
         relay lets some text through (what comes before, such as the role chunk, waits), so
         an answer refused or a check failing before that is a plain error."""
-        chunks = r.aiter_raw()
+        chunks = r.aiter_bytes()
         held: list[bytes] = []
         try:
             async for data in chunks:

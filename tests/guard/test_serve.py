@@ -737,6 +737,22 @@ def test_on_mismatch_convert_checks_the_answer_in_its_own_format(format_server: 
         ("block", "converted"), ("block", "converted"), ("pass", "converted")]
 
 
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_compressed_upstream_answer_is_relayed_decoded(format_server: Any, proxy_factory: Any,
+                                                         checked: bool):
+    text = "Nothing protected here at all, only my own words."
+    block, parts = _output_guard() if checked else ({"input": False}, {})
+    for reply, body in (("sse", STREAM), ("json", PLAIN)):
+        upstream = format_server(text, reply, gzip=True)
+        proxy = proxy_factory(upstream.base_url, guard=block, parts=parts)
+        code, headers, data = proxy.raw("POST", "/v1/chat/completions", body,
+                                        {"Content-Type": "application/json"})
+        assert code == 200 and headers.get("Content-Encoding") is None
+        got = _sse_text(data)[0] if reply == "sse" else \
+            json.loads(data)["choices"][0]["message"]["content"]
+        assert got == text
+
+
 class _VanishingIndex:
     """A MemoryIndex whose files are gone: every query fails (as a deleted span index's
     document table did)."""

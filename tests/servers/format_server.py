@@ -4,7 +4,8 @@ asked for (stdlib only): what a misconfigured or misbehaving upstream sends a gu
 ``reply``: ``"sse"`` (a stream of chat chunks: a role chunk, the answer in deltas of
 ``chunk_chars`` characters ``chunk_delay`` seconds apart, a finish chunk, ``[DONE]``),
 ``"json"`` (a chat completion), ``"text"`` (the answer as ``text/plain``) or ``"bad_event"``
-(a stream whose second event's data is not JSON). Every POST is answered; ``requests``
+(a stream whose second event's data is not JSON); ``gzip``: the body compressed
+(``Content-Encoding: gzip``, whatever the client accepts). Every POST is answered; ``requests``
 counts them, and ``closed_at`` records when a stream's client closed its connection
 (``time.monotonic()``; a write failed), so a test can see the upstream request cancelled.
 
@@ -14,6 +15,7 @@ counts them, and ``closed_at`` records when a stream's client closed its connect
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import threading
@@ -51,9 +53,13 @@ class _Handler(BaseHTTPRequestHandler):
                 {"index": 0, "message": {"role": "assistant", "content": answer},
                  "finish_reason": "stop"}]}).encode() if owner.reply == "json"
                 else answer.encode())
+            if owner.gzip:
+                data = gzip.compress(data)
             self.send_response(200)
             self.send_header("Content-Type", "application/json" if owner.reply == "json"
                              else "text/plain; charset=utf-8")
+            if owner.gzip:
+                self.send_header("Content-Encoding", "gzip")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -67,6 +73,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
+        if owner.gzip:
+            self.send_header("Content-Encoding", "gzip")
+            self.end_headers()
+            self.wfile.write(gzip.compress(b"".join(events)))
+            self.close_connection = True
+            return
         self.end_headers()
         try:
             for e in events:
@@ -86,11 +98,11 @@ class _Server(ThreadingHTTPServer):
 
 class FormatServer(ServerThread):
     def __init__(self, answer: str, reply: str = "sse", *, chunk_chars: int = 4,
-                 chunk_delay: float = 0.0) -> None:
+                 chunk_delay: float = 0.0, gzip: bool = False) -> None:
         if reply not in ("sse", "json", "text", "bad_event"):
             raise ValueError(f"unknown reply {reply!r}")
         self.answer, self.reply = answer, reply
-        self.chunk_chars, self.chunk_delay = chunk_chars, chunk_delay
+        self.chunk_chars, self.chunk_delay, self.gzip = chunk_chars, chunk_delay, gzip
         self.requests = 0
         self.closed_at: float | None = None
         self.lock = threading.Lock()
