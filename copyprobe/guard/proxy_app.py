@@ -346,7 +346,11 @@ class Proxy:
         reply.gone = True
 
     async def _check(self, prompt: Prompt) -> GuardDecision:
+        s = self.guard.spec
         try:
+            if not (s.input and any(getattr(s, r) is not None for r in ("notice", "status",
+                                                                         "risk"))):
+                return self.guard.check(prompt)  # no component runs: no thread needed
             return await anyio.to_thread.run_sync(self.guard.check, prompt)
         except GuardError as exc:
             raise RequestError(503, str(exc), type_="guard_error") from None
