@@ -39,7 +39,7 @@ from copyprobe.prompt import Prompt
 #: of being read to its end (and pooled)
 _TAIL_BYTES = 65536
 #: upstream connection pools per worker (see Proxy.lifespan)
-_POOLS = 8
+_POOLS = 32
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 
 
@@ -113,7 +113,8 @@ class Proxy:
         self.on_mismatch = out.get("on_mismatch", "error")
         self.static_output = None if self.served is not None else self.guard.component(OUTPUT)
         self.clients: list[httpx.AsyncClient] = []
-        self._turn = 0
+        self._busy = [0] * _POOLS   # requests in flight per client
+        self._pool_of: dict[int, int] = {}
         self.requests_served = 0
         self.app = Starlette(
             routes=[Route(CHAT_PATH, _Chat(self), methods=["POST"]),
@@ -150,14 +151,15 @@ class Proxy:
         # the guard's checks run in threads (OCR, an LLM analyzer): as many at once as the
         # guard's own pool
         anyio.to_thread.current_default_thread_limiter().total_tokens = 64
-        # several clients, taken in turn: httpcore's pool scans every connection it holds
-        # (a poll each, and an idle count per connection) whenever a request is assigned, so
-        # one pool of 32 busy connections cost milliseconds per request (profiled)
+        # several clients, the least busy taken (the first at low load, so connections are
+        # reused): httpcore's pool scans every connection it holds (a poll each, and an idle
+        # count per connection) whenever a request is assigned, so one pool of 32 busy
+        # connections cost milliseconds per request (profiled)
         tls = httpx.create_ssl_context()  # one for all (each takes ~60 ms to load)
         self.clients = [httpx.AsyncClient(
             base_url=self.settings.upstream.rstrip("/") + "/", trust_env=False, verify=tls,
             timeout=httpx.Timeout(self.settings.upstream_timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32))
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=8))
             for _ in range(_POOLS)]
         try:
             yield
@@ -192,14 +194,26 @@ class Proxy:
 
     async def _send(self, method: str, path: str, body: bytes | None = None) -> httpx.Response:
         """The upstream's response, its body not read yet (the caller closes it)."""
-        self._turn = (self._turn + 1) % len(self.clients)
-        client = self.clients[self._turn]
+        i = self._busy.index(min(self._busy))
+        client = self.clients[i]
         req = client.build_request(method, path.lstrip("/"), content=body,
                                    headers=self._headers(body is not None))
+        self._busy[i] += 1
         try:
-            return await client.send(req, stream=True)
-        except httpx.HTTPError as exc:
-            raise self._upstream_error(exc) from None
+            r = await client.send(req, stream=True)
+        except BaseException as exc:
+            self._busy[i] -= 1
+            if isinstance(exc, httpx.HTTPError):
+                raise self._upstream_error(exc) from None
+            raise
+        self._pool_of[id(r)] = i
+        return r
+
+    async def _close(self, r: httpx.Response) -> None:
+        i = self._pool_of.pop(id(r), None)
+        if i is not None:
+            self._busy[i] -= 1
+        await r.aclose()
 
     async def _read(self, r: httpx.Response) -> bytes:
         try:
@@ -207,7 +221,7 @@ class Proxy:
         except httpx.HTTPError as exc:
             raise self._upstream_error(exc) from None
         finally:
-            await r.aclose()
+            await self._close(r)
 
     async def _fetch(self, body: bytes) -> tuple[int, str, bytes]:
         """A non-streaming chat request upstream: status, content type, body."""
@@ -508,7 +522,7 @@ class Proxy:
             await self._relay(r, relay.StreamRelay(output, n, self.on_error), action, reply,
                               out)
         finally:
-            await r.aclose()  # unread: its connection is closed, so the upstream stops
+            await self._close(r)  # unread: its connection is closed, so the upstream stops
 
     async def _relay(self, r: httpx.Response, rel: relay.StreamRelay, action: str,
                      reply: _Reply, out: dict[str, Any]) -> None:
