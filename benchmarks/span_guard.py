@@ -260,10 +260,12 @@ def _cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start(cmd: list[str], log: Path) -> tuple[subprocess.Popen, str]:
+def _start(cmd: list[str], log: Path, root: Path = ROOT) -> tuple[subprocess.Popen, str]:
+    """The proxy command started with ``root``'s copyprobe, logging to ``log``: the process
+    and its URL (from its start line)."""
     out = log.open("w+")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=out,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(root)})
     deadline = time.time() + 60
     while time.time() < deadline:
         out.seek(0)

@@ -176,7 +176,7 @@ def test_no_allowlist_line_lets_a_package_of_the_install_be_skipped():
     policy = _policy()
     entries = policy.read_allowlist(policy.DEFAULT_LIST)
     core = ["numpy", "pandas", "pyarrow", "scipy", "sklearn", "jsonschema", "yaml", "rapidfuzz",
-            "tqdm", "urllib3", "nltk", "rouge_score"]
+            "tqdm", "nltk", "rouge_score"]
     tools = ["pytest", "trustme", "snakefmt", "playwright"]
     for module in [*PROVIDERS, *core, *tools]:
         reason = f"could not import {module!r}: No module named {module!r}"

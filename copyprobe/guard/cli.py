@@ -3,7 +3,7 @@
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
                                    [--model-config FILE] [--cache-dir DIR]
     copyprobe guard serve --upstream URL [--config guard.yaml] [--host H] [--port P]
-                          [--span-index DIR]
+                          [--span-index DIR] [--workers N] [--index-reload reload|keep]
 
 ``classify-query`` prints one JSON object per query (JSON lines): the query, ``risk``
 (``infringing`` or ``benign``), ``task``, the deciding ``component`` (``rules``,
@@ -129,54 +129,46 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
     import json
-    import logging
     import os
     import signal
-    import sys
 
-    from copyprobe.guard.serve import ProxySettings, load_guard_config, make_server
+    from copyprobe.guard.serve import ProxySettings, configure_logging, load_guard_config, log, run
 
     block = load_guard_config(args.config) if args.config else {}
     settings = ProxySettings(
         upstream=args.upstream, guard=block, host=args.host, port=args.port,
         max_body_bytes=args.max_body_bytes, upstream_key_env=args.upstream_key_env,
         upstream_timeout=args.upstream_timeout, client_timeout=args.client_timeout,
-        log_prompts=args.log_prompts,
-        speculative=args.speculative, cache_dir=args.cache_dir, span_index=args.span_index)
-    logger = logging.getLogger("copyprobe.guard.serve")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    server = make_server(settings)
-    host, port = server.server_address[:2]
-    logger.info(json.dumps({"event": "start", "url": f"http://{host}:{port}/v1",
-                            "upstream": settings.upstream, "guard": server.guard.digest,
-                            "upstream_key_env": settings.upstream_key_env,
-                            "upstream_key_set": bool(os.environ.get(settings.upstream_key_env)),
-                            "log_prompts": settings.log_prompts,
-                            "speculative": settings.speculative,
-                            "span_index": settings.span_index}))
+        log_prompts=args.log_prompts, speculative=args.speculative, cache_dir=args.cache_dir,
+        span_index=args.span_index, workers=args.workers, index_reload=args.index_reload)
+    configure_logging()
 
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    def started(host: str, port: int, digest: str) -> None:
+        log.info(json.dumps({"event": "start", "url": f"http://{host}:{port}/v1",
+                             "upstream": settings.upstream, "guard": digest,
+                             "upstream_key_env": settings.upstream_key_env,
+                             "upstream_key_set": bool(os.environ.get(settings.upstream_key_env)),
+                             "log_prompts": settings.log_prompts,
+                             "speculative": settings.speculative, "workers": settings.workers,
+                             "span_index": settings.span_index,
+                             "index_reload": settings.index_reload}))
 
-    signal.signal(signal.SIGTERM, stop)
+    # uvicorn handles SIGINT/SIGTERM and raises them again once it has stopped: then they
+    # only end this function
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
     try:
-        server.serve_forever(poll_interval=0.2)
+        served = run(settings, started)
     except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    logger.info(json.dumps({"event": "stop", "requests": server.requests_served}))
-    return {"stopped": True, "requests": server.requests_served}
+        served = None
+    log.info(json.dumps({"event": "stop", "requests": served}))
+    return {"stopped": True, "requests": served}
 
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
     """``guard serve``: the OpenAI-compatible proxy (copyprobe.guard.serve)."""
     from copyprobe.cli_help import HelpFormatter  # every option's help shows its default
     from copyprobe.guard.serve import DEFAULT_MAX_BODY
+    from copyprobe.guard.served_index import RELOAD_MODES
 
     s = sub.add_parser(
         "serve", formatter_class=HelpFormatter,
@@ -208,6 +200,13 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                         "as is on pass, discarded on remind")
     s.add_argument("--cache-dir", default=".cache/copyprobe/guard",
                    help="where the checks cache OCR, search and verdicts")
+    s.add_argument("--workers", type=int, default=1,
+                   help="worker processes serving requests (each with its own guard and "
+                        "upstream connections; the checks and the relay use one core each)")
+    s.add_argument("--index-reload", choices=RELOAD_MODES, default="reload",
+                   help="a --span-index folder rebuilt under the running proxy: serve the new "
+                        "build from the next request on (reload), or keep serving the one "
+                        "opened at start (keep; /health then reports it degraded)")
     s.add_argument("--span-index", metavar="DIR",
                    help="the protected materials' span index (copyprobe index build ... --out "
                         "DIR): answers are checked against it, with the config's 'output' "

@@ -70,7 +70,9 @@ ROLES = ("notice", "status", "risk")
 OUTPUT = "output"
 #: The output block's keys (``index``: the span index's name, ``results/spans/<index>``).
 OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefilter",
-               "chars_per_word")
+               "chars_per_word", "on_error", "on_mismatch")
+#: the proxy's settings in the output block (how answers are relayed, not what is decided)
+PROXY_OUTPUT_KEYS = {"on_error": ("raise", "pass"), "on_mismatch": ("error", "convert")}
 ON_ERROR = ("raise", "pass", "flag")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
@@ -165,7 +167,7 @@ def build_output_guard(params: Mapping[str, Any], index: Any = None) -> OutputGu
     """The output check from the ``output`` block; ``index`` (a SpanLookup) when the caller
     has one open, else the block's ``index`` names ``results/spans/<index>``, opened with
     :meth:`copyprobe.spans.index.SpanIndex.open`."""
-    kwargs = {k: v for k, v in params.items() if k != "index"}
+    kwargs = {k: v for k, v in params.items() if k != "index" and k not in PROXY_OUTPUT_KEYS}
     if index is None:
         from copyprobe.spans.index import SpanIndex
 
@@ -281,6 +283,10 @@ class GuardSpec:
         if out.get("action", "block") not in OUTPUT_ACTIONS:
             raise GuardConfigError(f"guard.output.action must be one of "
                                    f"{', '.join(OUTPUT_ACTIONS)}, got {out['action']!r}")
+        for key, allowed in PROXY_OUTPUT_KEYS.items():
+            if out.get(key, allowed[0]) not in allowed:
+                raise GuardConfigError(f"guard.output.{key} must be one of "
+                                       f"{', '.join(allowed)}, got {out[key]!r}")
         for key in ("min_words", "max_docs"):
             v = out.get(key, 1)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -319,8 +325,10 @@ class GuardSpec:
             d.pop("input")
         if d["output"] is None:
             d.pop("output")
-        else:  # the prefilter changes how fast the check is, not what it decides
-            d["output"].pop("prefilter", None)
+        else:  # the prefilter changes how fast the check is, not what it decides; the
+            # proxy's keys, how answers are relayed
+            for key in ("prefilter", *PROXY_OUTPUT_KEYS):
+                d["output"].pop(key, None)
         if d["risk"] is not None:  # its default decides what an uncertain request counts as
             d["risk"].setdefault("uncertain", UNCERTAIN_POLICIES[0])
         d["reminder_text"] = self.reminder_text or rem.REMINDER_TEXT

@@ -228,10 +228,22 @@ def test_guards_without_output_keep_their_digest():
     ({"output": "p"}, "guard.output: expected a mapping"),
     ({"output": {"block_text": "{what}"}}, "guard.output.block_text"),
     ({"input": "no"}, "guard.input"),
+    ({"output": {"on_error": "flag"}}, "guard.output.on_error must be one of raise, pass"),
+    ({"output": {"on_mismatch": "ignore"}}, "guard.output.on_mismatch must be one of error, "
+                                            "convert"),
 ])
 def test_bad_output_blocks_name_the_key(block: dict, match: str):
     with pytest.raises(GuardConfigError, match=match):
         GuardSpec.from_config(block)
+
+
+def test_the_proxys_output_keys_leave_the_identity_and_the_check_as_they_are():
+    plain = {"input": False, "output": {"index": "p", "min_words": L}}
+    proxy = {"input": False, "output": {**plain["output"], "on_error": "pass",
+                                        "on_mismatch": "convert"}}
+    assert GuardSpec.from_config(proxy).digest() == GuardSpec.from_config(plain).digest()
+    built = pipeline.build_output_guard(proxy["output"], INDEX)
+    assert built.min_words == L and built.check(ANSWER).action == "block"
 
 
 def test_an_output_only_guard_passes_every_request_and_checks_answers():
@@ -361,6 +373,37 @@ def test_the_relay_catches_a_span_split_anywhere_in_the_transport():
         assert info["docs"] == [{"source": "lyrics", "doc_id": "song-a", "title": "Song A"}]
 
 
+def test_deltas_arriving_together_are_checked_one_by_one_and_sent_as_one_event():
+    raw = _sse(ANSWER, 4)
+    events = [e + b"\n\n" for e in raw.split(b"\n\n") if e]
+    for action in ("truncate", "block"):
+        apart, together = (StreamRelay(OutputGuard(INDEX, min_words=L, action=action))
+                           for _ in range(2))
+        a = b"".join(b"".join(apart.feed(e)) for e in events) + b"".join(apart.finish())
+        b = b"".join(together.feed(raw)) + b"".join(together.finish())
+        (text_a, finals_a, done_a), (text_b, finals_b, done_b) = _parse(a), _parse(b)
+        assert text_a == text_b and done_a and done_b
+        assert text_b[0].startswith(BEFORE[:10])  # the clean text before the span is sent
+        info_a, info_b = finals_a[0]["copyguard"], finals_b[0]["copyguard"]
+        assert {**info_a, "check_s": 0} == {**info_b, "check_s": 0}
+        assert 3 * b.count(b"data: ") < a.count(b"data: ")
+
+
+def test_a_delta_shaped_like_the_last_one_is_still_read_whole():
+    """The relay reads a delta written like the last plain one (the same bytes around one
+    JSON string) without parsing it; bytes between the two that are not one string are
+    parsed as the event they are."""
+    relay = StreamRelay(OutputGuard(INDEX, min_words=L))
+    head = b'data: {"id":"x","choices":[{"index":0,"delta":{"content":'
+    tail = b'},"finish_reason":null}]}\n\n'
+    out = relay.feed(head + b'"Hello there, "' + tail)
+    out += relay.feed(head + b'"my \\"friend\\", "' + tail)
+    out += relay.feed(head + b'"and you", "refusal": "no"' + tail)
+    raw = b"".join(out + relay.finish())
+    assert _parse(raw)[0] == {0: 'Hello there, my "friend", and you'}
+    assert b'"refusal":"no"' in raw
+
+
 def test_the_relay_passes_clean_streams_and_checks_each_choice():
     clean = "Nothing protected here, " + " ".join(_words(30)) + "."
     relay = StreamRelay(OutputGuard(INDEX, min_words=L))
@@ -475,7 +518,7 @@ def output_proxy(reciting_upstream: str, tmp_path: Path) -> Any:
         s.server_close()
 
 
-def _post(url: str, body: dict) -> tuple[int, dict[str, str], bytes]:
+def _post(url: str, body: dict) -> tuple[int, Any, bytes]:
     import http.client
     from urllib.parse import urlsplit
 
@@ -485,7 +528,7 @@ def _post(url: str, body: dict) -> tuple[int, dict[str, str], bytes]:
         conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
                      headers={"Content-Type": "application/json"})
         r = conn.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
+        return r.status, r.headers, r.read()  # headers: case-insensitive
     finally:
         conn.close()
 

@@ -142,12 +142,12 @@ class Proxy:
                              timeout=kw.pop("timeout", 20), **kw)
 
     def raw(self, method: str, path: str, body: bytes | None = None,
-            headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+            headers: dict[str, str] | None = None) -> tuple[int, Any, bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
             conn.request(method, path, body=body, headers=headers or {})
             r = conn.getresponse()
-            return r.status, dict(r.getheaders()), r.read()
+            return r.status, r.headers, r.read()  # headers: case-insensitive
         finally:
             conn.close()
 
@@ -466,7 +466,11 @@ def test_a_stalled_body_is_dropped(upstream: Any, proxy_factory: Any,
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                   b"Content-Length: 100\r\n\r\n{\"messages\"")
         t0 = time.perf_counter()
-        assert s.recv(1000) == b""  # closed without an answer
+        # a 408 (an ASGI server cannot drop a connection unanswered), then the connection closed
+        answer = b""
+        while data := s.recv(4096):
+            answer += data
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"connection: close" in answer.lower()
         assert time.perf_counter() - t0 < 3
     assert _request_logs(caplog, 1)[0]["status"] == 408
     assert upstream.total_requests == 0
@@ -527,16 +531,22 @@ print(json.dumps(args.func(args)))
 """
 
 
-def test_guard_serve_command(upstream: Any, tmp_path: Path):
-    """The command as a process: config file, JSON logs on stderr, SIGTERM stops it."""
+def _serve_command(upstream: Any, tmp_path: Path, key: str, *more: str) -> subprocess.Popen:
+    """``copyprobe guard serve`` as a process, every input check off, the upstream key
+    ``key`` in COPYPROBE_TEST_CLI_KEY."""
     cfg = tmp_path / "guard.yaml"
     cfg.write_text("guard:\n  notice: false\n  status: false\n  risk: false\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COPYPROBE_TEST_CLI_KEY": "sk-cli"}
-    proc = subprocess.Popen(
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COPYPROBE_TEST_CLI_KEY": key}
+    return subprocess.Popen(
         [sys.executable, "-c", _SERVE_SCRIPT, "guard", "serve", "--upstream", upstream.base_url,
          "--config", str(cfg), "--port", "0", "--cache-dir", str(tmp_path / "c"),
-         "--upstream-key-env", "COPYPROBE_TEST_CLI_KEY"],
+         "--upstream-key-env", "COPYPROBE_TEST_CLI_KEY", *more],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_guard_serve_command(upstream: Any, tmp_path: Path):
+    """The command as a process: config file, JSON logs on stderr, SIGTERM stops it."""
+    proc = _serve_command(upstream, tmp_path, "sk-cli")
     try:
         start = json.loads(proc.stderr.readline())
         assert start["event"] == "start" and start["upstream_key_set"] is True
@@ -596,6 +606,355 @@ def test_a_component_that_cannot_be_built_stops_the_server_at_start(tmp_path: Pa
         make_server(ProxySettings(upstream="http://127.0.0.1:9/v1", port=0,
                                   guard={**GUARD, "notice": {"ocr": "paddleocr"}},
                                   cache_dir=str(tmp_path)))
+
+
+# -- the output check fails closed ---------------------------------------------------------------
+
+def _pseudo_words(n: int, rng: Any) -> list[str]:
+    return ["".join(rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou")
+                    for _ in range(rng.randint(2, 4))) for _ in range(n)]
+
+
+def _corpus(prefix: str, seed: int, n: int = 3) -> list[Any]:
+    """``n`` protected documents of 60 seeded pseudo-words (no window occurs by chance)."""
+    import random
+
+    from copyprobe.spans.types import CorpusDoc
+
+    rng = random.Random(seed)
+    return [CorpusDoc("songs", f"{prefix}-{i}", " ".join(_pseudo_words(60, rng)),
+                      title=f"Song {prefix}{i}") for i in range(n)]
+
+
+PROTECTED = _corpus("a", 29)
+MIN_WORDS = 6
+
+
+def _reciting(doc: Any) -> str:
+    """An answer: chatter, 15 words of ``doc`` (words 10..25), chatter."""
+    import random
+
+    rng = random.Random(doc.doc_id)
+    return ("Sure, here it is: " + " ".join(_pseudo_words(8, rng)) + ", "
+            + " ".join(doc.text.split()[10:25]) + ". " + " ".join(_pseudo_words(10, rng)) + ".")
+
+
+def _output_guard(on_mismatch: str = "error", on_error: str = "raise",
+                  index: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An output-only guard block and its components (the documents in a MemoryIndex)."""
+    from copyprobe.guard.output import OutputGuard
+    from copyprobe.spans.reference import MemoryIndex
+
+    out = {"min_words": MIN_WORDS, "on_mismatch": on_mismatch, "on_error": on_error}
+    block = {"input": False, "output": {k: v for k, v in out.items()  # defaults left out
+                                        if v not in ("error", "raise")}}
+    return block, {"output": OutputGuard(index or MemoryIndex(PROTECTED), min_words=MIN_WORDS)}
+
+
+@pytest.fixture
+def format_server(server_module: Any) -> Iterator[Any]:
+    """``format_server(answer, reply)``: a started FormatServer (tests/servers/format_server.py)."""
+    made = []
+
+    def make(answer: str, reply: str, **kw: Any) -> Any:
+        made.append(server_module("format_server").FormatServer(answer, reply, **kw).start())
+        return made[-1]
+
+    yield make
+    for srv in made:
+        srv.stop()
+
+
+def _sse_text(raw: bytes) -> tuple[str, list[dict[str, Any]], bool]:
+    """A stream's content, its content_filter chunks and whether it ended with [DONE]."""
+    text, finals = "", []
+    for event in raw.split(b"\n\n"):
+        if event.startswith(b"data: {"):
+            obj = json.loads(event[6:])
+            for ch in obj.get("choices", []):
+                text += ch["delta"].get("content") or ""
+                if ch["finish_reason"] == "content_filter":
+                    finals.append(obj)
+    return text, finals, raw.endswith(b"data: [DONE]\n\n")
+
+
+STREAM = json.dumps({"model": "m", "stream": True, "messages": _user("Sing song a-0.")}).encode()
+PLAIN = json.dumps({"model": "m", "messages": _user("Sing song a-0.")}).encode()
+
+
+@pytest.mark.parametrize("reply, body, what", [
+    ("json", STREAM, "a plain JSON answer to a streamed request"),
+    ("sse", PLAIN, "a stream (text/event-stream) answered a request that did not ask"),
+    ("bad_event", STREAM, "an event of the upstream's stream is not JSON"),
+    ("text", STREAM, "content type 'text/plain; charset=utf-8'"),
+    ("text", PLAIN, "content type 'text/plain; charset=utf-8'"),
+])
+def test_an_answer_the_output_check_cannot_read_is_not_relayed(
+        format_server: Any, proxy_factory: Any, caplog: pytest.LogCaptureFixture,
+        reply: str, body: bytes, what: str):
+    """A protected passage in the other format than the one asked for (or unreadable) is
+    refused with a 502 naming why, never relayed; the log says refused_format."""
+    caplog.set_level(logging.INFO, logger="copyprobe.guard.serve")
+    upstream = format_server(_reciting(PROTECTED[0]), reply)
+    block, parts = _output_guard()
+    proxy = proxy_factory(upstream.base_url, guard=block, parts=parts)
+    code, headers, data = proxy.raw("POST", "/v1/chat/completions", body,
+                                    {"Content-Type": "application/json"})
+    assert code == 502, data
+    err = json.loads(data)["error"]
+    assert (err["type"], err["code"]) == ("upstream_error", "upstream_format")
+    assert what in err["message"]
+    assert PROTECTED[0].text.split()[12].encode() not in data
+    line = _request_logs(caplog, 1)[0]
+    assert (line["status"], line["output_action"]) == (502, "refused_format")
+
+
+def test_on_mismatch_convert_checks_the_answer_in_its_own_format(format_server: Any,
+                                                                 proxy_factory: Any,
+                                                                 caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.INFO, logger="copyprobe.guard.serve")
+    block, parts = _output_guard("convert")
+    # a plain answer to a streamed request: checked, and sent as the stream asked for
+    json_up = format_server(_reciting(PROTECTED[1]), "json")
+    chunks = list(proxy_factory(json_up.base_url, guard=block, parts=parts).client()
+                  .chat.completions.create(model="m", messages=_user("Sing."), stream=True))
+    assert chunks[-1].choices[0].finish_reason == "content_filter"
+    assert chunks[-1].choices[0].delta.content.startswith("I can't provide this answer")
+    assert chunks[-1].model_extra["copyguard"]["docs"][0]["doc_id"] == "a-1"
+    # a stream answering a plain request: read whole, checked, sent as a completion
+    sse_up = format_server(_reciting(PROTECTED[2]), "sse")
+    r = proxy_factory(sse_up.base_url, guard=block, parts=parts).client() \
+        .chat.completions.create(model="m", messages=_user("Sing."))
+    assert r.choices[0].finish_reason == "content_filter"
+    assert r.model_extra["copyguard"]["docs"][0]["doc_id"] == "a-2"
+    # and a clean answer passes whole
+    clean = format_server("Nothing protected here at all, only my own words.", "sse")
+    r = proxy_factory(clean.base_url, guard=block, parts=parts).client() \
+        .chat.completions.create(model="m", messages=_user("Sing."))
+    assert r.choices[0].message.content == "Nothing protected here at all, only my own words."
+    logs = _request_logs(caplog, 3)
+    assert [(e["output_action"], e["output_format"]) for e in logs] == [
+        ("block", "converted"), ("block", "converted"), ("pass", "converted")]
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_compressed_upstream_answer_is_relayed_decoded(format_server: Any, proxy_factory: Any,
+                                                         checked: bool):
+    text = "Nothing protected here at all, only my own words."
+    block, parts = _output_guard() if checked else ({"input": False}, {})
+    for reply, body in (("sse", STREAM), ("json", PLAIN)):
+        upstream = format_server(text, reply, gzip=True)
+        proxy = proxy_factory(upstream.base_url, guard=block, parts=parts)
+        code, headers, data = proxy.raw("POST", "/v1/chat/completions", body,
+                                        {"Content-Type": "application/json"})
+        assert code == 200 and headers.get("Content-Encoding") is None
+        got = _sse_text(data)[0] if reply == "sse" else \
+            json.loads(data)["choices"][0]["message"]["content"]
+        assert got == text
+
+
+class _VanishingIndex:
+    """A MemoryIndex whose files are gone: every query fails (as a deleted span index's
+    document table did)."""
+
+    def __init__(self) -> None:
+        from copyprobe.spans.reference import MemoryIndex
+
+        self.inner = MemoryIndex(PROTECTED)
+        self.gone = False
+        self.docs = self.inner.docs
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name in ("count", "find_spans") and callable(attr):
+            def failing(*a: Any, **kw: Any) -> Any:
+                if self.gone:
+                    raise FileNotFoundError("docs.parquet")
+                return attr(*a, **kw)
+            return failing
+        return attr
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_output_on_error_raise_is_a_503_and_pass_relays_unchecked(
+        format_server: Any, proxy_factory: Any, caplog: pytest.LogCaptureFixture, stream: bool):
+    caplog.set_level(logging.INFO, logger="copyprobe.guard.serve")
+    answer = _reciting(PROTECTED[0])
+    upstream = format_server(answer, "sse" if stream else "json")
+    body = STREAM if stream else PLAIN
+    for on_error in ("raise", "pass"):
+        index = _VanishingIndex()
+        block, parts = _output_guard(on_error=on_error, index=index)
+        parts["output"].window_filter = None  # every word asks the index
+        index.gone = True
+        proxy = proxy_factory(upstream.base_url, guard=block, parts=parts)
+        code, _, data = proxy.raw("POST", "/v1/chat/completions", body,
+                                  {"Content-Type": "application/json"})
+        if on_error == "raise":
+            assert code == 503, data
+            err = json.loads(data)["error"]
+            assert err["code"] == "output_check_failed" and "docs.parquet" in err["message"]
+            assert answer.split()[5].encode() not in data
+        else:
+            assert code == 200
+            got = _sse_text(data)[0] if stream else \
+                json.loads(data)["choices"][0]["message"]["content"]
+            assert got == answer
+    logs = _request_logs(caplog, 2)
+    assert [(e["status"], e["output_action"]) for e in logs] == [(503, "error"),
+                                                                 (200, "unchecked")]
+    assert "docs.parquet" in json.dumps(logs[1]["output_errors"])
+
+
+def test_a_client_leaving_cancels_the_upstream_request(format_server: Any, proxy_factory: Any,
+                                                       caplog: pytest.LogCaptureFixture):
+    """The output check holds text back (here a word that does not end: a long code), so
+    nothing is written to the client for a while; its leaving still closes the upstream's
+    connection at once (it stayed open until the upstream had sent everything)."""
+    caplog.set_level(logging.INFO, logger="copyprobe.guard.serve")
+    long_answer = "Here it comes: " + "ab" * 1000   # 102 events, 0.05 s apart: 5 s
+    upstream = format_server(long_answer, "sse", chunk_chars=20, chunk_delay=0.05)
+    block, parts = _output_guard()
+    proxy = proxy_factory(upstream.base_url, guard=block, parts=parts)
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  b"application/json\r\nContent-Length: " + str(len(STREAM)).encode()
+                  + b"\r\n\r\n" + STREAM)
+        time.sleep(0.5)
+        assert upstream.requests == 1 and upstream.closed_at is None
+        left = time.monotonic()
+    deadline = time.monotonic() + 3
+    while upstream.closed_at is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert upstream.closed_at is not None, "the upstream was not closed"
+    assert upstream.closed_at - left < 1.0
+    assert _request_logs(caplog, 1)[0]["status"] == 499
+
+
+# -- the span index under a running proxy ---------------------------------------------------------
+
+def _build(docs: list[Any], out: Path, tmp: Path) -> str:
+    """``copyprobe index build`` of ``docs`` into ``out`` (the command, as a user runs it);
+    the new digest."""
+    from copyprobe.spans.index import index_digest
+
+    src = tmp / f"{docs[0].doc_id}.jsonl"
+    src.write_text("".join(json.dumps({"source": d.source, "doc_id": d.doc_id, "title": d.title,
+                                       "text": d.text}) + "\n" for d in docs), encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "copyprobe", "index", "build", str(src), "--out",
+                    str(out)], check=True, capture_output=True, env={**os.environ,
+                                                                     "PYTHONPATH": str(ROOT)})
+    return index_digest(out)
+
+
+def _ask(proxy: Any, answer_doc: Any, upstream: Any) -> tuple[int, dict[str, Any]]:
+    upstream.answer = _reciting(answer_doc)
+    code, _, data = proxy.raw("POST", "/v1/chat/completions", PLAIN,
+                              {"Content-Type": "application/json"})
+    return code, json.loads(data)
+
+
+def test_an_index_rebuilt_or_deleted_under_a_running_proxy(format_server: Any, tmp_path: Path):
+    import shutil
+
+    # corpus B is larger than A (a rebuild in place must not shrink a file A's maps read)
+    other = _corpus("b", 31, n=5)
+    folder = tmp_path / "index"
+    first = _build(PROTECTED, folder, tmp_path)
+    upstream = format_server(_reciting(PROTECTED[0]), "json")
+    block = {"input": False, "output": {"min_words": MIN_WORDS}}
+    proxies = {mode: Proxy(ProxySettings(upstream=upstream.base_url, guard=block, port=0,
+                                         cache_dir=str(tmp_path / "g"), span_index=str(folder),
+                                         index_reload=mode)) for mode in ("reload", "keep")}
+    try:
+        for proxy in proxies.values():
+            code, obj = _ask(proxy, PROTECTED[0], upstream)
+            assert code == 200 and obj["copyguard"]["docs"][0]["doc_id"] == "a-0"
+            health = json.loads(proxy.raw("GET", "/health")[2])
+            assert health["status"] == "ok" and health["index"]["digest"] == first
+
+        second = _build(other, folder, tmp_path)
+        assert second != first
+        # reload: the new build from the next request on
+        reload = proxies["reload"]
+        code, _, data = reload.raw("GET", "/health")
+        assert code == 200 and json.loads(data)["index"]["digest"] == second
+        code, obj = _ask(reload, other[3], upstream)
+        assert code == 200 and obj["copyguard"]["docs"][0]["doc_id"] == "b-3"
+        code, obj = _ask(reload, PROTECTED[1], upstream)  # no longer protected
+        assert code == 200 and "copyguard" not in obj
+        # keep: the snapshot opened at start, and /health says it is not the folder's
+        keep = proxies["keep"]
+        code, _, data = keep.raw("GET", "/health")
+        health = json.loads(data)
+        assert code == 503 and health["status"] == "degraded"
+        assert health["index"]["digest"] == first and second[:16] in health["index"]["problem"]
+        code, obj = _ask(keep, PROTECTED[2], upstream)
+        assert (code == 200 and obj["copyguard"]["docs"][0]["doc_id"] == "a-2") or (
+            code == 503 and obj["error"]["code"] == "output_check_failed"), obj
+
+        shutil.rmtree(folder)
+        for proxy in proxies.values():
+            code, _, data = proxy.raw("GET", "/health")
+            health = json.loads(data)
+            assert code == 503 and health["status"] == "degraded"
+            assert "is gone" in health["index"]["problem"]
+        code, obj = _ask(reload, other[4], upstream)
+        assert (code == 200 and obj["copyguard"]["docs"][0]["doc_id"] == "b-4") or (
+            code == 503 and obj["error"]["code"] == "output_check_failed"), obj
+    finally:
+        for proxy in proxies.values():
+            proxy.close()
+
+
+# -- several workers -------------------------------------------------------------------------------
+
+def test_guard_serve_with_two_workers(upstream: Any, tmp_path: Path):
+    """``--workers 2``: two processes serve the port, each with its guard (the settings
+    reach them through the environment, the key only as its variable's name)."""
+    proc = _serve_command(upstream, tmp_path, "sk-workers", "--workers", "2")
+    try:
+        start = json.loads(proc.stderr.readline())
+        assert start["event"] == "start" and start["workers"] == 2
+        port = int(start["url"].rsplit(":", 1)[1].split("/")[0])
+
+        def health(_: int) -> int:
+            deadline = time.time() + 60
+            while True:
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                    conn.request("GET", "/health")
+                    return json.loads(conn.getresponse().read())["worker"]
+                except (ConnectionError, OSError):
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.2)
+                finally:
+                    conn.close()
+
+        pids: set[int] = set()
+        for _ in range(10):
+            with ThreadPoolExecutor(8) as pool:
+                pids |= set(pool.map(health, range(32)))
+            if len(pids) == 2:
+                break
+        assert len(pids) == 2 and proc.pid not in pids
+        client = openai.OpenAI(base_url=start["url"], api_key="x", max_retries=0, timeout=20)
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda i: client.chat.completions.create(
+                model="m", messages=_user(f"Tell me story {i}")).choices[0].message.content,
+                range(16)))
+        assert answers == ["echo: " + f"Tell me story {i}"[::-1] for i in range(16)]
+        assert {r.api_key for r in upstream.requests} == {"sk-workers"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"stopped": True, "requests": None}
+    events = [json.loads(line) for line in err.splitlines()]
+    assert sum(e["event"] == "request" and e["path"] == "/v1/chat/completions"
+               for e in events) == 16
+    assert events[-1]["event"] == "stop" and "sk-workers" not in err
 
 
 # -- in front of llama.cpp's server with SmolLM2 --------------------------------------------------
