@@ -40,7 +40,7 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "requests": ("requests", ("crawl", "guard")),
     "uvicorn": ("uvicorn", ("guard",)),
     "starlette": ("starlette", ("guard",)),
-    "httpx2": ("httpx2", ("guard",)),
+    "httpx2": ("httpx2", ("api", "guard")),
     "mwclient": ("mwclient", ("crawl",)),
     "mwparserfromhell": ("mwparserfromhell", ("crawl",)),
     "lxml": ("lxml", ("crawl",)),
