@@ -39,6 +39,7 @@ from copyprobe.generation.scoring import (
     ScoringBackend,
     TokenScores,
     first_target_token,
+    logit_moments,
     logit_scores,
 )
 from copyprobe.models import ModelFile
@@ -289,11 +290,12 @@ class LlamaCppBackend(Backend, ScoringBackend):
                 rows_list.append(last())
             rows = np.stack(rows_list)
         logprobs, argmax = logit_scores(rows, target)
+        mean, std = logit_moments(rows) if req.moments else ([], [])
         texts = tuple(bytes(llm.detokenize([t], special=True)).decode("utf-8", errors="replace")
                       for t in target)
         return TokenScores(token_ids=tuple(target), logprobs=tuple(logprobs),
                            argmax=tuple(argmax), path=path, n_context_tokens=n_context,
-                           token_texts=texts)
+                           token_texts=texts, dist_mean=tuple(mean), dist_std=tuple(std))
 
     def close(self) -> None:
         for attr in ("llm", "_scorer"):
