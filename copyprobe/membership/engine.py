@@ -19,7 +19,7 @@ from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.runner import backend_identity
 from copyprobe.generation.score_runner import ScoreResult, run_scoring
 from copyprobe.generation.scoring import ScoreRequest, Tokenizer, load_tokenizer, scoring_facts
-from copyprobe.membership.scores import KS, document_scores
+from copyprobe.membership.scores import KS, document_scores, loss
 from copyprobe.models import ModelFile
 
 #: the per-document scores table
@@ -124,7 +124,7 @@ def score_table(docs: pd.DataFrame, model: Model, *, max_tokens: int, moments: b
         sc = res.scores
         ref_loss = None
         if ref is not None and ref.scores is not None:
-            ref_loss = -sum(ref.scores.logprobs) / len(ref.scores.logprobs)
+            ref_loss = loss(ref.scores.logprobs)
         values = document_scores(list(sc.logprobs), text,
                                  mean=list(sc.dist_mean) if moments else None,
                                  std=list(sc.dist_std) if moments else None,
