@@ -259,14 +259,17 @@ def logit_moments(logits: Any) -> tuple[list[float], list[float]]:
     rows = np.asarray(logits, dtype=np.float64)
     if rows.ndim != 2:
         raise ValueError(f"logit_moments: logits of shape {rows.shape}, not (n, vocab)")
-    logp = rows - rows.max(axis=1, keepdims=True)
-    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
-    p = np.exp(logp)
-    # p_v log p_v is 0 where p_v underflows (log p_v = -inf under a -inf logit)
-    plogp = np.where(p > 0, p * logp, 0.0)
+    z = rows - rows.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    total = p.sum(axis=1, keepdims=True)
+    p /= total
+    z -= np.log(total)  # log p
+    # p_v log p_v is 0 where p_v is 0 (a -inf logit: log p_v = -inf)
+    plogp = np.multiply(p, z, out=p, where=p > 0)
     mu = plogp.sum(axis=1)
-    var = np.where(p > 0, plogp * logp, 0.0).sum(axis=1) - mu * mu
-    return [float(x) for x in mu], [float(x) for x in np.sqrt(np.maximum(var, 0.0))]
+    second = np.einsum("ij,ij->i", plogp, np.where(np.isfinite(z), z, 0.0))
+    return [float(x) for x in mu], [float(x) for x in np.sqrt(np.maximum(second - mu * mu,
+                                                                          0.0))]
 
 
 def load_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Tokenizer:
