@@ -11,6 +11,19 @@ documents for every stage), with a fresh cache:
    scoring needs: the logits of every position) and on a plain one (the engine's prompt speed,
    logits of the last position only).
 
+Measured 2026-12-03 on the 2-core VM shared with other jobs (load 11-14), 2 threads, 8
+documents of 256 tokens (``--documents 8``):
+
+    stage                                           s  docs/s   tok/s of prompt
+    membership-score, every score (moments)     284.4    0.03       7      0.54
+    membership-score, loss only                 138.8    0.06      15      1.10
+    llama.cpp eval, logits_all                  171.0    0.05      12      0.90
+    llama.cpp eval (prompt speed)               153.9    0.05      13      1.00
+
+The loss-only pass runs at the engine's prompt speed; the moments of the 49,152-entry
+distribution at every position (float64) halve it. The load, not the code, sets the absolute
+figures (SmolLM2's prompt speed is ~200 tok/s on the idle machine).
+
     python benchmarks/membership_scoring.py [--documents 20] [--max-tokens 256] [--threads 2]
 """
 
