@@ -11,18 +11,21 @@ documents for every stage), with a fresh cache:
    scoring needs: the logits of every position) and on a plain one (the engine's prompt speed,
    logits of the last position only).
 
-Measured 2026-12-03 on the 2-core VM shared with other jobs (load 11-14), 2 threads, 8
+Measured 2026-12-03 on the 2-core VM shared with other jobs (load 4-6), 2 threads, 8
 documents of 256 tokens (``--documents 8``):
 
     stage                                           s  docs/s   tok/s of prompt
-    membership-score, every score (moments)     284.4    0.03       7      0.54
-    membership-score, loss only                 138.8    0.06      15      1.10
-    llama.cpp eval, logits_all                  171.0    0.05      12      0.90
-    llama.cpp eval (prompt speed)               153.9    0.05      13      1.00
+    membership-score, every score (moments)      58.1    0.14      35      1.01
+    membership-score, loss only                  76.3    0.10      27      0.77
+    llama.cpp eval, logits_all                   72.6    0.11      28      0.81
+    llama.cpp eval (prompt speed)                58.8    0.14      35      1.00
 
-The loss-only pass runs at the engine's prompt speed; the moments of the 49,152-entry
-distribution at every position (float64) halve it. The load, not the code, sets the absolute
-figures (SmolLM2's prompt speed is ~200 tok/s on the idle machine).
+The scoring pass, moments included, runs at the engine's prompt speed within the noise of a
+shared machine (another run at load 4-11: 0.41, 0.48, 0.44 and 1.00, the last row measured
+when the load had dropped). Before the log-probabilities and the moments shared one
+exponential, the moments halved the speed (0.54 against 1.10 for the loss alone, load 11-14).
+The load, not the code, sets the absolute figures (SmolLM2 reads ~200 tok/s on the idle
+machine).
 
     python benchmarks/membership_scoring.py [--documents 20] [--max-tokens 256] [--threads 2]
 """
