@@ -371,3 +371,26 @@ def source_spec(cfg: Mapping[str, Any], source: str) -> dict[str, Any]:
     if cut_at is not None and "cut_at" in source_kind_params().get(spec["kind"], set()):
         spec["cut_at"] = cut_at
     return spec
+
+
+def model_entry(path: str, flag: str = "--model-config") -> tuple[str, dict[str, Any]]:
+    """(name, entry) of a model-config YAML file given as ``flag``: one entry with a
+    ``backend``, or a mapping of one name to such an entry; errors (SystemExit) name the
+    flag and the file."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SystemExit(f"copyprobe: {flag} {p}: cannot read it ({exc.strerror})") \
+            from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise SystemExit(f"copyprobe: {flag} {p}: not YAML ({exc})") from None
+    name = "model"
+    if isinstance(data, dict) and "backend" not in data and len(data) == 1:
+        (key, entry), = data.items()
+        if isinstance(entry, dict):
+            name, data = str(key), entry
+    if not isinstance(data, dict) or "backend" not in data:
+        raise SystemExit(f"copyprobe: {flag} {p}: expected a model entry with a "
+                         "'backend' (e.g. backend: llamacpp, model_file: {path: m.gguf})")
+    return name, dict(data)

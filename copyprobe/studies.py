@@ -1,5 +1,6 @@
 """Studies: the packages that bring a config block, its checks, workflow targets, a rule file
-and CLI commands (``msr``, ``copyright``, the ``guard`` defense, ``extraction``, and those that come next).
+and CLI commands (``msr``, ``copyright``, the ``guard`` defense, ``extraction``, ``membership``, and those that
+come next).
 
 The core (:mod:`copyprobe.config`, the CLI, ``rules/common.smk``) never names a study: it asks
 each registered study, in :data:`STUDIES` order, for the part it owns. Adding a study is one
@@ -171,6 +172,7 @@ STUDIES.declare("copyright", "copyprobe.copyright.study:CopyrightStudy")
 STUDIES.declare("guard", "copyprobe.guard.study:GuardStudy", backend_wrappers=("guard",))
 STUDIES.declare("extraction", "copyprobe.extraction.study:ExtractionStudy")
 STUDIES.declare("longform", "copyprobe.longform.study:LongformStudy")
+STUDIES.declare("membership", "copyprobe.membership.study:MembershipStudy")
 
 
 def studies() -> list[Study]:

@@ -130,7 +130,7 @@ def test_every_option_has_help_and_shows_its_default():
     subs = _subparsers(parser)
     assert set(subs) == {"validate-config", "collect", "cost", "generate", "msr-score", "msr-stats",
                          "copyright-manifest", "copyright-queries", "copyright-score",
-                         "guard", "list", "extraction-map", "index",
+                         "guard", "list", "extraction-map", "membership-score", "index",
                          "extract-book"}
     nested = {f"{group} {k}": v for group in ("guard", "index")
               for k, v in _subparsers(subs[group]).items()}

@@ -14,7 +14,7 @@ import yaml
 
 PACKAGE = Path(__file__).resolve().parents[1] / "copyprobe"
 #: Study packages: only they may import a study.
-STUDIES = ("msr", "copyright", "guard", "extraction", "longform")
+STUDIES = ("msr", "copyright", "guard", "extraction", "longform", "membership")
 #: Imports of another package's private name that are tolerated (none: add one only for a
 #: change under way, with the change that removes it)
 PRIVATE_ALLOWED: set[tuple[str, str, str]] = set()

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
-from copyprobe.stats.blind import blind_baseline_with_scores
+from copyprobe.stats.blind import auc_minus_blind, blind_baseline_with_scores
 from copyprobe.stats.common import (
     bootstrap_ci,
     clean_sample,
@@ -47,20 +47,9 @@ __all__ = ["SPLITS", "compare_splits"]
 SPLITS = ("D_pre", "D_post")
 
 
-def _auc(pre: np.ndarray, post: np.ndarray, axis: int = -1) -> Any:
-    """ROC AUC of D_pre (positive) against D_post along ``axis`` (ties one half)."""
-    return (1.0 - cliffs_delta(post, pre, axis=axis)) / 2.0
-
-
 def _auc_and_delta(pre: np.ndarray, post: np.ndarray, axis: int = -1) -> np.ndarray:
     delta = cliffs_delta(post, pre, axis=axis)
     return np.stack([(1.0 - delta) / 2.0, delta])
-
-
-def _auc_difference(pre: np.ndarray, post: np.ndarray, axis: int = -1) -> Any:
-    """Model AUC minus blind AUC on the same documents: row 0 of each sample holds the
-    metric, row 1 the blind score (the bootstrap resamples the rows' columns together)."""
-    return _auc(pre[0], post[0], axis=axis) - _auc(pre[1], post[1], axis=axis)
 
 
 def _check(docs: pd.DataFrame, metrics: Sequence[str]) -> None:
@@ -109,23 +98,14 @@ def _metric_stats(name: str, values: np.ndarray, is_pre: np.ndarray, *, n_boot: 
 def _minus_blind(name: str, values: np.ndarray, blind: np.ndarray, is_pre: np.ndarray,
                  kept: np.ndarray, *, n_boot: int, ci: float, seed: int,
                  notes: list[str]) -> dict[str, Any]:
-    pre = np.stack([values[kept & is_pre], blind[kept & is_pre]])
-    post = np.stack([values[kept & ~is_pre], blind[kept & ~is_pre]])
-    model_auc = finite_or_none(_auc(pre[0], post[0]))
-    blind_auc = finite_or_none(_auc(pre[1], post[1]))
-    out: dict[str, Any] = {"n_pre": int(pre.shape[1]), "n_post": int(post.shape[1]),
-                           "model_auc": model_auc, "blind_auc": blind_auc,
-                           "difference": None, "ci": None}
-    if model_auc is not None and blind_auc is not None:
-        out["difference"] = finite_or_none(model_auc - blind_auc)
+    diff = auc_minus_blind(values[kept], blind[kept], is_pre[kept], n_boot=n_boot, ci=ci,
+                           seed=seed)
     if not kept.all():
         notes.append(f"{name}: model minus blind compares both AUCs on the {int(kept.sum())} "
                      f"documents with a value, so its blind AUC differs from the blind "
                      "baseline's over all documents")
-    if n_boot:
-        (out["ci"],) = bootstrap_ci([pre, post], _auc_difference, n_boot=n_boot, ci=ci,
-                                    seed=seed)
-    return out
+    return {"n_pre": diff["n_pos"], "n_post": diff["n_neg"], "model_auc": diff["model_auc"],
+            "blind_auc": diff["blind_auc"], "difference": diff["difference"], "ci": diff["ci"]}
 
 
 def compare_splits(

@@ -17,31 +17,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from copyprobe.config import model_entry
+
 DEFAULT_CACHE = ".cache/copyprobe"
-
-
-def model_entry(path: str) -> tuple[str, dict[str, Any]]:
-    """(name, entry) of a model-config YAML file: one entry with a ``backend``, or a
-    mapping of one name to such an entry; errors name the file."""
-    import yaml
-
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SystemExit(f"copyprobe: --model-config {p}: cannot read it ({exc.strerror})") \
-            from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise SystemExit(f"copyprobe: --model-config {p}: not YAML ({exc})") from None
-    name = "model"
-    if isinstance(data, dict) and "backend" not in data and len(data) == 1:
-        (key, entry), = data.items()
-        if isinstance(entry, dict):
-            name, data = str(key), entry
-    if not isinstance(data, dict) or "backend" not in data:
-        raise SystemExit(f"copyprobe: --model-config {p}: expected a model entry with a "
-                         "'backend' (e.g. backend: llamacpp, model_file: {path: m.gguf})")
-    return name, dict(data)
+__all__ = ["add_commands", "fraction_table", "model_entry", "validated"]
 
 
 def validated(name: str, entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

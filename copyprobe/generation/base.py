@@ -172,7 +172,8 @@ BACKENDS: Registry[type[Backend]] = Registry("backend")
 #   key_optional      honours ``api_key_optional: true`` (servers that need no key)
 #   scores            it can score a given continuation (copyprobe.generation.scoring): True,
 #                     or "echo_logprobs" (only against a server that echoes prompt log-probs,
-#                     switched on by the model's echo_logprobs); score_paths: how
+#                     switched on by the model's echo_logprobs); score_paths: how;
+#                     score_moments: it sees the whole next-token distribution (Min-k%++)
 #   reads             the model keys it reads (beyond those every model has); a key that
 #                     another backend reads and this one does not is a config error
 #                     (copyprobe.generation.model_keys); ``n_threads`` is read by the job of
@@ -183,11 +184,11 @@ _OPENAI = ("model_id", "revision", "base_url", "api_key_env", "request_timeout",
            "max_tokens_param", "server_sampling_params")
 BACKENDS.declare("llamacpp", "copyprobe.generation.llamacpp:LlamaCppBackend",
                  remote=False, needs_model_file=True, gpu=False,
-                 scores=True, score_paths=("one_pass", "stepwise"),
+                 scores=True, score_paths=("one_pass", "stepwise"), score_moments=True,
                  reads=(*_LOCAL, "model_file", "model_id", "n_ctx"))
 BACKENDS.declare("hf", "copyprobe.generation.hf:HFBackend",
                  remote=False, needs_model_file=False, gpu=True,
-                 scores=True, score_paths=("one_pass", "stepwise"),
+                 scores=True, score_paths=("one_pass", "stepwise"), score_moments=True,
                  reads=(*_LOCAL, *_HUB, "device_map", "vision"))
 BACKENDS.declare("vllm", "copyprobe.generation.vllm_backend:VLLMBackend",
                  remote=False, needs_model_file=False, gpu=True,
@@ -237,7 +238,7 @@ def backend_facts(name: str) -> dict[str, Any]:
     facts: dict[str, Any] = {"remote": False, "needs_model_file": False, "gpu": False,
                              "api_key_env": None, "key_optional": False, "price_factor": 1.0}
     facts.update({k: v for k, v in BACKENDS.facts(name).items()
-                  if k not in ("reads", "scores", "score_paths")})
+                  if k not in ("reads", "scores", "score_paths", "score_moments")})
     return facts
 
 

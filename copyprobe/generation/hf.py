@@ -58,6 +58,7 @@ from copyprobe.generation.scoring import (
     TokenScores,
     first_target_token,
     logit_scores,
+    logit_scores_and_moments,
 )
 from copyprobe.models import ModelFile, sha256_file
 from copyprobe.prompt import Prompt, image_bytes
@@ -564,7 +565,7 @@ class HFBackend(BatchedBackend, ScoringBackend):
                     path: str | None = None) -> list[TokenScores | BackendError]:
         path = self.check_score_path(path)
         results: list[TokenScores | BackendError | None] = [None] * len(requests)
-        todo: list[tuple[int, list[int], int]] = []
+        todo: list[tuple[int, list[int], int, bool]] = []
         for i, req in enumerate(requests):
             try:
                 ids, n_context = self._sequence(req)
@@ -580,37 +581,42 @@ class HFBackend(BatchedBackend, ScoringBackend):
                     f"a sequence of {len(ids)} tokens does not fit the model's context of "
                     f"{self.max_context} tokens", permanent=True, error_class="ContextLengthError")
             else:
-                todo.append((i, ids, n_context))
+                todo.append((i, ids, n_context, req.moments))
         if path == "one_pass":
             for start in range(0, len(todo), self.max_batch_size):
                 chunk = todo[start:start + self.max_batch_size]
-                for (i, _, _), res in zip(chunk, self._one_pass(chunk), strict=True):
+                for (i, *_), res in zip(chunk, self._one_pass(chunk), strict=True):
                     results[i] = res
         else:
-            for i, ids, n_context in todo:
-                results[i] = self._stepwise(ids, n_context)
+            for i, ids, n_context, moments in todo:
+                results[i] = self._stepwise(ids, n_context, moments)
         return [r if r is not None else BackendError("no result", permanent=True)
                 for r in results]
 
     def _token_scores(self, rows: Any, target: list[int], path: str,
-                      n_context: int) -> TokenScores:
-        logprobs, argmax = logit_scores(rows.float().cpu().numpy(), target)
+                      n_context: int, moments: bool) -> TokenScores:
+        array = rows.float().cpu().numpy()
+        if moments:
+            logprobs, argmax, mean, std = logit_scores_and_moments(array, target)
+        else:
+            (logprobs, argmax), mean, std = logit_scores(array, target), [], []
         texts = tuple(self.tokenizer.decode([t], skip_special_tokens=False,
                                             clean_up_tokenization_spaces=False) for t in target)
         return TokenScores(token_ids=tuple(target), logprobs=tuple(logprobs),
                            argmax=tuple(argmax), path=path, n_context_tokens=n_context,
-                           token_texts=texts)
+                           token_texts=texts, dist_mean=tuple(mean), dist_std=tuple(std))
 
     def _one_pass(self,
-                  chunk: list[tuple[int, list[int], int]]) -> list[TokenScores | BackendError]:
+                  chunk: list[tuple[int, list[int], int, bool]]
+                  ) -> list[TokenScores | BackendError]:
         """One forward pass over a right-padded batch; on CUDA out-of-memory, halves."""
         torch = self.torch
-        width = max(len(ids) for _, ids, _ in chunk)
+        width = max(len(ids) for _, ids, _, _ in chunk)
         # the logits of the positions that predict a target token: from the earliest
         # (n_context - 1) of the batch to the end
-        keep = width - min(n_context - 1 for _, _, n_context in chunk)
-        ids = [seq + [self.pad_id] * (width - len(seq)) for _, seq, _ in chunk]
-        mask = [[1] * len(seq) + [0] * (width - len(seq)) for _, seq, _ in chunk]
+        keep = width - min(n_context - 1 for _, _, n_context, _ in chunk)
+        ids = [seq + [self.pad_id] * (width - len(seq)) for _, seq, _, _ in chunk]
+        mask = [[1] * len(seq) + [0] * (width - len(seq)) for _, seq, _, _ in chunk]
         device = self.model.device
         kwargs: dict[str, Any] = {
             "input_ids": torch.tensor(ids, dtype=torch.long, device=device),
@@ -632,12 +638,13 @@ class HFBackend(BatchedBackend, ScoringBackend):
             return self._one_pass(chunk[:half]) + self._one_pass(chunk[half:])
         out: list[TokenScores | BackendError] = []
         offset = width - keep  # logits[:, j] predicts the token at offset + j + 1
-        for row, (_, seq, n_context) in enumerate(chunk):
+        for row, (_, seq, n_context, moments) in enumerate(chunk):
             rows = logits[row, n_context - 1 - offset:len(seq) - 1 - offset]
-            out.append(self._token_scores(rows, seq[n_context:], "one_pass", n_context))
+            out.append(self._token_scores(rows, seq[n_context:], "one_pass", n_context,
+                                          moments))
         return out
 
-    def _stepwise(self, ids: list[int], n_context: int) -> TokenScores:
+    def _stepwise(self, ids: list[int], n_context: int, moments: bool = False) -> TokenScores:
         """The prefix once, then one target token per forward with ``past_key_values``."""
         torch = self.torch
         device = self.model.device
@@ -653,7 +660,8 @@ class HFBackend(BatchedBackend, ScoringBackend):
                 out = self.model(input_ids=torch.tensor([[tok]], device=device),
                                  use_cache=True, **{name: out[name]})
                 rows.append(out.logits[0, -1])
-        return self._token_scores(torch.stack(rows), ids[n_context:], "stepwise", n_context)
+        return self._token_scores(torch.stack(rows), ids[n_context:], "stepwise", n_context,
+                                  moments)
 
     def close(self) -> None:
         for attr in ("model", "tokenizer", "processor"):

@@ -40,6 +40,7 @@ from copyprobe.generation.scoring import (
     TokenScores,
     first_target_token,
     logit_scores,
+    logit_scores_and_moments,
 )
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
@@ -294,12 +295,15 @@ class LlamaCppBackend(Backend, ScoringBackend):
                 llm.eval([tok])
                 rows_list.append(last())
             rows = np.stack(rows_list)
-        logprobs, argmax = logit_scores(rows, target)
+        if req.moments:
+            logprobs, argmax, mean, std = logit_scores_and_moments(rows, target)
+        else:
+            (logprobs, argmax), mean, std = logit_scores(rows, target), [], []
         texts = tuple(bytes(llm.detokenize([t], special=True)).decode("utf-8", errors="replace")
                       for t in target)
         return TokenScores(token_ids=tuple(target), logprobs=tuple(logprobs),
                            argmax=tuple(argmax), path=path, n_context_tokens=n_context,
-                           token_texts=texts)
+                           token_texts=texts, dist_mean=tuple(mean), dist_std=tuple(std))
 
     def close(self) -> None:
         for attr in ("llm", "_scorer"):

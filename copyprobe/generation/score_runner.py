@@ -126,6 +126,11 @@ def _score_chunk(backend: Any, chunk: list[tuple[str, ScoreRequest]], path: str,
         again: list[tuple[str, ScoreRequest]] = []
         delay = 0.0
         for (key, req), out in zip(todo, outs, strict=True):
+            if isinstance(out, TokenScores) and req.moments and not out.has_moments:
+                out = BackendError(f"{type(backend).__name__} returned no next-token "
+                                   "distribution moments (it does not see the full "
+                                   "distribution)", permanent=True,
+                                   error_class="MomentsUnavailable")
             if isinstance(out, TokenScores):
                 out = _check_finite(out)
             if isinstance(out, TokenScores):

@@ -16,7 +16,10 @@ A request is either
   token that straddles the boundary between prompt and target (if any) counts as target.
 
 The answer, :class:`TokenScores`, lists each target token, its log-probability given
-everything before it, whether it was the argmax there (greedy match), and the ``path`` that
+everything before it, whether it was the argmax there (greedy match), for a request with
+``moments`` the mean and standard deviation of the log-probability under the whole next-token
+distribution at that position (what Min-k%++ needs; only backends with the full logits give
+them: the ``score_moments`` fact), and the ``path`` that
 produced the numbers: ``one_pass`` (one forward pass over the whole sequence), ``stepwise``
 (one evaluation per target token, as decoding does), ``prompt_logprobs`` (vLLM's engine) or
 ``server_echo`` (an OpenAI-compatible completions server that echoes the prompt's log-probs).
@@ -52,6 +55,8 @@ class ScoreRequest:
     target_ids: tuple[int, ...] | None = None
     prompt: Prompt | None = None
     target: str | None = None
+    #: also the moments of each position's next-token distribution (:class:`TokenScores`)
+    moments: bool = False
 
     def __post_init__(self) -> None:
         tokens = self.context_ids is not None or self.target_ids is not None
@@ -70,13 +75,18 @@ class ScoreRequest:
         return self.target_ids is not None
 
     def as_dict(self) -> dict[str, Any]:
-        """The request as JSON-able data (it enters the cache key)."""
+        """The request as JSON-able data (it enters the cache key; ``moments`` only when
+        asked for, so the keys of requests without them are unchanged)."""
         if self.token_level:
-            return {"context_ids": list(self.context_ids or ()),
-                    "target_ids": list(self.target_ids or ())}
-        assert self.prompt is not None
-        return {"prompt": self.prompt.as_dict(), "format": self.prompt.format,
-                "target": self.target}
+            out = {"context_ids": list(self.context_ids or ()),
+                   "target_ids": list(self.target_ids or ())}
+        else:
+            assert self.prompt is not None
+            out = {"prompt": self.prompt.as_dict(), "format": self.prompt.format,
+                   "target": self.target}
+        if self.moments:
+            out["moments"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -92,12 +102,19 @@ class TokenScores:
     #: tokens before the target in the scored sequence (BOS and template included)
     n_context_tokens: int
     token_texts: tuple[str, ...] = ()
+    #: per target token, the mean ``sum_v p_v log p_v`` and standard deviation of the
+    #: log-probability under the model's next-token distribution there (empty: not computed)
+    dist_mean: tuple[float, ...] = ()
+    dist_std: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.token_ids)
         if len(self.logprobs) != n or len(self.argmax) != n:
             raise ValueError(f"TokenScores: {n} tokens, {len(self.logprobs)} log-probs and "
                              f"{len(self.argmax)} argmax flags")
+        if len(self.dist_mean) != len(self.dist_std) or len(self.dist_mean) not in (0, n):
+            raise ValueError(f"TokenScores: {n} tokens, {len(self.dist_mean)} distribution "
+                             f"means and {len(self.dist_std)} standard deviations")
         if self.path not in SCORE_PATHS:
             raise ValueError(f"TokenScores: unknown path {self.path!r} (one of {SCORE_PATHS})")
 
@@ -113,13 +130,20 @@ class TokenScores:
 
     @property
     def finite(self) -> bool:
-        return all(math.isfinite(x) for x in self.logprobs)
+        return all(math.isfinite(x) for x in (*self.logprobs, *self.dist_mean, *self.dist_std))
+
+    @property
+    def has_moments(self) -> bool:
+        return len(self.dist_mean) == len(self.token_ids)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"token_ids": list(self.token_ids), "logprobs": list(self.logprobs),
-                "argmax": list(self.argmax), "path": self.path,
-                "n_context_tokens": self.n_context_tokens,
-                "token_texts": list(self.token_texts)}
+        out = {"token_ids": list(self.token_ids), "logprobs": list(self.logprobs),
+               "argmax": list(self.argmax), "path": self.path,
+               "n_context_tokens": self.n_context_tokens,
+               "token_texts": list(self.token_texts)}
+        if self.dist_mean:
+            out.update(dist_mean=list(self.dist_mean), dist_std=list(self.dist_std))
+        return out
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> TokenScores:
@@ -127,7 +151,9 @@ class TokenScores:
                    logprobs=tuple(float(x) for x in obj["logprobs"]),
                    argmax=tuple(bool(x) for x in obj["argmax"]), path=obj["path"],
                    n_context_tokens=int(obj["n_context_tokens"]),
-                   token_texts=tuple(obj.get("token_texts") or ()))
+                   token_texts=tuple(obj.get("token_texts") or ()),
+                   dist_mean=tuple(float(x) for x in obj.get("dist_mean") or ()),
+                   dist_std=tuple(float(x) for x in obj.get("dist_std") or ()))
 
 
 class Tokenizer(Protocol):
@@ -224,6 +250,36 @@ def logit_scores(logits: Any, target_ids: Sequence[int]) -> tuple[list[float], l
     return [float(x) for x in logprobs], [bool(x) for x in rows.argmax(axis=1) == ids]
 
 
+def logit_scores_and_moments(logits: Any, target_ids: Sequence[int]
+                             ) -> tuple[list[float], list[bool], list[float], list[float]]:
+    """:func:`logit_scores` (the same numbers, bit for bit) and, per row, the mean
+    ``mu = sum_v p_v log p_v`` and the standard deviation ``sqrt(sum_v p_v (log p_v)^2 -
+    mu^2)`` of the log-probability under the row's softmax distribution, in float64 from one
+    exponential (Min-k%++, Zhang et al. 2024)."""
+    import numpy as np
+
+    rows = np.asarray(logits, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[0] != len(target_ids):
+        raise ValueError(f"logit_scores_and_moments: {rows.shape} logits for "
+                         f"{len(target_ids)} targets")
+    ids = np.asarray(target_ids, dtype=np.int64)
+    peak = rows.max(axis=1, keepdims=True)
+    z = rows - peak
+    p = np.exp(z)
+    total = p.sum(axis=1)
+    lse = np.log(total) + peak[:, 0]
+    logprobs = rows[np.arange(len(ids)), ids] - lse
+    z -= np.log(total)[:, None]  # log p
+    p /= total[:, None]
+    # p_v log p_v is 0 where p_v is 0 (a -inf logit: log p_v = -inf)
+    plogp = np.multiply(p, z, out=p, where=p > 0)
+    mu = plogp.sum(axis=1)
+    second = np.einsum("ij,ij->i", plogp, np.where(np.isfinite(z), z, 0.0))
+    std = np.sqrt(np.maximum(second - mu * mu, 0.0))
+    return ([float(x) for x in logprobs], [bool(x) for x in rows.argmax(axis=1) == ids],
+            [float(x) for x in mu], [float(x) for x in std])
+
+
 def load_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Tokenizer:
     """The tokenizer of a model entry's backend (see :meth:`ScoringBackend.
     tokenizer_from_config`); a backend that cannot score is a :class:`BackendError`."""
@@ -236,9 +292,13 @@ def load_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Tok
 def scoring_facts(backend: str) -> dict[str, Any]:
     """What the registry declares of a backend's scoring, without importing it: ``scores``
     (True: always; ``"echo_logprobs"``: only when the model sets ``echo_logprobs: true``, a
-    server that returns prompt log-probs; False: never) and ``score_paths``."""
+    server that returns prompt log-probs; False: never), ``score_paths`` and
+    ``score_moments`` (it sees the whole next-token distribution: :class:`TokenScores`'
+    ``dist_mean`` and ``dist_std``)."""
     facts = BACKENDS.facts(backend) if backend in BACKENDS else {}
-    return {"scores": facts.get("scores", False), "score_paths": tuple(facts.get("score_paths", ()))}
+    return {"scores": facts.get("scores", False),
+            "score_paths": tuple(facts.get("score_paths", ())),
+            "score_moments": bool(facts.get("score_moments", False))}
 
 
 def scoring_backends() -> list[str]:

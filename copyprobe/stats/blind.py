@@ -33,7 +33,7 @@ from sklearn.pipeline import Pipeline
 
 from copyprobe.stats.common import bootstrap_ci, cliffs_delta, finite_or_none, roc_auc
 
-__all__ = ["blind_baseline", "blind_baseline_with_scores", "blind_scores"]
+__all__ = ["auc_minus_blind", "blind_baseline", "blind_baseline_with_scores", "blind_scores"]
 
 
 def _pipeline() -> Pipeline:
@@ -48,6 +48,38 @@ def _pipeline() -> Pipeline:
 def _auc(pre: np.ndarray, post: np.ndarray, axis: int = -1) -> np.ndarray:
     """ROC AUC of D_pre (positive) against D_post along ``axis``: ``(1 - delta(post, pre)) / 2``."""
     return (1.0 - cliffs_delta(post, pre, axis=axis)) / 2.0
+
+
+def _auc_difference(pos: np.ndarray, neg: np.ndarray, axis: int = -1) -> Any:
+    """Model AUC minus blind AUC on the same documents: row 0 of each sample holds the
+    model's score, row 1 the blind score (the bootstrap resamples the columns together)."""
+    return _auc(pos[0], neg[0], axis=axis) - _auc(pos[1], neg[1], axis=axis)
+
+
+def auc_minus_blind(values: np.ndarray, blind: np.ndarray, positive: np.ndarray, *,
+                    n_boot: int, ci: float, seed: int) -> dict[str, Any]:
+    """What a model's per-document score tells beyond the text: its ROC AUC minus the blind
+    baseline's (out-of-fold scores ``blind``, :func:`blind_scores`) on the same documents
+    (``positive``: a boolean mask of the positive class), and a paired percentile-bootstrap
+    interval of the difference (each resample draws documents within each class once and
+    recomputes both AUCs on them). ``n_pos``, ``n_neg``, ``model_auc``, ``blind_auc``,
+    ``difference``, ``ci`` (None without ``n_boot`` or with fewer than one document a class)."""
+    positive = np.asarray(positive, dtype=bool)
+    pos = np.stack([np.asarray(values, dtype=float)[positive], blind[positive]])
+    neg = np.stack([np.asarray(values, dtype=float)[~positive], blind[~positive]])
+    out: dict[str, Any] = {"n_pos": int(pos.shape[1]), "n_neg": int(neg.shape[1]),
+                           "model_auc": None, "blind_auc": None, "difference": None,
+                           "ci": None}
+    if min(pos.shape[1], neg.shape[1]) == 0:
+        return out
+    out["model_auc"] = finite_or_none(_auc(pos[0], neg[0]))
+    out["blind_auc"] = finite_or_none(_auc(pos[1], neg[1]))
+    if out["model_auc"] is not None and out["blind_auc"] is not None:
+        out["difference"] = finite_or_none(out["model_auc"] - out["blind_auc"])
+    if n_boot:
+        (out["ci"],) = bootstrap_ci([pos, neg], _auc_difference, n_boot=n_boot, ci=ci,
+                                    seed=seed)
+    return out
 
 
 def _labels(texts: Sequence[str], labels: Sequence[int], folds: int) -> np.ndarray:

@@ -29,6 +29,7 @@ __all__ = [
     "fmt_p",
     "roc_auc",
     "tpr_at_fpr",
+    "tpr_at_fpr_along",
 ]
 
 # Upper bound on the values (resamples x observations) one vectorised bootstrap call holds.
@@ -114,6 +115,21 @@ def tpr_at_fpr(scores: Sequence[float], labels: Sequence[int], max_fpr: float) -
     n_neg = int((y == 0).sum())
     allowed_fp = math.floor(max_fpr * n_neg + 1e-9)
     return float(tpr[np.rint(fpr * n_neg) <= allowed_fp].max())
+
+
+def tpr_at_fpr_along(pos: Any, neg: Any, max_fpr: float, axis: int = -1) -> Any:
+    """:func:`tpr_at_fpr` of positives ``pos`` against negatives ``neg`` along ``axis`` (one
+    resample per row, for the bootstrap): with ``a = floor(max_fpr * n_neg)`` false
+    positives allowed, the share of positives above the ``(a + 1)``-th largest negative."""
+    pa = np.moveaxis(np.asarray(pos, dtype=float), axis, -1)
+    na = np.sort(np.moveaxis(np.asarray(neg, dtype=float), axis, -1), axis=-1)
+    n_neg = na.shape[-1]
+    allowed_fp = math.floor(max_fpr * n_neg + 1e-9)
+    if allowed_fp >= n_neg:
+        return np.ones(pa.shape[:-1]) if pa.ndim > 1 else 1.0
+    threshold = na[..., n_neg - 1 - allowed_fp]
+    tpr = (pa > threshold[..., None]).mean(axis=-1)
+    return float(tpr) if np.ndim(tpr) == 0 else tpr
 
 
 def bootstrap_ci(
