@@ -96,7 +96,7 @@ def load_model(path: str, flag: str, cache_dir: Path) -> Any:
 
     name, entry = model_entry(path, flag)
     cfg = {"cache_dir": str(cache_dir), "sources": {"text": {"kind": "local", "path": "."}},
-           "models": {name: {**entry, "studies": []}}}
+           "models": {name: {**entry, "studies": ["membership"]}}}
     try:
         cfg = validate_config(cfg)
     except ConfigError as exc:

@@ -116,16 +116,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 def control_documents(folder: str | Path, words: int = 120) -> pd.DataFrame:
     """The invented control documents of ``folder`` (its metadata.csv's files, in order) as
-    ``doc_id`` (the file's stem) and ``text``: whole sentences up to about ``words`` words
-    (the first sentence that reaches ``words`` is the last)."""
+    ``doc_id`` (the file's stem) and ``text``: its first whole sentences, as many as bring the
+    count nearest to ``words`` words."""
     folder = Path(folder)
     rows = []
     for name in pd.read_csv(folder / "metadata.csv")["file"]:
         text = " ".join((folder / name).read_text(encoding="utf-8").split())
         kept: list[str] = []
+        count = 0
         for sentence in _SENTENCE_END.split(text):
-            kept.append(sentence)
-            if sum(len(s.split()) for s in kept) >= words:
+            n = len(sentence.split())
+            if kept and abs(count + n - words) > abs(count - words):
                 break
+            kept.append(sentence)
+            count += n
         rows.append({"doc_id": Path(name).stem, "text": " ".join(kept)})
     return pd.DataFrame(rows)

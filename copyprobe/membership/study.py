@@ -1,5 +1,6 @@
 """The membership study as the core sees it (:class:`copyprobe.studies.Study`): for now its
-command (``membership-score``); it runs no workflow jobs of its own."""
+command (``membership-score``), whose model-config files are validated as model entries
+that list the study; it runs no workflow jobs of its own."""
 
 from __future__ import annotations
 
@@ -13,3 +14,4 @@ class MembershipStudy(Study):
     name = "membership"
     schema_file = "data/schema.yaml"
     commands = "copyprobe.membership.cli:add_commands"
+    runs_models = True

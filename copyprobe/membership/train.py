@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
+import resource
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -242,7 +243,7 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
     if latest is not None:
         start, losses = checkpoints.load(latest, model, optimizer)
         resumed_from = start
-    t0, tokens = time.perf_counter(), 0
+    t0 = time.perf_counter()
     with Progress(len(order), f"membership-train {base_name}") as progress:
         progress.update(start)
         for step in range(start, len(order)):
@@ -252,9 +253,9 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            tokens += batch.shape[1]
             losses.append({"step": step + 1, "epoch": step * settings.epochs // len(order) + 1,
-                           "doc_id": doc_id, "loss": float(loss.detach())})
+                           "doc_id": doc_id, "tokens": batch.shape[1],
+                           "loss": float(loss.detach())})
             if settings.checkpoint_every and (step + 1) % settings.checkpoint_every == 0 \
                     and step + 1 < len(order):
                 checkpoints.save(step + 1, model, optimizer, losses)
@@ -262,10 +263,17 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
             if on_step is not None:
                 on_step(step + 1)
     seconds = time.perf_counter() - t0
+    here = sum(len(ids[d]) for d in order[start:])  # tokens trained by this process
+    peak_mb = (torch.cuda.max_memory_allocated() if device == "cuda"
+               else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**20
 
     if settings.lora:
         model = model.merge_and_unload()
     model.eval()
+    # a GGUF base is dequantised on loading: the weights are plain tensors, saved as such
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     tmp = out / f".tmp-model-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -280,9 +288,11 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
         "base_identity": identity, "plan_digest": plan_digest(plan),
         "documents_digest": documents_digest(docs), "settings": {**asdict(settings),
                                                                  "lr": settings.learning_rate},
-        "device": device, "steps": len(order), "tokens_trained": tokens,
+        "device": device, "steps": len(order),
+        "tokens_trained": sum(len(ids[d]) for d in order), "steps_this_run": len(order) - start,
         "seconds": round(seconds, 2),
-        "tokens_per_second": round(tokens / seconds, 2) if seconds > 0 else None,
+        "tokens_per_second": round(here / seconds, 2) if seconds > 0 else None,
+        "peak_memory_mb": round(peak_mb, 1),
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "loss_curve": losses, "files": file_hashes(out / MODEL_DIR),
         "versions": {"copyprobe": __version__, "torch": _version("torch"),
