@@ -291,8 +291,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--cache-dir", default=DEFAULT_CACHE,
                    help="the call cache, shared with the workflow's")
     s.set_defaults(func=cmd_membership_score)
-
-    # ---- ground truth by insertion: membership-train and membership-canaries
-    from copyprobe.membership.insertion_cli import add_commands as add_insertion_commands
-
-    add_insertion_commands(sub)

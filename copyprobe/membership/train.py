@@ -198,12 +198,12 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
     ``model.yaml``), or reuse a completed run of the same key.
     The record's ``outcome`` says which: ``reused``, ``trained`` or ``resumed`` (from
     ``resumed_from_step``). ``on_step(step)`` runs after each step (tests inject faults)."""
-    from copyprobe.generation.hf import HFBackend, _device_class
+    from copyprobe.generation.hf import HFBackend
     from copyprobe.generation.runner import backend_identity
 
     spec = hf_spec(base_spec, "--model-config")
-    device = _device_class(spec.get("device_map"))
     identity = backend_identity(spec, model_file)
+    device = identity["backend_device"]
     key = train_key(identity, plan, docs, settings, device)
     out = Path(out)
     done = completed(out, key)
