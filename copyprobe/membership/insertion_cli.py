@@ -134,9 +134,9 @@ def cmd_membership_canaries(args: argparse.Namespace) -> dict[str, Any]:
 def _plan_args(s: argparse.ArgumentParser, seed_help: str) -> None:
     s.add_argument("--seed", type=int, default=0, help=seed_help)
     s.add_argument("--member-fraction", type=float, default=0.5,
-                   help="share of the documents made members (default 0.5)")
+                   help="share of the documents made members")
     s.add_argument("--repeats", default="1,4",
-                   help="duplication levels, members split evenly over them (default 1,4)")
+                   help="duplication levels, members split evenly over them")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -156,16 +156,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="a JSONL file: one object per line with doc_id and text")
     s.add_argument("--out", required=True, help="the folder to write")
     _plan_args(s, "seed of the split, the training order and LoRA's initialisation")
-    s.add_argument("--epochs", type=int, default=1, help="passes over the members (default 1)")
+    s.add_argument("--epochs", type=int, default=1, help="passes over the members")
     s.add_argument("--lr", type=float, default=None,
                    help="learning rate (default 2e-5, with --lora 5e-4)")
     s.add_argument("--lora", action="store_true", help="train LoRA adapters (peft), merged "
                    "into the written weights")
-    s.add_argument("--lora-rank", type=int, default=4, help="LoRA rank (default 4)")
+    s.add_argument("--lora-rank", type=int, default=4, help="LoRA rank")
     s.add_argument("--max-tokens", type=int, default=256,
-                   help="train on each document's first N tokens (default 256)")
+                   help="train on each document's first N tokens")
     s.add_argument("--checkpoint-every", type=int, default=10,
-                   help="steps between checkpoints, 0 for none (default 10)")
+                   help="steps between checkpoints, 0 for none")
     s.add_argument("--cache-dir", default=".cache/copyprobe",
                    help="where an assembled base model file is kept")
     s.set_defaults(func=cmd_membership_train)
