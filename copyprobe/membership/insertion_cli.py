@@ -164,7 +164,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--lora-rank", type=int, default=4, help="LoRA rank")
     s.add_argument("--max-tokens", type=int, default=256,
                    help="train on each document's first N tokens")
-    s.add_argument("--checkpoint-every", type=int, default=10,
+    s.add_argument("--checkpoint-every", type=int, default=25,
                    help="steps between checkpoints, 0 for none")
     s.add_argument("--cache-dir", default=".cache/copyprobe",
                    help="where an assembled base model file is kept")

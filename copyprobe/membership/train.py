@@ -50,7 +50,7 @@ class TrainSettings:
     #: each document's first tokens trained on (as membership-score scores its first tokens)
     max_tokens: int = 256
     #: steps between checkpoints (0: none)
-    checkpoint_every: int = 10
+    checkpoint_every: int = 25
 
     @property
     def learning_rate(self) -> float:
@@ -243,6 +243,8 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
     if latest is not None:
         start, losses = checkpoints.load(latest, model, optimizer)
         resumed_from = start
+        log.info("membership-train: resuming from the checkpoint at step %d of %d", start,
+                 len(order))
     t0 = time.perf_counter()
     with Progress(len(order), f"membership-train {base_name}") as progress:
         progress.update(start)
