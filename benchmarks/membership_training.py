@@ -10,7 +10,11 @@ defaults unless told otherwise) and prints, side by side:
   threads, and the training's share of it;
 * the wall time of the whole run (loading, training, saving) and the peak memory (ru_maxrss).
 
-    python benchmarks/membership_training.py [--threads 2] [--lora] [--lr LR] [--epochs 1]
+    python benchmarks/membership_training.py [--threads 2] [--documents 40] [--lora] [--lr LR]
+                                             [--epochs 1]
+
+``--documents N`` trains on a plan of the first N documents only (fewer steps, the same rate):
+for a loaded machine.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ def main() -> None:
     ap.add_argument("--lora", action="store_true")
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--documents", type=int, default=40)
     args = ap.parse_args()
 
     from copyprobe.membership.cli import load_model
@@ -57,6 +62,7 @@ def main() -> None:
 
     peak = matmul_peak(args.threads)
     docs = control_documents(ROOT / "resources" / "control_documents", words=120)
+    docs = docs.head(args.documents)
     plan = make_plan(docs["doc_id"].tolist(), seed=0)
     settings = TrainSettings(lora=args.lora, lr=args.lr, epochs=args.epochs,
                              checkpoint_every=0)

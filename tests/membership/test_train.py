@@ -33,7 +33,7 @@ def _fault_at(step: int):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1800)
 def test_a_killed_run_leaves_no_model_and_the_rerun_resumes_then_reuses(tmp_path, capsys):
     docs = control_documents(ROOT / "resources" / "control_documents", words=40).head(4)
     (tmp_path / "docs.jsonl").write_text(
