@@ -158,7 +158,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _plan_args(s, "seed of the split, the training order and LoRA's initialisation")
     s.add_argument("--epochs", type=int, default=1, help="passes over the members")
     s.add_argument("--lr", type=float, default=None,
-                   help="learning rate (default 2e-5, with --lora 5e-4)")
+                   help="learning rate (default 1e-5, with --lora 5e-4)")
     s.add_argument("--lora", action="store_true", help="train LoRA adapters (peft), merged "
                    "into the written weights")
     s.add_argument("--lora-rank", type=int, default=4, help="LoRA rank")

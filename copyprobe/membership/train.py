@@ -42,7 +42,7 @@ class TrainSettings:
 
     seed: int = 0
     epochs: int = 1
-    #: AdamW's learning rate (constant); None: 2e-5 for a full fine-tune, 5e-4 with LoRA
+    #: AdamW's learning rate (constant); None: 1e-5 for a full fine-tune, 5e-4 with LoRA
     lr: float | None = None
     lora: bool = False
     lora_rank: int = 4
@@ -54,7 +54,7 @@ class TrainSettings:
 
     @property
     def learning_rate(self) -> float:
-        return self.lr if self.lr is not None else (5e-4 if self.lora else 2e-5)
+        return self.lr if self.lr is not None else (5e-4 if self.lora else 1e-5)
 
     def keyed(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if k != "checkpoint_every"}
