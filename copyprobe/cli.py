@@ -16,6 +16,8 @@ config, run one model of a config on one prompts table, re-score released genera
     copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--metrics rouge-l]
     copyprobe copyright-score RESPONSES --out scored.parquet [--materials M] [--format authors]
     copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
+    copyprobe membership-score --model-config M.yaml --documents DOCS.jsonl --out S.parquet
+                               [--truth insertion.parquet] [--reference-config R.yaml]
     copyprobe index build CORPUS... --out DIR [--unit words|whitespace] [--shards N]
     copyprobe index find DIR TEXT [--min-words 8] [--max-docs 5]
     copyprobe list backends|sources|metrics|studies

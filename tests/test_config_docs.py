@@ -47,7 +47,8 @@ def test_types_defaults_and_required_are_read_from_the_schema():
     assert rows["msr.n"].default == "`6`"
     assert rows["models"].default == "required"
     assert rows["models.<name>.backend"].default == "required"
-    assert rows["models.<name>.studies"].type.startswith("list of (one of `copyright`, `extraction`, `msr`)")
+    assert rows["models.<name>.studies"].type.startswith(
+        "list of (one of `copyright`, `extraction`, `membership`, `msr`)")
     assert rows["variants.<name>.matching.k_max"].type == "(integer, >= 1) or `auto`"
     # a oneOf told apart by a constant: the key says when it applies
     assert rows["experiments.<name>.split"].condition == "kind: comparison"

@@ -62,10 +62,11 @@ def test_metrics_and_studies(capsys):
     from copyprobe.studies import STUDIES
 
     assert list(studies) == STUDIES.names()
-    assert set(studies) == {"msr", "copyright", "guard", "extraction"}
+    assert set(studies) == {"msr", "copyright", "guard", "extraction", "membership"}
     assert studies["msr"].endswith("(msr-score, msr-stats)")
     assert studies["guard"].endswith("(guard)")
     assert studies["extraction"].endswith("(extraction-map)")
+    assert studies["membership"].endswith("(membership-score)")
     # every command a study names is one of the CLI's
     commands = {c for line in studies.values() for c in line.rsplit("(", 1)[1][:-1].split(", ")}
     assert commands <= set(_command_names(cli.build_parser()))

@@ -57,8 +57,8 @@ from copyprobe.generation.scoring import (
     ScoringBackend,
     TokenScores,
     first_target_token,
-    logit_moments,
     logit_scores,
+    logit_scores_and_moments,
 )
 from copyprobe.models import ModelFile, sha256_file
 from copyprobe.prompt import Prompt, image_bytes
@@ -596,8 +596,10 @@ class HFBackend(BatchedBackend, ScoringBackend):
     def _token_scores(self, rows: Any, target: list[int], path: str,
                       n_context: int, moments: bool) -> TokenScores:
         array = rows.float().cpu().numpy()
-        logprobs, argmax = logit_scores(array, target)
-        mean, std = logit_moments(array) if moments else ([], [])
+        if moments:
+            logprobs, argmax, mean, std = logit_scores_and_moments(array, target)
+        else:
+            (logprobs, argmax), mean, std = logit_scores(array, target), [], []
         texts = tuple(self.tokenizer.decode([t], skip_special_tokens=False,
                                             clean_up_tokenization_spaces=False) for t in target)
         return TokenScores(token_ids=tuple(target), logprobs=tuple(logprobs),

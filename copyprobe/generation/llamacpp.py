@@ -39,8 +39,8 @@ from copyprobe.generation.scoring import (
     ScoringBackend,
     TokenScores,
     first_target_token,
-    logit_moments,
     logit_scores,
+    logit_scores_and_moments,
 )
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
@@ -289,8 +289,10 @@ class LlamaCppBackend(Backend, ScoringBackend):
                 llm.eval([tok])
                 rows_list.append(last())
             rows = np.stack(rows_list)
-        logprobs, argmax = logit_scores(rows, target)
-        mean, std = logit_moments(rows) if req.moments else ([], [])
+        if req.moments:
+            logprobs, argmax, mean, std = logit_scores_and_moments(rows, target)
+        else:
+            (logprobs, argmax), mean, std = logit_scores(rows, target), [], []
         texts = tuple(bytes(llm.detokenize([t], special=True)).decode("utf-8", errors="replace")
                       for t in target)
         return TokenScores(token_ids=tuple(target), logprobs=tuple(logprobs),

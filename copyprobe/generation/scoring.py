@@ -250,23 +250,34 @@ def logit_scores(logits: Any, target_ids: Sequence[int]) -> tuple[list[float], l
     return [float(x) for x in logprobs], [bool(x) for x in rows.argmax(axis=1) == ids]
 
 
-def logit_moments(logits: Any) -> tuple[list[float], list[float]]:
-    """Per row of ``logits`` (shape (n, vocab)): the mean ``mu = sum_v p_v log p_v`` and the
-    standard deviation ``sqrt(sum_v p_v (log p_v)^2 - mu^2)`` of the log-probability under
-    the row's softmax distribution, in float64 (Min-k%++, Zhang et al. 2024)."""
+def logit_scores_and_moments(logits: Any, target_ids: Sequence[int]
+                             ) -> tuple[list[float], list[bool], list[float], list[float]]:
+    """:func:`logit_scores` (the same numbers, bit for bit) and, per row, the mean
+    ``mu = sum_v p_v log p_v`` and the standard deviation ``sqrt(sum_v p_v (log p_v)^2 -
+    mu^2)`` of the log-probability under the row's softmax distribution, in float64 from one
+    exponential (Min-k%++, Zhang et al. 2024)."""
     import numpy as np
 
     rows = np.asarray(logits, dtype=np.float64)
-    if rows.ndim != 2:
-        raise ValueError(f"logit_moments: logits of shape {rows.shape}, not (n, vocab)")
-    logp = rows - rows.max(axis=1, keepdims=True)
-    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
-    p = np.exp(logp)
-    # p_v log p_v is 0 where p_v underflows (log p_v = -inf under a -inf logit)
-    plogp = np.where(p > 0, p * logp, 0.0)
+    if rows.ndim != 2 or rows.shape[0] != len(target_ids):
+        raise ValueError(f"logit_scores_and_moments: {rows.shape} logits for "
+                         f"{len(target_ids)} targets")
+    ids = np.asarray(target_ids, dtype=np.int64)
+    peak = rows.max(axis=1, keepdims=True)
+    z = rows - peak
+    p = np.exp(z)
+    total = p.sum(axis=1)
+    lse = np.log(total) + peak[:, 0]
+    logprobs = rows[np.arange(len(ids)), ids] - lse
+    z -= np.log(total)[:, None]  # log p
+    p /= total[:, None]
+    # p_v log p_v is 0 where p_v is 0 (a -inf logit: log p_v = -inf)
+    plogp = np.multiply(p, z, out=p, where=p > 0)
     mu = plogp.sum(axis=1)
-    var = np.where(p > 0, plogp * logp, 0.0).sum(axis=1) - mu * mu
-    return [float(x) for x in mu], [float(x) for x in np.sqrt(np.maximum(var, 0.0))]
+    second = np.einsum("ij,ij->i", plogp, np.where(np.isfinite(z), z, 0.0))
+    std = np.sqrt(np.maximum(second - mu * mu, 0.0))
+    return ([float(x) for x in logprobs], [bool(x) for x in rows.argmax(axis=1) == ids],
+            [float(x) for x in mu], [float(x) for x in std])
 
 
 def load_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Tokenizer:

@@ -282,11 +282,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="a second model entry (same tokenizer): adds reference_ratio")
     s.add_argument("--scores", help="comma-separated scores (default: every standard score)")
     s.add_argument("--max-tokens", type=int, default=512,
-                   help="score each document's first N tokens (default 512)")
-    s.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+                   help="score each document's first N tokens")
+    s.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples")
     s.add_argument("--fpr-halvings", type=int, default=200,
                    help="random halvings of the non-members that measure dataset inference's "
-                        "false-positive rate (default 200)")
+                        "false-positive rate")
     s.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the splits")
     s.add_argument("--cache-dir", default=DEFAULT_CACHE,
                    help="the call cache, shared with the workflow's")

@@ -19,7 +19,7 @@ from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.runner import backend_identity
 from copyprobe.generation.score_runner import ScoreResult, run_scoring
 from copyprobe.generation.scoring import ScoreRequest, Tokenizer, load_tokenizer, scoring_facts
-from copyprobe.membership.scores import KS, document_scores
+from copyprobe.membership.scores import KS, document_scores, loss
 from copyprobe.models import ModelFile
 
 #: the per-document scores table
@@ -77,10 +77,11 @@ def requests(texts: Sequence[str], tokenizer: Tokenizer, *, max_tokens: int,
     return out, scored, cut
 
 
-def run_pass(model: Model, reqs: Sequence[ScoreRequest | None], *,
-             path: str = "one_pass") -> list[ScoreResult | None]:
+def run_pass(model: Model, reqs: Sequence[ScoreRequest | None]) -> list[ScoreResult | None]:
     """The scores of every request (None stays None) through the cache under the config's
-    ``cache_dir``."""
+    ``cache_dir``, on the backend's one-pass path where it has one."""
+    paths = scoring_facts(model.spec["backend"])["score_paths"]
+    path = "one_pass" if "one_pass" in paths else paths[0]
     todo = [r for r in reqs if r is not None]
     identity = backend_identity(model.spec, model.model_file)
     cls = BACKENDS.get(model.spec["backend"])
@@ -97,11 +98,9 @@ def score_table(docs: pd.DataFrame, model: Model, *, max_tokens: int, moments: b
     """The SCORES table of ``docs`` (``doc_id``, ``text``). The reference model, when given,
     scores the same token ids (the caller checked that it tokenises the same way)."""
     texts = docs["text"].astype(str).tolist()
-    path = "one_pass" if "one_pass" in scoring_facts(model.spec["backend"])["score_paths"] \
-        else scoring_facts(model.spec["backend"])["score_paths"][0]
     reqs, scored, cut = requests(texts, model.tokenizer(), max_tokens=max_tokens,
                                  moments=moments)
-    results = run_pass(model, reqs, path=path)
+    results = run_pass(model, reqs)
     ref_results: list[ScoreResult | None] = [None] * len(reqs)
     if reference is not None:
         ref_reqs = [None if r is None else ScoreRequest(context_ids=r.context_ids,
@@ -124,7 +123,7 @@ def score_table(docs: pd.DataFrame, model: Model, *, max_tokens: int, moments: b
         sc = res.scores
         ref_loss = None
         if ref is not None and ref.scores is not None:
-            ref_loss = -sum(ref.scores.logprobs) / len(ref.scores.logprobs)
+            ref_loss = loss(ref.scores.logprobs)
         values = document_scores(list(sc.logprobs), text,
                                  mean=list(sc.dist_mean) if moments else None,
                                  std=list(sc.dist_std) if moments else None,

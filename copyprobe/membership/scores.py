@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -94,7 +94,3 @@ def document_scores(logprobs: Sequence[float], text: str, *,
         out["reference_ratio"] = out["loss"] - reference_loss
     return out
 
-
-def member_scores(row: Mapping[str, float], names: Sequence[str]) -> dict[str, float]:
-    """The named scores of a row oriented so that higher means member (:data:`MEASURES`)."""
-    return {n: MEASURES[n] * float(row[n]) for n in names}

@@ -123,3 +123,26 @@ def test_tokenizer_alone_matches_the_model(smollm2_hf, smollm2_file):
     text = "The harbour master kept a log of every ship.\n\n  Each entry named the tide."
     assert tok.tokenize(text) == smollm2_hf.tokenize(text)
     assert tok.detokenize(tok.tokenize(text)) == text and tok.add_bos is False
+
+
+def test_moments_in_a_batch_and_stepwise(smollm2_hf, windows):
+    """The next-token distribution's moments where asked (one request of a batch), equal on
+    both paths and to a float64 softmax of the model's logits."""
+    import numpy as np
+    import torch
+    from scipy.special import log_softmax
+
+    asked = ScoreRequest(context_ids=windows[0].context_ids,
+                         target_ids=windows[0].target_ids, moments=True)
+    batch = _scores(smollm2_hf, [asked, windows[1]], "one_pass")
+    assert batch[0].has_moments and not batch[1].has_moments
+    step = _scores(smollm2_hf, [asked], "stepwise")[0]
+    assert step.dist_mean == pytest.approx(batch[0].dist_mean, abs=1e-4)
+    ids = torch.tensor([[*asked.context_ids, *asked.target_ids]])
+    with torch.inference_mode():
+        logits = smollm2_hf.model(input_ids=ids).logits[0, 49:-1].double().numpy()
+    logp = log_softmax(logits, axis=1)
+    mu = (np.exp(logp) * logp).sum(1)
+    assert batch[0].dist_mean == pytest.approx(list(mu), abs=1e-4)
+    sd = np.sqrt((np.exp(logp) * logp ** 2).sum(1) - mu ** 2)
+    assert batch[0].dist_std == pytest.approx(list(sd), abs=1e-4)

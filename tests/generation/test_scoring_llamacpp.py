@@ -129,3 +129,21 @@ def test_generation_is_unchanged_by_scoring(llama, smollm2_file):
         assert scorer.llm is None
     finally:
         scorer.close()
+
+
+def test_moments_on_both_paths_and_only_when_asked(llama, window_texts, windows_of):
+    ids = llama.tokenize(window_texts[0])
+    (context, target), = windows_of(ids, 1, suffix=12)
+    plain = ScoreRequest(context_ids=context, target_ids=target)
+    asked = ScoreRequest(context_ids=context, target_ids=target, moments=True)
+    assert "moments" not in plain.as_dict() and asked.as_dict()["moments"] is True
+    assert not _one(llama, plain).has_moments
+    one, step = _one(llama, asked, "one_pass"), _one(llama, asked, "stepwise")
+    for s in (one, step):
+        assert s.has_moments and len(s.dist_mean) == 12
+        # the mean log-probability is minus the entropy: below 0, above -log(vocab)
+        assert all(-math.log(49152) <= m <= 0 for m in s.dist_mean)
+        assert all(sd >= 0 for sd in s.dist_std)
+    assert one.logprobs == _one(llama, plain).logprobs  # asking changes no log-prob
+    # the two kernels round differently; the moments agree as the log-probs do
+    assert max(abs(a - b) for a, b in zip(one.dist_mean, step.dist_mean)) < 0.5

@@ -172,6 +172,16 @@ def test_server_without_prompt_logprobs_is_a_permanent_error(server, tmp_path):
 
 
 @pytest.mark.slow
+def test_an_echo_server_gives_no_distribution_moments(server, tmp_path):
+    res = run_scoring([ScoreRequest(context_ids=(19556,), target_ids=(905, 30), moments=True)],
+                      backend_name="openai", identity={"model_id": "loopback"},
+                      backend_factory=lambda: OpenAIBackend.from_config(spec(server), None),
+                      cache=GenerationCache(tmp_path), path="server_echo")[0]
+    assert not res.ok and res.error_class == "MomentsUnavailable"
+    assert "does not see the full distribution" in res.error
+
+
+@pytest.mark.slow
 def test_503_is_retried_once_and_a_rerun_is_served_from_the_cache(server, tmp_path):
     reqs = [ScoreRequest(context_ids=(19556,), target_ids=(905, 30))]
     calls = []

@@ -24,12 +24,12 @@ def test_on_shifted_data_the_power_is_high():
     rng = np.random.default_rng(11)
     hits = 0
     for trial in range(20):
-        suspect = rng.normal(size=(40, 4)) + np.array([1.0, 0.0, 0.0, 0.0])
-        validation = rng.normal(size=(40, 4))
+        suspect = rng.normal(size=(50, 4)) + np.array([1.0, 0.0, 0.0, 0.0])
+        validation = rng.normal(size=(50, 4))
         out = dataset_inference(suspect, validation, splits=5, seed=trial)
         hits += out["p_value"] < 0.05
     assert hits >= 16
-    assert len(out["p_values"]) == 5 and out["n_suspect"] == 40 and out["features"] == 4
+    assert len(out["p_values"]) == 5 and out["n_suspect"] == 50 and out["features"] == 4
 
 
 def test_the_direction_is_one_sided():

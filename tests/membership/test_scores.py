@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from copyprobe.generation.scoring import TokenScores, logit_moments, logit_scores
+from copyprobe.generation.scoring import TokenScores, logit_scores, logit_scores_and_moments
 from copyprobe.membership.scores import (
     document_scores,
     lowest_k_mean,
@@ -26,7 +26,8 @@ def test_log_probs_and_moments_by_hand():
     logprobs, argmax = logit_scores(LOGITS, TARGETS)
     assert logprobs == pytest.approx([math.log(0.5), math.log(0.1), math.log(0.8)])
     assert argmax == [True, False, True]
-    mean, std = logit_moments(LOGITS)
+    again, _, mean, std = logit_scores_and_moments(LOGITS, TARGETS)
+    assert again == logprobs  # bit for bit
     # row 0: mu = 0.5 ln .5 + 2 * .25 ln .25; E[(ln p)^2] = .5 ln^2 .5 + .5 ln^2 .25
     mu0 = 0.5 * math.log(0.5) + 0.5 * math.log(0.25)
     var0 = 0.5 * math.log(0.5) ** 2 + 0.5 * math.log(0.25) ** 2 - mu0 ** 2
@@ -35,8 +36,12 @@ def test_log_probs_and_moments_by_hand():
     var2 = 0.8 * math.log(0.8) ** 2 + 0.2 * math.log(0.1) ** 2 - mu2 ** 2
     assert mean[2] == pytest.approx(mu2) and std[2] == pytest.approx(math.sqrt(var2))
     # a shift of the logits changes nothing; a uniform row has no spread
-    assert logit_moments(LOGITS + 7.0)[0] == pytest.approx(mean)
-    assert logit_moments(np.zeros((1, 4)))[1] == pytest.approx([0.0])
+    assert logit_scores_and_moments(LOGITS + 7.0, TARGETS)[2] == pytest.approx(mean)
+    assert logit_scores_and_moments(np.zeros((1, 4)), [0])[3] == pytest.approx([0.0])
+    # a -inf logit: the token has probability 0 and adds nothing to the moments
+    two = logit_scores_and_moments(np.array([[0.0, -np.inf, 1.0]]), [2])
+    q = 1 / (1 + math.e)
+    assert two[2][0] == pytest.approx(q * math.log(q) + (1 - q) * math.log(1 - q))
 
 
 def test_scores_by_hand():
@@ -57,8 +62,7 @@ def test_scores_by_hand():
 
 
 def test_min_k_plus_plus_by_hand():
-    logprobs, _ = logit_scores(LOGITS, TARGETS)
-    mean, std = logit_moments(LOGITS)
+    logprobs, _, mean, std = logit_scores_and_moments(LOGITS, TARGETS)
     z = [(a - m) / s for a, m, s in zip(logprobs, mean, std)]
     # 3 tokens: 10% and 20% both take max(1, floor(0.3 or 0.6)) = 1, the lowest z
     assert min_k_plus_plus(logprobs, mean, std, 20) == pytest.approx(min(z))
