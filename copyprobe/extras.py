@@ -30,6 +30,7 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "accelerate": ("accelerate", ("hf",)),
     "gguf": ("gguf", ("hf",)),
     "huggingface_hub": ("huggingface-hub", ("hf",)),
+    "peft": ("peft", ("hf",)),
     "PIL": ("pillow", ("hf", "ocr", "copyright", "guard")),
     "rapidocr_onnxruntime": ("rapidocr-onnxruntime", ("ocr", "guard")),
     "bert_score": ("bert-score", ("copyright",)),

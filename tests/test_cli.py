@@ -130,8 +130,8 @@ def test_every_option_has_help_and_shows_its_default():
     subs = _subparsers(parser)
     assert set(subs) == {"validate-config", "collect", "cost", "generate", "msr-score", "msr-stats",
                          "copyright-manifest", "copyright-queries", "copyright-score",
-                         "guard", "list", "extraction-map", "membership-score", "index",
-                         "extract-book"}
+                         "guard", "list", "extraction-map", "index", "membership-score",
+                         "membership-train", "membership-canaries", "extract-book"}
     nested = {f"{group} {k}": v for group in ("guard", "index")
               for k, v in _subparsers(subs[group]).items()}
     assert set(nested) == {"guard classify-query", "guard serve", "index build", "index find",

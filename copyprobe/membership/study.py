@@ -13,5 +13,5 @@ class MembershipStudy(Study):
 
     name = "membership"
     schema_file = "data/schema.yaml"
-    commands = "copyprobe.membership.cli:add_commands"
+    commands = "copyprobe.membership.commands:add_commands"
     runs_models = True
