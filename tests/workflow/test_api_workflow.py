@@ -124,9 +124,12 @@ def test_a_wrong_port_fails_fast_naming_the_endpoint_and_keeps_the_failures(tmp_
     # the reason is in the job's log, which Snakemake prints (--show-failed-logs, the default
     # profile); the job writes errors to its log only, so the console shows it once
     assert log.count(report) == 1 and out.count(report) == 1
-    assert where in log and "stopping: the first 3 request(s) could not connect" in log
+    # a server on this machine that reports no slot count is sent one request at a time, so
+    # the first wave that could not connect is that one request
+    assert where in log and "stopping: the first 1 request(s) could not connect" in log
     failures = read_table(logs / "00000-of-00001.failures.parquet", GENERATIONS)
     assert len(failures) == 3 and (failures["status"] == "failed").all()
     assert failures["error"].str.contains(where, regex=False).all()
-    assert (failures["attempts"] == 1).all()  # no retry ladder
+    # no retry ladder: the one request sent was tried once, the other two were never sent
+    assert sorted(failures["attempts"]) == [0, 0, 1]
     assert not (wd / "results/generations/local/main/docs/shards/00000-of-00001.parquet").exists()
