@@ -67,7 +67,7 @@ def test_metrics_and_studies(capsys):
     assert studies["guard"].endswith("(guard)")
     assert studies["extraction"].endswith("(extraction-map)")
     assert studies["longform"].endswith("(extract-book)")
-    assert studies["membership"].endswith("(membership-score)")
+    assert studies["membership"].endswith("(membership-canaries, membership-score, membership-train)")
     # every command a study names is one of the CLI's
     commands = {c for line in studies.values() for c in line.rsplit("(", 1)[1][:-1].split(", ")}
     assert commands <= set(_command_names(cli.build_parser()))
