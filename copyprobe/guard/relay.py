@@ -430,6 +430,8 @@ class StreamRelay:
             if choice.get("finish_reason") is not None:
                 self.ended.add(idx)
                 self.findings[idx] = _unchecked(self.streams[idx].text)
+            if parts is not None:  # a run: its choice holds the first delta's content only
+                choice = {**choice, "delta": {**delta, "content": "".join(parts)}}
             return choice, None
         stream = self.streams.get(idx)
         if stream is None:

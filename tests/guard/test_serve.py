@@ -776,6 +776,32 @@ class _VanishingIndex:
         return attr
 
 
+@pytest.mark.parametrize("per_read", [1, 3])
+def test_a_stream_relayed_unchecked_after_a_failed_check_keeps_its_text(per_read: int):
+    """Under ``on_error: pass`` the deltas after the check failed are relayed as they came,
+    whether they arrive one a read or several together (a run of deltas shaped alike was
+    relayed as the first one's content, repeated)."""
+    from copyprobe.guard.relay import StreamRelay
+
+    answer = _reciting(PROTECTED[0])
+    index = _VanishingIndex()
+    _, parts = _output_guard(on_error="pass", index=index)
+    parts["output"].window_filter = None  # every word asks the index
+    relay = StreamRelay(parts["output"], on_error="pass")
+    words = answer.split(" ")
+    events = [b"data: " + json.dumps({"id": "c", "object": "chat.completion.chunk",
+                                      "choices": [{"index": 0, "delta": {"content": w + " "},
+                                                   "finish_reason": None}]}).encode() + b"\n\n"
+              for w in words]
+    out = relay.feed(b"".join(events[:2]))
+    index.gone = True
+    for i in range(2, len(events), per_read):
+        out += relay.feed(b"".join(events[i:i + per_read]))
+    out += relay.finish()
+    assert _sse_text(b"".join(out))[0] == "".join(w + " " for w in words)
+    assert relay.errors
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_output_on_error_raise_is_a_503_and_pass_relays_unchecked(
         format_server: Any, proxy_factory: Any, caplog: pytest.LogCaptureFixture, stream: bool):
