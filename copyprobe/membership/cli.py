@@ -59,12 +59,16 @@ def _ids(ids: Any, most: int = 5) -> str:
 
 def read_truth(path: str, docs: Any) -> Any:
     """The truth table (``doc_id``, ``member``, ``repeats``) in the documents' order; its ids
-    must be exactly the documents' (errors name the file and the ids)."""
-    from copyprobe.artifacts import ArtifactError, read_table
+    must be exactly the documents' (errors name the file and the ids), and a record sealed
+    by ``membership-train`` or ``membership-canaries`` must still give its digest."""
+    from copyprobe.artifacts import ArtifactError, read_meta, read_table
+    from copyprobe.membership.insertion import PlanError, read_plan
 
     try:
         truth = read_table(path)
-    except ArtifactError as exc:
+        if read_meta(path).get("plan_digest") is not None:
+            read_plan(path)
+    except (ArtifactError, PlanError) as exc:
         raise SystemExit(f"copyprobe: --truth {exc}") from None
     missing = [c for c in ("doc_id", "member", "repeats") if c not in truth.columns]
     if missing:

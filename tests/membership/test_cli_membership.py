@@ -67,6 +67,31 @@ def test_truth_ids_that_do_not_match_are_named(files, capsys):
     assert not (files / "cache").exists()  # nothing was scored
 
 
+def test_a_sealed_truth_record_that_was_changed_is_refused(files, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from copyprobe.membership.cli import read_truth
+    from copyprobe.membership.insertion import make_plan, write_plan
+
+    plan = make_plan([f"d{i:02d}" for i in range(30)], seed=0)
+    write_plan(plan, files / "sealed.parquet", seed=0)
+    docs = pd.DataFrame({"doc_id": plan["doc_id"]})
+    assert read_truth(str(files / "sealed.parquet"), docs)["member"].tolist() == \
+        plan["member"].tolist()  # a sealed record as written is read
+    table = pq.read_table(files / "sealed.parquet")
+    flipped = plan.copy()
+    flipped.loc[0, "member"] = not flipped.loc[0, "member"]
+    changed = pa.Table.from_pandas(flipped, schema=table.schema, preserve_index=False)
+    pq.write_table(changed.replace_schema_metadata(table.schema.metadata),
+                   files / "sealed.parquet")
+    code, _, err = run(capsys, files, "--model-config", str(files / "smol.yaml"),
+                       "--truth", str(files / "sealed.parquet"))
+    assert code == 1 and str(files / "sealed.parquet") in err
+    assert "the record was changed" in err
+    assert not (files / "cache").exists()  # nothing was scored
+
+
 def test_a_set_too_small_for_dataset_inference_is_refused(files, capsys):
     truth = pd.read_parquet(files / "truth.parquet")
     truth["member"] = [i < 4 for i in range(30)]
