@@ -234,20 +234,31 @@ def first_target_token(token_ends: Sequence[int], boundary: int) -> int:
     return len(token_ends)
 
 
-def logit_scores(logits: Any, target_ids: Sequence[int]) -> tuple[list[float], list[bool]]:
-    """Per row of ``logits`` (an array-like of shape (len(target_ids), vocab), the logits
-    that predict each target token): its log-probability, by log-softmax in float64, and
-    whether it is the argmax of the row."""
+def _softmax_rows(logits: Any, target_ids: Sequence[int], name: str) -> tuple[Any, ...]:
+    """Per row of ``logits`` (shape (len(target_ids), vocab)), in float64: ``z`` (the row less
+    its peak), ``p = exp(z)``, ``total`` (the sum of ``p``), each target's log-probability by
+    log-softmax and whether it is the row's argmax."""
     import numpy as np
 
     rows = np.asarray(logits, dtype=np.float64)
     if rows.ndim != 2 or rows.shape[0] != len(target_ids):
-        raise ValueError(f"logit_scores: {rows.shape} logits for {len(target_ids)} targets")
+        raise ValueError(f"{name}: {rows.shape} logits for {len(target_ids)} targets")
     ids = np.asarray(target_ids, dtype=np.int64)
     peak = rows.max(axis=1, keepdims=True)
-    lse = np.log(np.exp(rows - peak).sum(axis=1)) + peak[:, 0]
-    logprobs = rows[np.arange(len(ids)), ids] - lse
-    return [float(x) for x in logprobs], [bool(x) for x in rows.argmax(axis=1) == ids]
+    z = rows - peak
+    p = np.exp(z)
+    total = p.sum(axis=1)
+    logprobs = rows[np.arange(len(ids)), ids] - (np.log(total) + peak[:, 0])
+    return (z, p, total, [float(x) for x in logprobs],
+            [bool(x) for x in rows.argmax(axis=1) == ids])
+
+
+def logit_scores(logits: Any, target_ids: Sequence[int]) -> tuple[list[float], list[bool]]:
+    """Per row of ``logits`` (an array-like of shape (len(target_ids), vocab), the logits
+    that predict each target token): its log-probability, by log-softmax in float64, and
+    whether it is the argmax of the row."""
+    *_, logprobs, top = _softmax_rows(logits, target_ids, "logit_scores")
+    return logprobs, top
 
 
 def logit_scores_and_moments(logits: Any, target_ids: Sequence[int]
@@ -258,17 +269,7 @@ def logit_scores_and_moments(logits: Any, target_ids: Sequence[int]
     exponential (Min-k%++, Zhang et al. 2024)."""
     import numpy as np
 
-    rows = np.asarray(logits, dtype=np.float64)
-    if rows.ndim != 2 or rows.shape[0] != len(target_ids):
-        raise ValueError(f"logit_scores_and_moments: {rows.shape} logits for "
-                         f"{len(target_ids)} targets")
-    ids = np.asarray(target_ids, dtype=np.int64)
-    peak = rows.max(axis=1, keepdims=True)
-    z = rows - peak
-    p = np.exp(z)
-    total = p.sum(axis=1)
-    lse = np.log(total) + peak[:, 0]
-    logprobs = rows[np.arange(len(ids)), ids] - lse
+    z, p, total, logprobs, top = _softmax_rows(logits, target_ids, "logit_scores_and_moments")
     z -= np.log(total)[:, None]  # log p
     p /= total[:, None]
     # p_v log p_v is 0 where p_v is 0 (a -inf logit: log p_v = -inf)
@@ -276,8 +277,7 @@ def logit_scores_and_moments(logits: Any, target_ids: Sequence[int]
     mu = plogp.sum(axis=1)
     second = np.einsum("ij,ij->i", plogp, np.where(np.isfinite(z), z, 0.0))
     std = np.sqrt(np.maximum(second - mu * mu, 0.0))
-    return ([float(x) for x in logprobs], [bool(x) for x in rows.argmax(axis=1) == ids],
-            [float(x) for x in mu], [float(x) for x in std])
+    return logprobs, top, [float(x) for x in mu], [float(x) for x in std]
 
 
 def load_tokenizer(spec: Mapping[str, Any], model_file: ModelFile | None) -> Tokenizer:
