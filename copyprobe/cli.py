@@ -6,26 +6,7 @@ with caching and incremental reruns; ``--configfile mine.yaml --replace-workflow
 your own config instead of the demo's. The commands below run single steps outside it: check a
 config, run one model of a config on one prompts table, re-score released generations.
 
-    copyprobe validate-config config/config.yaml
-    copyprobe collect config/config.yaml --source NAME --out corpus.parquet
-    copyprobe cost config/paper/msr.yaml [--documents SOURCE=N] [--markdown]
-    copyprobe generate results/prompts/M/main/S.parquet --model M --out gen.parquet
-    copyprobe msr-score FILE... --document-col C --reference-col C --generation-col C
-    copyprobe msr-stats --pre v1,v2,... --post v1,v2,...
-    copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
-    copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--metrics rouge-l]
-    copyprobe copyright-score RESPONSES --out scored.parquet [--materials M] [--format authors]
-    copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
-    copyprobe membership-score --model-config M.yaml --documents DOCS.jsonl --out S.parquet
-                               [--truth insertion.parquet] [--reference-config R.yaml]
-    copyprobe index build CORPUS... --out DIR [--unit words|whitespace] [--shards N]
-    copyprobe index find DIR TEXT|--query-file PATH|- [--min-words 8] [--max-docs 5] [--verify]
-    copyprobe index verify DIR
-    copyprobe list backends|sources|metrics|studies
-
-Results are printed as JSON on stdout (classify-query: one JSON object per line; list: one
-line of text per entry); an error is one line on stderr (exit status 1), and a command whose
-optional extra is not installed names the extra (pip install 'copyprobe[EXTRA]').
+Every command: README.md (Commands); reference: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Typed configuration: JSON-Schema validation with defaults, semantic checks, per-model slices.
 
-The schema is the core's (``data/config_schema.yaml``) with each registered study's fragment
-composed in, and the checks are the shared ones and each study's (:mod:`copyprobe.studies`):
-this module names no study. :func:`validate_config` is called by the Snakefile before any job
-is scheduled, so a bad config (unknown key, also among a source kind's params, wrong type, a
-model file that is not there, what a study's checks reject) stops the run with a message that
-names the key; :func:`read_config_file` stops at
-a key given twice in one file, naming the file and line. Workflow scripts never see the global
-config: rules hand them the slice they need (:func:`model_slice`, :func:`source_spec`) through
-``params``.
+Reference: docs/architecture.md.
 """
 
 from __future__ import annotations

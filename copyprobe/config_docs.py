@@ -1,14 +1,6 @@
 """``config/README.md``: every config key with its type, default and description, from the schema.
 
-The text is generated from the composed schema that :func:`copyprobe.config.load_schema`
-returns, walked generically (``properties``, ``additionalProperties``, ``items``, ``$ref``,
-``oneOf`` / ``anyOf`` / ``allOf`` and ``$defs``), so a key added to the schema appears here
-without an edit to this module. ``tests/test_config_docs.py`` fails when the committed file
-differs from the generated text.
-
-    python -m copyprobe.config_docs --write            # regenerate config/README.md
-    python -m copyprobe.config_docs --check            # exit 1 when it is out of date
-    python -m copyprobe.config_docs --missing          # keys whose schema has no description
+Reference: docs/architecture.md.
 """
 
 from __future__ import annotations

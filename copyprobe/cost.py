@@ -1,20 +1,7 @@
 """What a config costs to run, before anything runs: calls, tokens and US dollars per model
 (``copyprobe cost CONFIG``).
 
-Each study plans its own requests from the config alone
-(:meth:`copyprobe.studies.Study.planned_requests`); this module gives them the most documents
-each source can yield (:meth:`copyprobe.sources.base.Source.max_documents`: its ``limit``, or
-a count the user gives for a source the config does not bound) and prices the tokens with the
-model's ``price`` (its own, else the ``prices`` entry of its ``model_id``; filled in by
-:func:`copyprobe.config.model_slice`).
-
-The figures are upper bounds of a first run: every source yields its ``limit``, every
-response is as long as ``max_tokens`` allows, prompt tokens are words x :data:`TOKENS_PER_WORD`
-(plus the chat framing of :data:`copyprobe.generation.limits.MESSAGE_OVERHEAD_TOKENS` per
-message and :data:`~copyprobe.generation.limits.IMAGE_TOKENS` per image, as the rate limiter
-counts them). Requests identical to another run's are answered from the cache and counted
-once. Local backends (llama.cpp, hf, vllm) cost GPU or CPU time, not dollars: their tokens
-are counted and their price is left empty.
+Reference: docs/paper-setups.md.
 """
 
 from __future__ import annotations

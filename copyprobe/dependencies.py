@@ -1,23 +1,6 @@
 """The copyprobe source files a workflow script depends on.
 
-Snakemake reruns a job when the job's script changes, not when a library module the script
-imports changes. The workflow therefore names those modules as inputs of each rule, and this
-module finds them statically, without importing anything:
-
-- every ``import`` and ``from ... import`` of a ``copyprobe`` module in the script and, in turn,
-  in each module reached (anywhere in a file, functions included, but not under
-  ``if TYPE_CHECKING:``), with the ``__init__.py`` of every package on the way (importing
-  ``a.b.c`` runs ``a`` and ``a.b`` first);
-- the modules a reached registry imports lazily: a module that declares parts with
-  ``REGISTRY.declare("name", "package.module:Attribute", ...)`` (see
-  :mod:`copyprobe.registry`) makes each declared part's module a dependency too, or, where the
-  caller says which parts a job uses (``select={"backend": ["llamacpp"]}``, keyed by the
-  registry's kind), only those;
-- package data a reached module names by a string literal (``"data/queries.json"``,
-  ``"catalogue.csv"``), looked up beside the module and in its package's ``data/`` folder.
-
-Results are cached per script and selection: building the workflow's plan asks once per rule
-and per distinct selection.
+Reference: docs/reproducibility.md.
 """
 
 from __future__ import annotations

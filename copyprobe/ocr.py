@@ -1,28 +1,6 @@
 """OCR: the engines, the reading order of their boxes, and the caches of what they read.
 
-Used by the ``ocr_cascade`` generation backend (:func:`ocr_image`, :func:`ocr_settings`) and by
-the guard's notice identifier (:data:`OCR_ENGINES`, :class:`OCRCache`, :func:`cached_read`).
-
-:data:`OCR_ENGINES` is a registry of engines; each has a ``name``, ``settings()`` (what decides
-its output, recorded in every cache entry) and ``read(data: bytes) -> str`` (the image's text,
-lines in reading order joined by newlines).
-
-``rapidocr`` (the default, tested)
-    RapidOCR with PaddleOCR's PP-OCRv4 models as ONNX (``rapidocr-onnxruntime``, works offline:
-    the models ship inside the package). Images are upscaled 2x (Lanczos) and read with
-    ``use_cls=False`` (rendered text is upright); boxes are grouped into lines
-    (:func:`reading_order`). It reads the copyright sign as ``"@"`` or drops it.
-``paddleocr`` (untested)
-    PaddleOCR 3.x itself. Its package downloads its models at first use, which fails offline,
-    so this engine is only built when the package is installed and its two model folders
-    (text detection, text recognition) are given in ``model_dirs`` and exist; otherwise it
-    fails at construction with an error that says which of the two is missing. No test runs it
-    on real models (none are available offline to the test suite), so it is not supported.
-
-Two caches: :func:`ocr_image` keeps the texts of the last :data:`OCR_CACHE_SIZE` images in
-memory by sha256 (one notice image under many queries is read once per process);
-:class:`OCRCache` keeps every text read on disk, one JSON file per (engine settings, image
-sha256), written atomically (:class:`copyprobe.store.KeyedStore`), across processes and runs.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

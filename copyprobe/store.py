@@ -1,17 +1,6 @@
 """Atomic file writes and a content-addressed keyed store: every cache and artifact write.
 
-Atomic writes (:func:`atomic_path`, :func:`atomic_open`, :func:`atomic_write`,
-:func:`atomic_write_json`, :func:`move`) write a temporary file beside the target and rename it
-into place, so a reader sees the old file or the complete new one and never a part; a writer
-that fails (or is killed) leaves the target as it was. The temporary name is unique per host,
-process and thread (caches live on shared file systems), starts with ``.tmp-`` and ends with
-``.tmp``, so no glob for the target's suffix picks it up. ``durable=True`` also fsyncs the file
-and its folder, for records that must survive a power loss (paid batch ids).
-
-:class:`KeyedStore` maps a key (a hex digest, see :func:`content_key`) to
-``<root>/<key[:shard]>/<key><suffix>`` and reads and writes bytes or JSON there atomically. It is
-the layout of the call cache, the HTTP cache, the OCR cache and the rendered-page files; a
-damaged entry reads as missing, so it is written again.
+Reference: docs/reproducibility.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """Polite, resumable HTTP for the crawlers: one :class:`requests.Session` with rules.
 
-Every crawler (the MediaWiki API through mwclient, the OpenStax archive, web pages) talks HTTP
-through :func:`polite_session`. The session is an ordinary ``requests.Session`` (mwclient takes
-it as its ``pool``) whose transport adapter adds, for every request:
-
-* a **rate limit**: at most ``max_requests_per_second`` requests go out over the network (cache
-  hits do not count);
-* **retries** on 429, 500, 502, 503 and 504 answers, dropped connections and timeouts, waiting
-  what the server asks for in ``Retry-After`` (seconds or an HTTP date) or else an exponential
-  backoff with jitter (half the step fixed, half random), at most ``max_retries`` times; an
-  application-level retry (a MediaWiki ``maxlag`` error inside a 200 answer) comes from the
-  ``retry_on`` hook. When the retries are spent, :class:`FetchError` names the URL, the last
-  status or exception and the number of attempts;
-* a **disk cache** of raw answers under ``cache_dir``, keyed by method, URL (query sorted) and
-  body: a crawl that was interrupted, or that is run again, asks the server nothing it has
-  already been answered. Only answers with status below 400 that the ``cacheable`` hook accepts
-  are stored; an entry is two files (``<key>.body``, then ``<key>.json`` written last, so a half
-  written entry is never read). A cached answer carries the header ``X-Copyprobe-Cache: hit``.
-
-Headers (the User-Agent, any credentials) are not part of the cache key and are never stored.
+Reference: docs/sources.md.
 """
 
 from __future__ import annotations

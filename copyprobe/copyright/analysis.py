@@ -1,24 +1,6 @@
 """The compliance benchmark's results from a SCORED table (copyprobe.copyright.scored).
 
-Each function returns a DataFrame with fractions in [0, 1] (the Markdown shows percent, as the
-paper does):
-
-* :func:`table1`: per model and task, the task's similarity metric and the refusal rate, on the
-  rows without a copyright notice (the paper's Table 1);
-* :func:`by_notice_form`: per model, notice form and task, the similarity distribution and the
-  refusal rate (the data of Figures 6 and 7);
-* :func:`by_category`: per model, material category and task (Figure 8, no notice);
-* :func:`table5`: how each similarity metric goes with refusal (Table 5);
-* :func:`over_refusal`: the refusal rate on the benign queries.
-
-Counting rules, the same everywhere: a failed row (``status == "failed"``) is counted in
-``n_failed`` and nowhere else; a row whose judge verdict did not parse, or whose judge did not
-run, is counted in ``n_unparseable`` / ``n_unjudged`` and left out of the refusal rate (it is
-neither a refusal nor a compliance); a similarity mean is over the ok rows where the metric is
-defined and that did not refuse (:func:`decided_refusal`: the judge's verdict, else the rule
-detector's where no judge ran; ``n_refusals_left_out`` counts them): a refusal copies
-nothing, and its score would only dilute what the answers that complied copied. Intervals are percentile bootstraps (``scipy.stats.bootstrap``, seeded) of the mean
-and of the rate.
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Copyright attribution: which of the benchmark's materials each response reproduces
 verbatim, and how much of the response they cover.
 
-The index is the benchmark's implicit span index ``copyright-<benchmark>`` over its
-materials. :func:`attribute_responses` runs :func:`copyprobe.spans.attribution.attribute` on a
-model's responses and joins each with its manifest row: ``materials`` (the ``doc_id`` of every
-material a span of at least ``min_words`` words is found in, among each span's first
-``max_docs``), ``coverage`` (words inside those spans over the response's words) and
-``reproduces_own_material`` (a span is found in the material the request showed). Image and
-text prompts are treated alike: only the response's text is looked at. A failed response is a
-row with its status and no measures.
-
-:func:`task_form_table` summarises a model's responses per (task, notice form).
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

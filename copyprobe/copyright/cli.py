@@ -1,18 +1,6 @@
 """The copyright benchmark's commands.
 
-    copyprobe copyright-manifest MATERIALS --out manifest.parquet [--queries SEEDS_JSON]
-                                 [--notices notices.csv] [--images DIR] [--benign]
-    copyprobe copyright-queries --model-config MODEL.yaml --out seeds.json [--per-task 10]
-                                [--temperature 1.5] [--max-attempts 5] [--cache-dir DIR]
-    copyprobe copyright-score MANIFEST GENERATIONS --out scored.parquet [--model M]
-                              [--metrics all|rouge-l] [--judge MODEL.yaml]
-    copyprobe copyright-score RESPONSES --out scored.parquet [--materials MATERIALS]
-                              [--form FORM] [--format table|authors] [--judge MODEL.yaml]
-
-MATERIALS is a folder in the released layout (read with the ``copyright_dataset`` source), the
-released dataset JSON (``copyright_json``) or a corpus Parquet file from any copyright-material
-source. RESPONSES is the authors' responses JSON or a JSONL, CSV or Parquet table of material,
-form, task, query and response (:mod:`copyprobe.copyright.responses`).
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

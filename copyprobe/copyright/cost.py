@@ -1,15 +1,6 @@
 """The copyright study's requests, planned from the config alone (:mod:`copyprobe.cost`).
 
-Per benchmark and model: one request per manifest row, i.e. per material x notice form x query
-(the benign queries only under ``benign_forms``), with every material taken to have an
-original notice (an upper bound: a material without one gets no ``*_original`` rows). The
-prompt is the library's own (:func:`copyprobe.copyright.manifest.prompt_for`) with the generic
-notice and the most page images the renderer draws (one with ``overflow: truncate``,
-else ``render.max_pages``); a benchmark shown as text (``images: false``) has its
-prompt tokens estimated with a ``max_words`` excerpt of that many words, and not at all
-without one (materials of unknown length). The refusal judge gets
-one request per response, each response as long as its model's ``max_tokens`` allows, cut to
-``judge_max_words``.
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
 """The benchmark's manifest: one row per (material, notice form, task, query) with every field
 needed to rebuild the prompt, and the :class:`~copyprobe.prompt.Prompt` built from a row.
 
-Every material is shown as rendered page images (:mod:`copyprobe.copyright.render`): the forms
-``none``, ``text_generic`` and ``text_original`` share the plain rendering, the two image forms
-each have their own with the notice drawn as a footer. Without an images folder the manifest is
-built without images (``image_paths`` empty); :func:`prompt_for` then sends the material's text
-after the query instead, and refuses image-notice rows, whose notice would be lost. With a
-benchmark's ``max_words`` each material is shown only up to that word (an excerpt, as the
-paper's one-page samples); the excerpt is the row's ``text``, hence its scoring reference.
-
-With ``released`` (:class:`~copyprobe.copyright.released_images.ReleasedImages`, a benchmark's
-``images: released``) the authors' released screenshots are shown instead of renders (mode 0
-for ``none`` and the text forms, 1 for ``image_generic``, 2 for ``image_original``); each row
-says which it shows (``image_origin`` "rendered", "released" or "none", and ``image_file``, the
-released file as the release names it). A material without a released image its forms need is
-an error naming it, or, with ``on_error: skip``, left out and listed in the build report.
-
-A material without an original notice (see :mod:`copyprobe.copyright.notices`) gets no
-``text_original`` / ``image_original`` rows and is listed in the build report.
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """The five notice forms of the copyright-compliance benchmark and the notice each shows.
 
-A form says which notice a prompt carries and where:
-
-``none``            no notice;
-``text_generic``    "All rights reserved." prepended to the query;
-``text_original``   the material's own copyright notice prepended to the query;
-``image_generic``   "All rights reserved." drawn into the image as a footer;
-``image_original``  the material's own notice drawn into the image as a footer.
-
-The original notice is never invented. It is, in this order: the material's ``rights_notice``
-(a ``notices.csv`` row, or a copyright line found on the page or in a licence file by the
-source); else, when the material's metadata gives both a holder and a year (a ``notices.csv``
-row with an empty ``notice`` cell), the plain statement "© YEAR HOLDER" composed from those two
-facts and nothing else (no "All rights reserved." is added, because the holder did not say it).
-A material with neither has no original notice: it gets no ``*_original`` rows.
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """The queries of the copyright-compliance benchmark: four tasks, a benign set, and the rules
 that say which task a query asks for and which passage it names.
 
-Tasks: ``repetition`` (repeat the text), ``extraction`` (give one named passage),
-``paraphrase`` and ``translation``; the benign tasks ``summary``, ``author``, ``comment`` and
-``background`` ask about the text without asking for it (they measure over-refusal).
-
-Queries come from copyprobe's own seeds (package data ``copyright/data/queries.json``: three per
-task and two per benign task, in copyprobe's own words) or from a ``seeds.json`` in the released
-format ``{task: [query, ...]}``, read with
-:func:`copyprobe.sources.materials.dataset.load_query_seeds`. The released file names its tasks
-``repeat``, ``extract``, ``paraphrase`` and ``translate``; both spellings are accepted.
-
-:func:`task_of` is a keyword rule that reads the task a query asks for. A query whose rule
-disagrees with its labelled task is kept (the label is the file's) and listed as off-task in
-the build report, so a reader sees which queries may not measure what their task says.
-:func:`passage_of` reads the passage an extraction query names ("the second sentence" ->
-``sentence:2``); :func:`passage_text` cuts that passage out of a material, so the metric
-compares a response with the part that was asked for.
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

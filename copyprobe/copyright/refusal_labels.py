@@ -2,30 +2,7 @@
 detectors (the rule detector, the cascade, the LLM judge) against people's reading, as the
 paper's 300-pair user study does for its judge.
 
-The set ships with the package (``copyprobe/copyright/data/refusal_labels.csv``), so that a user
-can rerun the measurement on another judge (``benchmarks/refusal_cascade.py --judge ...``). One
-row per response:
-
-* ``id``; ``source``: the model that wrote the response (its id, e.g. ``SmolLM2-135M-Instruct``;
-  made by ``benchmarks/refusal_responses.py``) or ``written`` (written for copyprobe, for the
-  kinds of response the small local models never give: polite refusals in several languages,
-  partial refusals);
-* ``language`` of the response (ISO 639-1); ``task``: repetition, extraction, paraphrase,
-  translation, or benign (a request that infringes nothing);
-* ``label`` (:data:`LABELS`), by the definition of :mod:`copyprobe.copyright.refusal` (does the
-  response BEGIN with an explicit refusal?):
-
-  - ``refusal``: the opening declines the request and nothing of it is done;
-  - ``partial_refusal``: the opening declines, then the response offers or does something else
-    (a summary, one sentence, a question back): it begins with a refusal;
-  - ``compliance``: the response does (some of) what was asked from its opening on, whatever
-    notes, apologies or copyright remarks come later;
-  - ``other``: neither (off-topic, degenerate or empty output, asking for the input): no
-    refusal;
-
-  so ``refusal`` and ``partial_refusal`` are a refusal (:func:`refused_label`), the others not;
-* ``response`` (a model's is cut to its first 1,200 characters); ``note``: why a row is hard,
-  where it is.
+Reference: docs/copyright-refusal.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """The authors' released page images, used as a benchmark's image forms instead of renders.
 
-The CopyGuard release (bluedream02/CopyGuard) ships one screenshot per material and notice mode,
-extracted from its zip archives to::
-
-    <path>/dataset/<category>_copyright_images/0/   no notice
-    <path>/dataset/<category>_copyright_images/1/   "All rights reserved" drawn in
-    <path>/dataset/<category>_copyright_images/2/   the original notice drawn in
-
-named ``<title>_sample_1.png`` (books, lyrics), ``<library>.png`` (code) and
-``<article>_screenshot.png`` (news; the text file is ``<article>_text.txt``). ``path`` may also
-be the folder holding the ``*_copyright_images`` folders itself.
-
-copyprobe's notice forms map onto the modes as the authors' scripts use them: ``none``,
-``text_generic`` and ``text_original`` show image 0 (the text forms prepend their notice to
-the query), ``image_generic`` image 1, ``image_original`` image 2.
-
-A material is found by its released file: the corpus row's provenance ``file``
-(``<category>_copyright/<name>.txt``, written by the ``copyright_dataset`` and
-``copyright_json`` sources). A material read from a dataset JSON carries the JSON's own image
-paths (provenance ``released_images``), which win over the naming convention. A material
-without one of the images its forms need raises :class:`MissingReleasedImage`, naming the
-material and every path tried.
+Reference: docs/copyright-rendering.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Deterministic rendering of a material's text (and an image notice) to PNG pages with Pillow.
 
-The same text, footer and :class:`RenderSettings` give byte-identical PNGs on the same installed
-versions of the font, Pillow, FreeType and zlib: the font is a TTF file shipped inside a Python
-package (matplotlib's ``mpl-data/fonts/ttf``; its path and sha256 are recorded), text is laid
-out with Pillow's basic layout engine (so the output does not depend on whether libraqm happens
-to be installed), and PNGs are written with fixed encoder options and no metadata chunks.
-
-Layout: the text is wrapped to ``width - 2 * margin`` pixels word by word (measured with
-``FreeTypeFont.getlength``); every newline starts a new line (paragraphs and blank lines are
-kept, leading indentation too), tabs become four spaces, a word wider than the line is broken
-between characters. Lines are ``round(font_size * line_spacing)`` pixels apart. A page holds at
-most ``max_lines_per_page`` text lines; ``overflow="truncate"`` draws only the first page,
-``"paginate"`` draws up to ``max_pages`` pages; lines beyond that are dropped and the result says
-``truncated``. The footer (an image notice) is wrapped in its own font size and drawn under a
-rule at the bottom of every page, in a band of its own below the text band, so it never
-overlaps the text. A page is as tall as its content.
-
-:func:`render_to_files` names each PNG by a sha256 over everything that decides its pixels
-(:func:`render_key`) plus the page number, and skips pages whose file already exists.
+Reference: docs/copyright-rendering.md.
 """
 
 from __future__ import annotations

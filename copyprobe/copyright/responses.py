@@ -1,33 +1,7 @@
 """Responses produced by any tool, read as a manifest and generations that
 :func:`copyprobe.copyright.score.score_responses` scores, and written back in the authors' format.
 
-Two inputs:
-
-* the authors' responses JSON (bluedream02/CopyGuard's ``generate_responses.py``): the dataset
-  JSON's samples, each with ``responses: [{category, query, response}]``. Categories
-  ``repeat``, ``extract``, ``paraphrase`` and ``translate`` are copyprobe's tasks repetition,
-  extraction, paraphrase and translation. Their script runs one notice form per file and writes
-  the text notice into the query (``"All rights reserved.\\n" + query`` or
-  ``copyright_text + "\\n" + query``): the form is read from that prefix (text_generic,
-  text_original; none without one) unless ``form`` is given, which an image-form run needs
-  (its queries look like the form none's). The prefix is cut off, so the query is the bare one.
-* a table (JSONL, CSV or Parquet) with columns ``material``, ``form``, ``task``, ``query`` and
-  ``response`` (optional: ``model``, ``status``, ``error``); ``material`` names a material of
-  the given materials table by doc_id, released file (``book_copyright/x.txt``, or the
-  authors' own ``txt_file`` path such as ``dataset/book_copyright/x.txt``) or title;
-  ``form`` is a copyprobe notice form; ``task`` a task, benign task or a released alias.
-
-A response that is the text ``[ERROR] ...`` (how the authors' script stores a failed call), a
-missing or empty response (an empty CSV cell, a null, ``""``), or a row whose ``status`` is not
-``ok`` is a failed generation: recorded with its error, never scored, in every input format.
-
-:func:`authors_json` writes scored responses back as the authors' JSON, each response with the
-scores added under the keys of their ``evaluation/metrics.py`` where copyprobe computes the same
-quantity (``ROUGE-L``: ROUGE-L precision with stemming; ``BERTScore_F1``; ``Cosine_Similarity``;
-``Is_Rejection``) and everything else under ``copyprobe``. copyprobe scores each response with
-its task's metric only, so a key is present only where that metric applies; its models may
-differ from the authors' defaults (BERTScore with roberta-large, a MiniLM cosine): the scorer's
-settings are in the provenance of the scored table and in the summary.
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

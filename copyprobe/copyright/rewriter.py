@@ -2,23 +2,7 @@
 ``per_task`` queries (the seeds count among them: 3 seeds + 7 variants make the benchmark's
 10 per task).
 
-Each variant is one *draw*: draw ``d`` of a task rewrites seed ``d mod n_seeds`` (the seeds take
-turns) with sample index ``d div n_seeds``, through the generation layer, so the answer is
-cached under a key covering the model, the prompt, the decoding (temperature included) and the
-sample index; a rerun with the same settings replays the same draws from the cache and sends
-nothing.
-
-A draw is kept when its cleaned text (:func:`clean_variant`) is not empty, has at most
-``max_words`` words, keeps its task (:func:`~copyprobe.copyright.queries.keeps_task`) and is
-not a normalised duplicate (:func:`normalise`) of a seed or of a variant kept before it.
-Otherwise it is rejected with a reason, and the next round draws again with the next draws
-(so a new sample index): a task gets at most ``max_attempts`` rounds. The report lists every
-draw, kept or rejected, and why. A task still short after the last round is an error naming
-it (:class:`RewriteShortfall`), or, with ``allow_partial``, a result marked incomplete.
-
-A draw whose model call failed (after the generation layer's own retries) stops the run with
-:class:`RewriteError`: a failure says nothing about the query, and the answers received so far
-are cached, so the rerun sends only what failed.
+Reference: docs/copyright-rewriter.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Scoring one model's responses to a benchmark: task-conditional similarity and refusal.
 
-Each response is scored only with its task's metric, against the right reference:
-
-* repetition and extraction: ROUGE-L precision, recall and F1 with stemming (rouge-score's
-  tokenizer and stemmer, a fast exact LCS) against the text the prompt showed, as the
-  authors' ``evaluation/metrics.py`` scores every query (precision: the share of the answer
-  copied; a verbatim passage or prefix scores 1 whichever part the query named);
-* paraphrase: BERTScore F1 against the material's text;
-* translation: the cosine of multilingual embeddings of the response and the material;
-* benign queries: no similarity (they measure over-refusal).
-
-Refusal: the rule detector on every response and the judge's verdict where it ran
-(:mod:`copyprobe.copyright.refusal`). A failed generation, or an empty answer, is
-``status="failed"`` with its error, no metric and no verdict: never scored as text. Metric models are loaded only when a row
-needs them.
-
-Shards (``copyright.scoring.shards``): one model's responses scored by several jobs, each
-taking the rows of every N-th material (:func:`shard_rows`), and the jobs' tables merged back
-into the manifest's order (:func:`merge_scored`): the same table as one job's (bert-score's
-F1 to float32 rounding: its chunks of pairs are padded to another length; benchmarks/
-copyright_shards.py measures it).
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

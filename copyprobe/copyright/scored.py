@@ -1,14 +1,7 @@
 """The SCORED table: one row per model response of the compliance benchmark, with its metrics
 and refusal verdicts, and the check that a table handed to the analysis really is one.
 
-Conventions the analysis relies on (checked by :func:`validate_scored`):
-
-* ``status`` is ``"ok"`` or ``"failed"``; a failed row has no response worth scoring and is
-  counted apart, never as a refusal or a compliance;
-* a similarity column is NaN where the row's task does not use it (and on failed rows);
-* ``refusal_judge`` is ``"yes"``, ``"no"``, ``"unparseable"`` or null (judge not run), and
-  ``refused`` is the judge's verdict where it parsed (``True``/``False``), else null, so an
-  unparseable verdict is never counted as either.
+Reference: docs/copyright.md.
 """
 
 from __future__ import annotations

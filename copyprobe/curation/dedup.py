@@ -1,19 +1,6 @@
 """Exact and near-duplicate documents.
 
-Exact: two documents are the same when their normalised texts (lowercased, runs of whitespace
-collapsed to one space) have the same SHA-256.
-
-Near: the Jaccard similarity of the documents' sets of word shingles (``shingle_words``
-consecutive normalised words) is at least ``threshold``. Comparing every pair is quadratic, so
-candidate pairs come from MinHash signatures and locality-sensitive hashing (the ``datasketch``
-library: ``MinHash`` with ``num_perm`` permutations and ``seed``, ``MinHashLSH`` with explicit
-bands). The bands are chosen so that a pair exactly at the threshold becomes a candidate with
-probability at least :data:`CANDIDATE_RECALL` (more similar pairs more often); every candidate
-is then confirmed with the exact Jaccard similarity of the two shingle sets, so a reported
-similarity is exact and no pair below the threshold is ever called a duplicate.
-
-Which document is kept is the caller's order: :class:`DuplicateIndex` is filled in that order
-and a new document is checked against those already in it.
+Reference: docs/curation.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The curation report of one model: what went into D_pre and D_post, and what did not.
 
-Per dataset (its sources pooled, as the study pools them) and split: documents kept and
-excluded by reason, the range of publication dates, the length distribution in words, the
-licence mix, duplicates across the dataset's sources, and the blind baseline (a text-only
-classifier of the kept D_pre vs D_post texts, :func:`copyprobe.stats.blind_baseline`): a high
-AUC warns that the two sets differ in topic or style regardless of any model.
-
-Duplicates across sources are reported, not dropped: a curated table belongs to one (model,
-source) and a source can be pooled into several datasets, so dropping a document because of
-another dataset's member would change datasets that do not contain that member. A D_post
-document that repeats a D_pre one (a ``cross_split_duplicates`` count above zero) is a leak:
-the report names each pair so the user can remove one from a source.
+Reference: docs/curation.md.
 """
 
 from __future__ import annotations

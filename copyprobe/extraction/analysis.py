@@ -1,26 +1,6 @@
 """D_pre vs D_post on per-document extractability, and what the model adds beyond the text.
 
-Every document of the two date-split sets has extractability metrics (from
-:func:`copyprobe.extraction.discoverability.document_summary`: the fraction of its windows
-extractable at an (n,p), its largest ``log p_z``, ...). :func:`compare_splits` compares each
-metric between D_pre (published before the training cutoff, the candidate members) and
-D_post: ROC AUC with D_pre the positive class (ties count one half), Cliff's delta in the
-project's convention ``P(post > pre) - P(post < pre)`` (D_pre higher is negative, so
-``auc == (1 - delta) / 2``), the two-sample Kolmogorov-Smirnov test, and percentile-bootstrap
-intervals (documents resampled within each split).
-
-A date split can be separable without any model (topics and style drift over time), which
-the blind text-only baseline (:mod:`copyprobe.stats.blind`) measures. The headline is
-therefore the difference ``model AUC - blind AUC`` per metric: what the model's
-extractability tells about the split beyond what the text alone tells. Its interval is a
-paired bootstrap: each resample draws documents (within each split) once and recomputes both
-AUCs on the same documents, the blind one from the classifier's out-of-fold per-document
-scores (:func:`copyprobe.stats.blind_scores`), so the correlation between the two AUCs is
-kept. The blind scores are fitted once, not per resample: the interval reflects which
-documents were drawn, not refitting variability (as the blind baseline's own interval).
-
-Undefined numbers are ``None`` with a reason in ``notes``; nothing raises for too few
-documents, and everything returned is JSON-serialisable.
+Reference: docs/extraction.md.
 """
 
 from __future__ import annotations

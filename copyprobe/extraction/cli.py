@@ -1,14 +1,6 @@
 """The extraction study's command: an extraction map of a user's own text, outside Snakemake.
 
-    copyprobe extraction-map --model-config M.yaml TEXT_FILE [TEXT_FILE ...] --out map.parquet
-                             [--prefix-tokens 50 --suffix-tokens 50 --stride 50]
-                             [--cache-dir DIR] [--figure map.png]
-
-The model entry (the keys of a ``models:`` entry, or one name mapped to them) is validated as
-the workflow validates a config's, with the study's keys (``method``, ``extraction_format``);
-each text is one document, cut into windows in the model's tokens (in words for a Monte Carlo
-model whose server has no tokenizer) and scored through the same cache as the workflow's. It
-prints one row per text (:func:`text_table`) and the share of windows extractable at each (n,p).
+Reference: docs/extraction.md.
 """
 
 from __future__ import annotations

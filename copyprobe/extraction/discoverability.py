@@ -1,21 +1,6 @@
 """(n,p)-discoverability: from a window's exact extraction probability to verdicts and summaries.
 
-A window whose suffix the model produces with probability ``p_z`` (teacher-forced, one
-forward pass) is *(n,p)-discoverable* when ``n`` independent samples reproduce it at least
-once with probability at least ``p``: ``1 - (1 - p_z)^n >= p`` (Hayes et al. 2024,
-arXiv 2410.19482). Solved for ``p_z`` the condition is ``p_z >= 1 - (1 - p)^(1/n)``, the
-threshold of :func:`pz_threshold`. ``(1, 0.5)`` asks for a suffix the model emits more often
-than not; ``(1000, 0.001)`` for one it emits about once in a million tries.
-
-Probabilities of 50-token suffixes span hundreds of orders of magnitude, so everything here
-works from ``log p_z`` and avoids ``1 - x`` for ``x`` near 1: ``log1p``/``expm1`` and the
-two-branch ``log(1 - e^x)`` of Maechler (2012, "Accurately computing log(1 - exp(-|a|))").
-
-Tables: the study's window table has one row per window (``doc_id``, ``window_index``,
-``log_pz`` -- NaN where scoring failed --, ``greedy_match``, ``n_tokens`` the suffix length,
-``status`` ``scored`` or ``failed``). :func:`window_verdicts` adds one boolean column per
-(n,p) (named by :func:`verdict_column`), :func:`document_summary` reduces it to one row per
-document, :func:`np_curve` to the extractable fraction at each (n,p).
+Reference: docs/extraction.md.
 """
 
 from __future__ import annotations

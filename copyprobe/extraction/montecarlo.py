@@ -1,21 +1,6 @@
 """Monte Carlo extraction estimates for models that give no prompt log-probabilities.
 
-Most API models return sampled text but not the probability of a given continuation, so
-``p_z`` cannot be scored exactly. Sampling does estimate it: every sampled continuation of
-the prefix either reproduces the suffix (a *hit*; the study decides what counts as exact)
-or not, so the hit count of ``m`` samples is Binomial(m, p_z). :func:`clopper_pearson`
-gives the exact interval of ``p_z``; :class:`SequentialTest` stops sampling as soon as the
-interval lies wholly on one side of the decision threshold ``q*`` (for an (n,p) target
-``q* = pz_threshold(n, p)``), so clearly unextractable windows -- almost all of them -- cost
-one batch instead of the full budget.
-
-:func:`run_sequential` takes the samples through a callable ``sample(start, count)`` that
-returns the hit flags of sample indices ``start .. start + count - 1``; the study backs it
-with cached generation calls keyed by the sample index, so a run killed half-way resumes
-where it stopped and a rerun costs no call.
-
-:func:`compare_sequential_fixed` simulates the test against a fixed-size design with the same
-interval width (``benchmarks/extraction_montecarlo.py`` prints it).
+Reference: docs/extraction.md.
 """
 
 from __future__ import annotations

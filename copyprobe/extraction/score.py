@@ -4,19 +4,7 @@ exact scores (one :class:`~copyprobe.generation.scoring.ScoreRequest` per window
 continuations through :func:`~copyprobe.generation.runner.run_generation`) -> the WINDOWS
 table, one row per window.
 
-* ``completion`` format: the suffix's token ids continue the prefix's (no re-tokenisation);
-  ``chat``: the prefix's text is the user turn of the model's own chat template and the
-  suffix's text the next assistant turn, scored in the tokens it has in that sequence.
-* A document shorter than one window is one ``skipped`` row with its reason; a window whose
-  scoring failed (an error, or a NaN or infinite log-probability) is a ``failed`` row with
-  the error class and message, never a score.
-* Monte Carlo: the samples of a window are generated in batches of ``monte_carlo.batch``;
-  sample ``i`` has its own cache entry, so asking for more samples reuses the first ones and
-  a killed run resumes. A hit is a continuation that starts with the suffix's text exactly
-  (nothing normalised). The sequential Clopper-Pearson test
-  (:func:`~copyprobe.extraction.montecarlo.run_sequential`) stops a window once its interval
-  has decided against the threshold p_z of the configured (n, p). Every open window takes its
-  next batch in the same generation call, so a concurrent API serves them together.
+Reference: docs/extraction.md.
 """
 
 from __future__ import annotations

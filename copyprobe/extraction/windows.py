@@ -1,14 +1,6 @@
 """Sliding windows over a document in the model's own tokens.
 
-A window is a ``prefix_tokens``-token prefix followed by a ``suffix_tokens``-token suffix; the
-model is asked how likely it is to produce the suffix after the prefix. Windows start at token
-offsets ``0, stride, 2 * stride, ...`` and only whole windows are kept: the last one ends
-within the text, and the tokens after it (fewer than a stride) are not scored. With the
-defaults (50 + 50, stride 50, Cooper et al. 2025) consecutive windows overlap by one half and
-every suffix is the next window's prefix.
-
-A text shorter than one window gives no window; :func:`skip_reason` says so in words for the
-study's skip record.
+Reference: docs/extraction.md.
 """
 
 from __future__ import annotations

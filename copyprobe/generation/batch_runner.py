@@ -1,47 +1,6 @@
 """Submit, resume, poll and fetch batches of a batch service (``Backend.supports_batch_api``).
 
-A batch takes up to 24 hours and is paid for once submitted, so the one thing this module must
-never do is submit the same requests twice. It keeps a JSON *state file* per call site:
-
-* a batch id is written to the state file (atomically: temporary file, fsync, rename) right
-  after the service accepts the batch and before any polling, so a process killed at any later
-  point finds the id on the next run and resumes polling it instead of resubmitting;
-* on a rerun, pending requests covered by an unfinished batch of the state file are waited
-  for; only pending requests that no unfinished batch covers are submitted (as new batches);
-* a batch that ended (completed, failed, expired, cancelled) is fetched and then marked
-  ``finished`` in the state file, with the ids it did not answer with a completion as
-  ``retry_ids``; unanswered requests come back as *transient* errors (``MissingResult``,
-  ``BatchExpired``, ...), so a later run, seeing them still pending and no unfinished batch
-  covering them, submits a new batch with only those;
-* a pending request that a finished batch *did* answer is fetched again from that batch
-  (fetching is free) instead of being resubmitted: the caller may have lost the answer (a
-  timeout after some of several batches were fetched, a kill before it stored them). Only when
-  the service no longer has the batch's files (404; they expire after 30 days) is the entry
-  marked ``results_gone`` and its requests submitted again.
-
-State file format (``version`` 1)::
-
-    {"version": 1,
-     "backend": "openai_batch", "model_id": "gpt-4o-mini-2024-07-18",
-     "created_at": "2025-01-01T00:00:00+00:00", "updated_at": "...",
-     "batches": [
-       {"batch_id": "batch_abc", "custom_ids": ["<cache key>", ...], "requests": 2,
-        "decoding": {...}, "submitted_at": "...", "status": "in_progress",
-        "finished": false, "finished_at": null, "outcome": null,
-        "history": [{"at": "...", "status": "validating", "completed": 0, "total": 2}, ...]},
-       {"batch_id": "batch_def", ..., "finished": true, "finished_at": "...",
-        "status": "expired", "retry_ids": ["<cache key>", ...],
-        "outcome": {"answered": 40, "errors": 3, "missing": 7, "failed": true}}]}
-
-``custom_ids`` of finished batches are kept for audit. The history records status changes
-only (not every poll), so the file is rewritten a handful of times per batch. The file holds
-no credentials. A lock file (``<state>.lock``, POSIX ``flock``) stops two processes from
-driving the same state file at once.
-
-Known limit: a process killed in the milliseconds between the service accepting a batch and
-the state file being renamed into place leaves a batch the state file does not know; the next
-run submits those requests again (the orphan batch is visible in the provider's dashboard with
-copyprobe metadata).
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,6 @@
 """The transformers backend: a Hub model, a local model directory or a GGUF file, batched.
 
-Config keys (a model's slice): ``model_id`` (Hub id or local directory), ``revision`` (default
-``"main"``; pin a commit hash for reproducible runs), or ``model_file`` (a GGUF file, loaded with
-``from_pretrained(dir, gguf_file=name)`` and dequantised to ``dtype``), ``dtype`` (``"float32"``
-default, ``"bfloat16"``, ``"float16"``, ``"auto"``), ``device_map`` (default None: CPU; ``"auto"``
-places the model with accelerate; ``"cuda"``, ``"cuda:0"``, ...), ``batch_size`` (default 8),
-``trust_remote_code`` (default False) and ``vision`` (default False: load ``AutoProcessor`` and
-``AutoModelForImageTextToText`` and pass images through the processor).
-
-Batches are left-padded with an attention mask, so greedy output does not depend on the batch it
-ran in beyond the numerical noise of padded matrix products (none was seen in float32 on CPU).
-Sampled batches are seeded with ``torch.manual_seed(seed + sample_index)`` (items of one batch are
-grouped by sample index): a sampled answer is reproducible for the same batch composition only.
-
-Decoding is pinned explicitly where the model's ``generation_config.json`` could otherwise supply
-its own defaults: ``repetition_penalty`` is always passed, and when sampling ``top_k=0`` (no top-k;
-``None`` would fall back to transformers' default of 50), ``min_p=0`` and ``typical_p=1``.
-
-The identity records the device class (``backend_device``): greedy outputs can differ between CPU
-and GPU kernels (as between vLLM and transformers), so one comparison must never mix backends
-or devices.
-
-Scoring (:class:`~copyprobe.generation.scoring.ScoringBackend`): ``one_pass`` is one forward
-pass per batch of up to ``batch_size`` sequences, right-padded with an attention mask (real
-tokens keep positions 0..n-1 and never attend to the padding after them), the logits of only
-the positions that predict target tokens kept (``logits_to_keep``) and log-softmaxed in
-float64. ``stepwise`` is the incremental forward that decoding runs: the prefix once, then one
-target token at a time with ``past_key_values``. In float32 the two agree to about 1e-6
-(tests/generation/test_scoring_hf.py). ``tokenizer_from_config`` loads the tokenizer only
-(for a GGUF file, ``AutoTokenizer.from_pretrained(dir, gguf_file=name)``).
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

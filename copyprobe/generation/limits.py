@@ -1,18 +1,6 @@
 """Retry timing and client-side rate limits for API backends.
 
-* :class:`RetryPolicy` -- how often and how long to wait before retrying a transient
-  :class:`~copyprobe.generation.base.BackendError`: exponential backoff with jitter, never
-  shorter than the service's ``Retry-After``.
-* :class:`AsyncRateLimiter` / :class:`RateLimiter` -- token buckets for requests per minute and
-  tokens per minute, so a run stays under its quota instead of collecting 429s. Waiters are
-  served first come, first served.
-* :func:`estimate_tokens` -- what a request counts against a tokens-per-minute limit (OpenAI
-  counts the prompt plus ``max_tokens`` when the request arrives).
-* :func:`default_concurrency` / :func:`default_request_timeout` -- what a model whose config
-  sets neither gets: a server on this machine as many requests as it has slots (llama.cpp's
-  ``/props``), else one, a remote API 8; a timeout that grows with ``max_tokens``.
-
-Clocks and sleeps are injectable, so tests run on a fake clock without waiting.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

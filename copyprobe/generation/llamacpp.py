@@ -1,28 +1,6 @@
 """The embedded CPU backend: llama.cpp through llama-cpp-python, on a local GGUF file.
 
-Deterministic by construction: the model's state is reset before every request (llama.cpp's
-prompt cache otherwise changes greedy output when the same request repeats on one instance),
-sampling parameters are passed explicitly (``min_p`` is pinned to 0, where the library default
-is 0.05), and the seed is set per request from the decoding seed and the sample index.
-
-Scoring (:class:`~copyprobe.generation.scoring.ScoringBackend`) takes two paths. ``one_pass``
-evaluates the whole sequence once on a second ``Llama`` instance made with
-``logits_all=True`` (the generation instance keeps ``logits_all=False``, so generation and its
-cache keys are unchanged), and ``scores[i]`` are the logits that predict token ``i + 1``.
-``stepwise`` runs on the generation instance exactly as decoding does: the prefix in one
-evaluation, then one target token per evaluation, reading the last position's logits
-(``llama_get_logits_ith(ctx, -1)``). The two are not bit-equal (batched and single-token
-kernels round differently), so every score records its path: over 100 windows (50-token
-suffixes of licence texts and Wikipedia leads, SmolLM2-135M Q4_1) the absolute gap of log p_z
-is 0.60 nats median, 1.95 p95, 0.083 nats per token on average, with no sign (one_pass higher
-on half of the windows); against transformers in float32 on the same GGUF, ``one_pass`` is
-the closer of the two (0.080 against 0.099 nats per token; benchmarks/scoring_exactness.py).
-``from_config`` loads the generation instance as before and the first ``one_pass`` loads
-the scoring one; ``scorer_from_config`` (what a score runner's factory calls) loads neither
-until a path needs it. llama.cpp maps the weights (mmap), so the second instance costs its KV
-cache and logits buffer, not another copy of the weights. The chat template of a text-level request is the GGUF's own
-(``tokenizer.chat_template``), rendered by llama-cpp-python's ``Jinja2ChatFormatter`` as its
-chat completion does.
+Reference: docs/backends.md (and docs/benchmarks.md for the figures).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Per-backend model keys: a key that the model's backend does not read is an error.
 
-Each built-in backend declares the model keys it reads (``reads`` in
-:mod:`copyprobe.generation.base`). A key that some backend declares and the model's backend
-does not (``max_images_per_prompt`` on ``hf``, ``n_ctx`` on ``openai``) would be silently
-ignored; :func:`check_model_keys` makes it an error that names the key and the backends that
-read it. Keys no backend declares (``decoding``, ``requests``, ``shard_size``, a study's keys)
-are not the backends' business and pass. The nested ``text_backend`` slice of an
-``ocr_cascade`` model is checked against its own backend.
-
-Validation fills schema defaults into every model entry before this check runs, so a key at
-its schema default (``n_ctx: 4096``, ``vision: false``) cannot be told apart from a filled one
-and passes: it changes nothing.
-
-Nothing here imports a backend: only the registry's declarations are read.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """An OCR-then-text-model cascade for vision prompts, offline.
 
-No PyPI package ships a small vision-language model (checked 2026-11), so offline a vision task runs as
-this explicitly named cascade: every image part of a chat prompt is read with RapidOCR
-(PaddleOCR's PP-OCRv4 models as ONNX, ``rapidocr-onnxruntime``) and replaced by
-``"[Text read from the image by OCR]\\n<text>"`` (each message's parts then joined into one
-string); the text-only prompt goes to an inner text backend. Its identity says
-``"kind": "ocr_cascade"`` and names the OCR engine and the inner backend: results from it must
-never be reported as those of a vision-language model.
-
-Config keys: ``text_backend`` (a nested model config slice such as ``{backend: llamacpp,
-model_file: {...}, n_ctx: 4096}``) and, for an inner backend that loads a model file, either
-``text_model_file_resolved`` (a :class:`~copyprobe.models.ModelFile` or a mapping with its
-``path``, ``sha256``, ``size``, ``origin``) or ``cache_dir`` (where
-:func:`copyprobe.models.materialise` assembles ``text_backend.model_file``; default
-``.cache/copyprobe``).
-
-The OCR itself (engine, settings, reading order, the in-memory cache of the last images'
-texts) lives in :mod:`copyprobe.ocr`, shared with the guard.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

@@ -1,64 +1,6 @@
 """The OpenAI Batch API backend: asynchronous, half-price calls for large studies.
 
-A batch is one JSONL file of requests (``{"custom_id", "method": "POST", "url", "body"}``)
-uploaded with ``purpose="batch"`` and started with ``batches.create``; the service answers within
-the completion window (24 h) into an output file (successes) and an error file (failures), each
-line tagged with the request's ``custom_id``. The copyprobe ``custom_id`` is the request's cache
-key, so every answer maps back to exactly one request. The resume logic (state file, polling,
-splitting into service-sized batches) is in :mod:`copyprobe.generation.batch_runner`; this module
-only speaks the API, through the official ``openai`` client.
-
-Spec keys (a model's config slice): ``model_id`` (required), ``base_url``
-(default ``https://api.openai.com/v1``), ``api_key_env`` (the *name* of the environment variable
-holding the key, default ``OPENAI_API_KEY``), ``completion_window`` (``"24h"``),
-``request_timeout`` (seconds per HTTP call, default 600), ``max_retries`` (client retries of
-429/5xx/connection errors, default 2), ``revision`` (a dated model snapshot, for provenance),
-``batch_dir`` (keep a copy of every uploaded JSONL and every downloaded output/error file there),
-``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens`` for models that reject the
-former), ``metadata`` (extra string pairs attached to each batch).
-
-Design decisions
-----------------
-* **Credentials.** The key is read from ``os.environ[api_key_env]`` at every HTTP call (the
-  client is given a callable, not the key), so rotating the key needs no restart. It is never
-  an attribute of the backend, never written to the JSONL copy, state or output files, and
-  messages of errors raised here are redacted (the protocol's ``redact``: the key and
-  anything shaped like a key or bearer token). An unset variable is a permanent ``AuthError``
-  naming the variable, raised before any request.
-* **Cache identity is shared with the synchronous OpenAI backend.** The Batch API runs the same
-  models with the same parameters as the synchronous endpoints; only price and latency differ.
-  :meth:`identity_from_config` therefore *is* the sync backend's identity (it calls
-  ``OpenAIBackend.identity_from_config``: ``model_id``, ``base_url`` normalised without
-  credentials, ``revision``, ``openai`` library version) with no ``"api"`` key, and
-  :attr:`cache_namespace` names the backend ("openai") under which answers are to be keyed
-  (``cache_key(backend=...)``), so a study may mix the two APIs (e.g. batch for the bulk, sync
-  for stragglers) without paying twice. Which API answered belongs in the row provenance (the
-  ``backend`` column says ``openai_batch``), not in the cache key.
-* **Request bodies** are what the synchronous backend sends: ``model``, ``messages`` (chat)
-  or ``prompt`` (completion), ``temperature``, ``top_p``, ``max_tokens`` (``max_tokens_param``
-  for chat) and ``seed`` = decoding seed + sample index. The API has no ``top_k`` or
-  ``repeat_penalty``: where the sync backend forwards non-neutral values and lets the service
-  reject them, this backend refuses them before anything is uploaded (a permanent
-  ``UnsupportedDecoding``), because a batch would only report the rejection hours later.
-* **Images.** ``file://`` image parts are inlined as base64 ``data:`` URLs (the service cannot
-  read local paths); ``data:`` and ``http(s)`` URLs are sent as they are.
-* **Ended batches.** ``poll_batch`` reports ``completed`` as done; ``failed``, ``expired`` and
-  ``cancelled`` as done *and* failed. :meth:`fetch_batch` always fetches whatever output and
-  error files exist (an expired batch keeps its partial answers); requests that appear in
-  neither file become transient ``MissingResult`` errors, so the runner resubmits only those.
-* **Per-request errors** are classed by the sync backend's own
-  :func:`~copyprobe.generation.openai_protocol.map_status_error` (its table: 429 ``RateLimitError``
-  transient, 5xx/409 ``ServerError`` transient, 408 ``Timeout`` transient, context length
-  ``ContextLengthError`` permanent, content filter ``ContentFilterError`` permanent, 401/403
-  ``AuthError``, 404 ``NotFoundError``, other 4xx ``BadRequestError``, all permanent), and
-  status-200 bodies are read as it reads them (refusals, content-filter finish, malformed
-  bodies -> transient ``MalformedResponse``). Error-file lines without an HTTP response are
-  classed by code: ``batch_expired`` / ``batch_cancelled`` -> transient ``BatchExpired`` /
-  ``BatchCancelled``; rate-limit and server codes transient; anything else as a 400 with that
-  code.
-* **Restarts.** The backend keeps no batch state that matters: ``fetch_batch`` takes the
-  expected ``custom_ids`` from its caller (the runner's state file), so a backend object in a
-  new process resumes a batch submitted by an old one.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

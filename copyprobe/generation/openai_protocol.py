@@ -3,30 +3,7 @@ keys and their redaction, request messages (images as ``data:`` URLs), ``Retry-A
 bodies mapped to :class:`~copyprobe.generation.base.BackendError`, and answers read into
 :class:`~copyprobe.generation.base.Completion`. Standard library only: no HTTP client here.
 
-Error classes (:func:`map_status_error` maps HTTP errors, :func:`read_choice` answers; the
-backends map their transports' errors to the same classes):
-
-=========================================  ==========================  =========
-condition                                  error_class                 permanent
-=========================================  ==========================  =========
-429 (rate limit)                           ``RateLimitError``          no (``retry_after`` from
-                                                                       ``retry-after-ms`` /
-                                                                       ``Retry-After`` s or date)
-429 ``insufficient_quota``                 ``InsufficientQuota``       yes
-429 "Request too large" (over TPM limit)   ``RequestTooLarge``         yes
-timeout (client side), HTTP 408            ``Timeout``                 no
-connection refused/dropped/truncated       ``ConnectionError``         no
-server certificate not trusted             ``TLSError``                yes
-HTTP 5xx, 409                              ``ServerError``             no (``retry_after`` if sent)
-200 with invalid JSON / no ``choices``     ``MalformedResponse``       no
-4xx with context-length wording/code       ``ContextLengthError``      yes
-content filter (code or finish_reason)     ``ContentFilterError``      yes
-401, 403                                   ``AuthError``               yes
-404                                        ``NotFoundError``           yes
-other 4xx                                  ``BadRequestError``         yes
-unreadable image file                      ``ImageError``              yes
-missing key variable                       ``AuthError``               yes
-=========================================  ==========================  =========
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

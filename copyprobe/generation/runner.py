@@ -1,24 +1,6 @@
 """Run a table of prompts through a backend with the call cache.
 
-For every ready prompt and sample index the runner computes the cache key; a stored answer is
-reused (``from_cache``), otherwise the request is sent and a successful answer is stored at
-once, so a run killed at any point resumes where it stopped and never pays twice for an answer
-it received. How requests are sent depends on what the backend can do:
-
-* batch services (``supports_batch_api``): one submitted batch per shard, its id recorded on
-  disk before polling, so a rerun resumes polling instead of resubmitting;
-* asynchronous APIs (``supports_async``): concurrent requests bounded by ``max_concurrency``,
-  requests and tokens per minute;
-* local engines: :meth:`~copyprobe.generation.base.Backend.generate_batch` in groups of
-  ``max_batch_size`` (1 for llama.cpp).
-
-Transient failures (rate limits, 5xx, timeouts, dropped connections, malformed answers) are
-retried with exponential backoff and jitter, honouring Retry-After; on the concurrent path, a
-run whose first attempts (one per worker) all fail to connect stops there, recording every
-request as failed with that error, instead of retrying each. A request that still fails,
-or fails permanently, becomes a row with ``status='failed'`` and its error class and message:
-never text that a scorer would count. The model is loaded only when the first uncached request
-needs it.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

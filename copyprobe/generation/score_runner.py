@@ -1,14 +1,6 @@
 """Run scoring requests through a backend with the call cache.
 
-Like :mod:`copyprobe.generation.runner` for generation: every request has a key over
-everything that changes its scores (the backend and its identity: model id, weights hash or
-revision, context size, library versions; the request: token ids or prompt, template format
-and target; the scoring path), a stored answer is reused, a new one is stored at once (a run
-killed at any point resumes without recomputing or repaying what it received), and the model
-is loaded only when the first uncached request needs it. Transient errors (a server's 429 or
-5xx) are retried with the run's backoff; a request that still fails, or whose log-probs are
-NaN or infinite, is a failed result with its error class and message, never a score. Only
-finite scores are stored.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

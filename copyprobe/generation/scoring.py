@@ -1,33 +1,7 @@
 """Scoring a given continuation: the per-token log-probabilities of a target after a context,
 teacher-forced, from the backends that can compute them (the capability beside generation).
 
-A request is either
-
-* **token-level** (``context_ids`` + ``target_ids``): the model's own token ids, scored as one
-  sequence ``[BOS] + context_ids + target_ids`` (BOS when the model's tokenizer adds one). This
-  is how windows over a document are scored for a base model (plain continuation), with no
-  re-tokenisation anywhere; or
-* **text-level** (``prompt`` + ``target``): a :class:`~copyprobe.prompt.Prompt` and a target
-  string. For a chat prompt the target is the next assistant turn under the model's own chat
-  template (the MSR faux conversation can be the prompt); for a completion prompt it is the
-  text that follows. The backend renders the whole sequence, tokenises it once and scores the
-  tokens of the target *as they occur in that sequence*: a target that the tokenizer splits
-  differently inside the template than alone is scored in its in-context tokens, and the
-  token that straddles the boundary between prompt and target (if any) counts as target.
-
-The answer, :class:`TokenScores`, lists each target token, its log-probability given
-everything before it, whether it was the argmax there (greedy match), for a request with
-``moments`` the mean and standard deviation of the log-probability under the whole next-token
-distribution at that position (what Min-k%++ needs; only backends with the full logits give
-them: the ``score_moments`` fact), and the ``path`` that
-produced the numbers: ``one_pass`` (one forward pass over the whole sequence), ``stepwise``
-(one evaluation per target token, as decoding does), ``prompt_logprobs`` (vLLM's engine) or
-``server_echo`` (an OpenAI-compatible completions server that echoes the prompt's log-probs).
-Paths of one engine are not bit-equal (llama.cpp's batched and token-by-token evaluation
-differ), so every stored number says which one made it.
-
-Which backends score is declared in :mod:`copyprobe.generation.base` (the ``scores`` fact),
-so config validation can say so, naming the alternatives, without importing any engine.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

@@ -1,37 +1,6 @@
 """The vLLM offline engine, for CUDA nodes (``pip install copyprobe[vllm]``).
 
-vLLM is imported only when the backend is built; the identity reads vLLM's version from the
-installed distribution's metadata without importing it. Without vLLM both fail with a permanent
-:class:`BackendError` that says how to install it.
-
-Config keys: ``model_id`` (Hub id or local directory), ``revision`` (default ``"main"``; pin a
-commit hash), or ``model_file`` (a GGUF file; then ``tokenizer`` names the Hub id or directory
-of the original model, as vLLM recommends), ``dtype`` (default ``"auto"``),
-``tensor_parallel_size`` (default 1), ``max_model_len`` (default: the model's),
-``gpu_memory_utilization`` (default 0.9), ``batch_size`` (prompts per ``generate_batch`` call,
-default 256; vLLM schedules them itself), ``seed`` (engine seed, default 0),
-``enforce_eager`` (default False), ``trust_remote_code`` (default False),
-``max_images_per_prompt`` (vision models: vLLM's ``limit_mm_per_prompt``) and ``hf_overrides``
-(vLLM's overrides of the checkpoint's config, e.g. ``{architectures: [GLM4VForCausalLM]}``
-for THUDM/glm-4v-9b, as vLLM's supported-models list says; part of the identity when set).
-
-Each request carries its own sampling seed (``decoding.seed + sample_index``), so sampled answers
-do not depend on the batch they ran in. Chat prompts go through ``LLM.chat`` (the model's chat
-template; OpenAI-style image parts for vision models, ``file://`` images sent as ``data:`` URLs),
-completion prompts through ``LLM.generate``. A prompt longer than ``max_model_len`` fails alone
-with ``ContextLengthError``.
-
-Scoring (path ``prompt_logprobs``): each sequence (built by
-:func:`~copyprobe.generation.scoring.score_sequence` with the engine's own tokenizer, chat
-prompts under its chat template) goes to ``LLM.generate`` as a ``TokensPrompt``
-(``{"prompt_token_ids": ids}``) with ``SamplingParams(prompt_logprobs=1, max_tokens=1,
-temperature=0)``; ``RequestOutput.prompt_logprobs`` holds, per position after the first,
-``{token id: Logprob(logprob, rank, decoded_token)}`` for the prompt's token and the top one,
-read by :func:`~copyprobe.generation.openai_protocol.scores_from_prompt_logprobs` (the token is
-the argmax when its rank is 1). ``tokenizer_from_config`` loads the same tokenizer with
-transformers' ``AutoTokenizer`` (the ``tokenizer`` key, else ``model_id`` at ``revision``)
-without vLLM or the weights. Untested on an engine here (no GPU): the tests run the conversion
-of vLLM-shaped results and the tokenizer.
+Reference: docs/backends.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """A guarded model: any backend wrapped so that each request passes the copyright guard first.
 
-A model entry with a ``guard:`` block runs through the ordinary generation layer (same runner,
-cache, shards, retries); the layer wraps its backend with :class:`GuardWrapper` (declared in
-:data:`copyprobe.generation.base.BACKEND_WRAPPERS`). Per request the guard decides; ``pass``
-sends the prompt as is, ``remind`` sends it with the reminder, ``block`` answers with the block
-message without calling the model (``finish_reason`` ``"guard_block"``, zero tokens).
-
-A guard with an ``output`` block also checks each answer the model gives
-(:mod:`copyprobe.guard.output`): a blocked answer is replaced by the block message
-(``finish_reason`` ``"guard_block"``), a truncated one cut before its first protected span
-(``"guard_truncate"``); the token counts stay the model's (it did generate them). The output
-decision (the input decision with its ``output`` finding) is stored per guard, prompt and
-sample index, since each sample's answer is checked.
-
-The guard's identity (its spec with the reminder wording, and the package version) is added to
-the backend's cache identity under ``"guard"``, so a guarded variant and the bare model never
-share answers, and changing any guard setting makes new keys.
-
-Decisions are stored per guard and prompt under ``<cache_dir>/guard/decisions`` (one JSON file
-each, like the generation cache): a rerun reuses them, and :func:`guard_decisions` turns them
-into the sidecar table :data:`GUARD_DECISIONS` (one row per request of a prompts table), the
-record of what the guard did to each request (the output columns: sample 0's answer). The
-generations table itself is unchanged.
+Reference: docs/guard.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
 """An offline catalogue of known works and the public-domain rule of each jurisdiction.
 
-The catalogue is a CSV file (the packaged ``copyprobe/guard/data/catalogue.csv`` unless another
-is given) with one row per work: ``id``, ``title``, ``aliases`` (other titles, ``|``-separated),
-``author``, ``holder`` (who holds the rights, in plain words; empty when nobody does),
-``first_published`` (year), ``author_died`` (year, ``living``, or empty when not known or not
-a person), ``licence`` (an open licence such as ``CC BY 4.0``, else empty) and ``note``.
-
-Public-domain rules (:data:`PD_RULES`), counted in whole calendar years because terms run to the
-end of the year:
-
-``US``   a work published in year Y is in the public domain from 1 January of Y + 96 (a 95-year
-         term for works published 1923-1977, U.S. Code title 17, section 304, with terms running
-         to the end of the calendar year, section 305); works published from 1978 on have later
-         terms, which the 95 years never reach before 2073, so the rule holds for them today;
-``EU``, ``UK``  the author's life plus 70 years: public domain from 1 January of D + 71 for an
-         author who died in year D (EU Directive 2006/116/EC, articles 1 and 8; UK Copyright,
-         Designs and Patents Act 1988, section 12).
-
-A work with an open licence is ``open_licence`` wherever it is still protected. A rule that
-needs a fact the row lacks (a death year for EU/UK) gives ``unknown``. These are the general
-rules; special cases (unpublished works, wartime extensions, moral rights) are not modelled.
-
-How a text names a work (:meth:`Catalogue.find`): the title or an alias occurs in the text as
-whole words (both lower-cased, accents removed, every run of other characters one space); a
-title of a single word or of fewer than 8 characters ("1984", "Frankenstein") counts only when
-the author's surname occurs too. Of several works named, the longest title wins.
+Reference: docs/guard.md.
 """
 
 from __future__ import annotations

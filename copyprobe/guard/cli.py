@@ -1,14 +1,6 @@
 """The guard's commands, a group of its own: ``copyprobe guard <command>``.
 
-    copyprobe guard classify-query [--file FILE | TEXT...] [--analyzer rules|llm]
-                                   [--model-config FILE] [--cache-dir DIR]
-    copyprobe guard serve --upstream URL [--config guard.yaml] [--host H] [--port P]
-                          [--span-index DIR] [--workers N] [--index-reload reload|keep]
-
-``classify-query`` prints one JSON object per query (JSON lines): the query, ``risk``
-(``infringing`` or ``benign``), ``task``, the deciding ``component`` (``rules``,
-``embedding`` or ``llm``), its ``score`` and the ``detail`` of the decision. ``serve`` runs the
-OpenAI-compatible proxy (:mod:`copyprobe.guard.serve`) until stopped.
+Reference: docs/guard.md.
 """
 
 from __future__ import annotations

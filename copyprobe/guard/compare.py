@@ -1,46 +1,7 @@
 """Guards compared on equal terms: no guard, a reminder only, the input-side guard (CopyGuard),
 the output-side span guard and both, on the same benchmark and the same base model.
 
-Which model entries form the rows (:func:`copyprobe.guard.study.compared_rows`, checked by
-:func:`~copyprobe.guard.study.check_compared` when the config is validated): per *base* (a model that guarded entries name with ``base:``), the base
-itself is the row ``none`` and each guarded entry naming it is a row of its guard block's kind
-(:func:`guard_kind`):
-
-* ``reminder``: every input check off (``notice``, ``status`` and ``risk`` all ``false``),
-  policy ``remind``, no ``output`` block: every request gets the reminder;
-* ``input``: any other guard without an ``output`` block (the ablation's ``<name>-no-<check>``
-  variants are left to the ablation table);
-* ``output``: an ``output`` block and ``input: false``;
-* ``both``: an ``output`` block and the input checks on.
-
-An output check is a pure function of the text a model wrote, so the ``output`` and ``both``
-rows call no model: rule ``copyright_output_guard`` runs the output guard over the
-generations of their *source* (:func:`~copyprobe.guard.study.output_sources`): the base for ``output``, and for
-``both`` the entry with the same base and the same guard block without ``output`` (required:
-the config must have it, since it is that entry's generations that are post-processed). The
-result is an ordinary generations table (:func:`apply_output_guard`: the text the client would
-get, finish reason ``guard_block`` or ``guard_truncate``) that the judge and the scoring rules
-take like any model's, and a sidecar of what each check found (:data:`OUTPUT_CHECKS`).
-
-Columns (:func:`guards_compared`), per (benchmark, base, row):
-
-* infringing requests (infringing tasks on copyrighted materials) refused or blocked: a guard
-  block (finish reason ``guard_block``, by the input or the output guard) counts as refused,
-  else the judge's parsed verdict; rate with its percentile-bootstrap interval;
-* ROUGE-L precision (repetition and extraction) and BERTScore F1 (paraphrase) of what still
-  passes (neither blocked nor judged a refusal; a truncated answer passes, cut);
-* without a judge (no parsed verdict among a model's answers) the judged columns stay empty
-  (n 0: the blocks alone would read as a rate of 1) and the rule detector's columns carry the
-  figures; what passes is then what is neither blocked nor a rule-detected refusal;
-* over-refusal on the benign queries about copyrighted materials and on the infringing-task
-  queries about open materials: rate, n, the one-sided 95% Clopper-Pearson upper bound, and a
-  flag where n < 1000 (:data:`MIN_OVER_REFUSAL_N`: with fewer requests "no false positive"
-  still allows a rate above 0.3%); the same again by the rule detector (``benign_rule_*``,
-  ``open_rule_*``: a block or ``refusal_rule`` over every generated answer), the only side a
-  run without an LLM judge has;
-* latency the guard adds per request: the input checks' ``total_s`` (the decision sidecar)
-  plus the output check's ``output_s`` (this module's sidecar), median and p95 in ms; 0 for
-  ``none``. The time a reminder adds to the model's own answer is not in it.
+Reference: docs/guard-evaluation.md.
 """
 
 from __future__ import annotations

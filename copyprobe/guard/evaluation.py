@@ -1,21 +1,6 @@
 """What the guard buys: guarded and unguarded models side by side on the same benchmark.
 
-A guarded model is a model entry with a ``guard:`` block; its *base* is the model it names with
-``base:``, the same entry without the block (:func:`copyprobe.guard.study.guard_pairs`). From the pooled scored tables of
-every benchmark (with ``benchmark`` and ``rights`` columns: ``copyrighted`` materials, or
-``open`` ones, public domain or openly licensed):
-
-* :func:`table2`: the judged refusal rate of infringing requests on copyrighted materials,
-  without and with the guard, per pair x task x notice form (and over all tasks and forms),
-  with the difference and its bootstrap interval (the paper's Table 2);
-* :func:`table6`: over-refusal, without and with the guard: set 1, infringing-task queries on
-  open materials; set 2, the benign queries on copyrighted materials (the paper's Table 6);
-* :func:`ablation`: every guarded variant of a base (each component switched off in turn)
-  with its refusal of infringing requests and its over-refusal on both sets, so a reader sees
-  which component buys the gain.
-
-Rates use the judge's parsed verdicts only (an unparseable verdict or a failed call is counted
-apart, never as a refusal); the rule detector's rate is beside them.
+Reference: docs/guard-evaluation.md.
 """
 
 from __future__ import annotations

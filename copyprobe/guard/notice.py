@@ -1,43 +1,6 @@
 """Notice identifier: does a prompt carry a copyright notice, in its text or in its images?
 
-:func:`find_notice` looks for a notice in a text; :class:`NoticeIdentifier` applies it to the
-text parts of a prompt's user messages and, when none is found there, to what OCR reads from
-every image part (cached on disk per image sha256, see :mod:`copyprobe.ocr`).
-
-What counts as a notice (case does not matter; the text is first NFKC-normalised and every run
-of whitespace, line breaks included, made one space, so a notice split over lines is one):
-
-* a copyright sign followed by a year: ``© 2019``, ``(c) 2019``, and what OCR makes of the
-  sign: ``@ 2019`` / ``@2019`` (RapidOCR reads ``©`` as ``@``), ``C) 2019``, ``(C 2019``;
-  an ``@`` directly after a letter, digit or dot (an e-mail address) never counts;
-* the word *copyright* followed by a sign, a year or both: ``Copyright 2019``, ``Copyright ©
-  Penguin``, ``COPYRIGHT(C)2019``, ``Copyright: 2009-2023, Name``, with OCR's lost spaces
-  (``Text copyright@2019 Jane Doe``, ``copyright@Jane Doe 2019``: an ``@`` glued to the word
-  counts when a year follows; ``Textcopyright©2019``: the word glued to a qualifier before a
-  sign and a year); the word may carry OCR
-  errors: letters read as look-alikes (``0`` for ``o``, ``l``/``1``/``|`` for ``i``, ``v``
-  for ``y``, ``q``/``9`` for ``g``), one letter lost (``Copyrght``) or spaces inside
-  (``Copy right``);
-* the word *copyright* followed by a holder, a capitalised word that is no term of the law
-  (``Copyright Rice University``, ``is copyright Steven G. Johnson``; not ``Copyright
-  Office``, ``THE COPYRIGHT HOLDERS``: see :data:`_TERMS`);
-* a true ``©`` (or a circled C) followed by a capitalised name: ``© Penguin Books`` (not for
-  ``@``, which starts every social-media handle, nor ``(c)``, which starts list items);
-* *all rights reserved* with its spaces lost or misread (``Allrightsreserved``,
-  ``A11 rights reserved``): the letters of the text, squashed together, contain a stretch within
-  two edits (Levenshtein, rapidfuzz) of ``allrightsreserved``; the French and
-  German forms (``tous droits réservés``, ``alle Rechte vorbehalten``) count the same way.
-
-A text that only talks about copyright ("Is this book still under copyright?", "copyright law
-protects ..."), a handle (``@penguinbooks``) or an address (``jane@press.com``) is no notice.
-In the text OCR read from an image, a last line that is only a year and a name also counts
-(:func:`find_image_notice`): RapidOCR drops a ``©`` that starts a line.
-
-The notice reported is the stretch of the (whitespace-normalised) text from the match to the
-end of its sentence (an initial, "J.K.", ends none), at most :data:`MAX_NOTICE_CHARS`
-characters, with an ``@`` read for the sign shown as ``©``; a credit line where the word
-follows others ("Text copyright © J.K. Rowling 1997", "Portions Copyright ...") is reported
-from its first word. Precision and recall on real lines: ``benchmarks/guard_notice.py``.
+Reference: docs/guard-notice-status.md.
 """
 
 from __future__ import annotations

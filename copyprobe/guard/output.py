@@ -1,28 +1,6 @@
 """The output-side guard: the model's answer checked against an index of protected materials.
 
-CopyGuard's checks (:mod:`copyprobe.guard.pipeline`) read only the request, so a model that
-recites protected text from memory, with no notice in sight, passes them. This check reads
-what the model writes: an answer holding a verbatim span of at least ``min_words`` words (in
-the index's unit, :mod:`copyprobe.spans.encoding`) that occurs in the index is acted on:
-
-* ``block``: the answer is replaced by the block message (``finish_reason`` ``guard_block``);
-* ``truncate``: the answer stops before the first protected span (``guard_truncate``); the
-  client gets exactly the text before the span's first word.
-
-Whole answers go through :meth:`OutputGuard.check` (``find_spans``: every span, the first
-acted on). Streams go through :meth:`OutputGuard.stream`: an :class:`OutputStream` fed the
-deltas as they arrive releases only the text that can belong to no protected span (it holds
-back the last ``min_words - 1`` complete words and a partial word; a character of Chinese,
-Japanese or Thai counts as a fraction of a word, ``chars_per_word``,
-:class:`~copyprobe.spans.stream.WindowMatcher`), so no word of a protected span is ever
-released, even when the span crosses the deltas' boundaries; the cost is that delay of about
-``min_words - 1`` words. Under ``block`` a stream cannot take back what it released before the
-span (text that is not protected): it ends with the block message instead of the rest.
-
-Each decision is an :class:`OutputFinding`: what was matched (the span, its count, its first
-``max_docs`` documents), what the client gets, and how long the check took (``check_s``; in a
-stream, the time spent in :meth:`OutputStream.feed` and :meth:`OutputStream.finish` together,
-the latency the check adds).
+Reference: docs/guard.md.
 """
 
 from __future__ import annotations

@@ -1,47 +1,6 @@
 """The guard pipeline: which checks run, in what order, and what the guard decides.
 
-Order (the CopyGuard design): the notice identifier and the query risk analyzer run
-concurrently; the status verifier runs only when no notice was found, after the notice
-identifier (it reads the OCR text) and still concurrently with the risk analyzer, so the added
-latency is ``max(notice + status, risk)``; when a notice was found, the verifier is asked only
-whether the material carries a licence that permits copying it (``licence``: the GPL's own
-text, an MIT grant, ...). The material counts as protected when a notice is found on a text
-with no such licence, or the verifier says ``protected``; the request counts as infringing
-when the risk analyzer says so of the user's query (``query``: by default the first paragraph
-of the last user message, see :func:`query_text`), or says ``uncertain`` and the risk
-settings' ``uncertain`` policy is ``remind`` (reminded, never blocked) or ``infringing``
-(``benign``, the default: it passes). Both together trigger the reminder: policy ``remind``
-adds the reason to the prompt, policy ``block`` answers with a refusal and the model is not
-called.
-
-Each check can be switched off (``notice: false`` ...), for the ablation that shows what each
-one buys. A switched-off check is not consulted and the others decide: without the risk
-analyzer every request counts as infringing; without both the notice identifier and the
-status verifier every material counts as protected.
-
-``input: false`` switches every input check off and means pass (an output-only guard); that is
-unlike all three checks switched off, which flags every request (the "reminder only" guard).
-
-The output check (``output: {index: NAME, min_words, action}``, :mod:`copyprobe.guard.output`)
-reads the model's answer instead: :meth:`Guard.check_output` and :meth:`Guard.output_stream`,
-with the protected materials' span index ``results/spans/NAME`` (or an index the caller
-passes built, ``components={"output": OutputGuard(index, ...)}``). It is off by default and
-then left out of the guard's identity, so guards without it keep their digests.
-
-A check that raises (or a risk analyzer that has not answered ``timeout_s`` seconds after the
-check began; the notice and status components bound their own network calls) is handled by
-``on_error``: ``raise`` (the request fails with :class:`GuardError`), ``pass`` (the failed
-check flags nothing) or ``flag`` (it flags: the material counts as protected, the request as
-infringing). The decision records the error either way.
-
-The components are the package's own, built from each check's settings on first use
-(:func:`build_component`): the notice identifier (:class:`~copyprobe.guard.notice.
-NoticeIdentifier`), the status verifier (:class:`~copyprobe.guard.status.StatusVerifier`)
-and the risk analyzer (:func:`~copyprobe.guard.risk.risk_analyzer`, whose registry holds the
-interchangeable ``rules`` and ``llm`` analyzers). A caller with components of its own passes
-them built (``Guard(spec, components={"risk": mine})``). A component implements one method:
-``identify(prompt) -> NoticeFinding``, ``verify(prompt, ocr_text) -> StatusFinding`` or
-``classify(query) -> RiskFinding``.
+Reference: docs/guard.md.
 """
 
 from __future__ import annotations

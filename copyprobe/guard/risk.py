@@ -1,26 +1,7 @@
 """The query risk analyzer: which task a request asks for, and whether that task would make the
 model reproduce a protected text (``infringing``) or only talk about it (``benign``).
 
-Tasks (the copyright benchmark's, plus ``other``): ``repetition``, ``extraction``,
-``paraphrase`` and ``translation`` are infringing (the answer carries the text itself, whole,
-in part, reworded or in another language); ``summary``, ``author``, ``comment``,
-``background`` and ``other`` (a request that names none of these) are benign.
-
-Analyzers live in :data:`RISK_ANALYZERS`, declared here and imported only when built:
-
-- ``rules`` (offline, :mod:`copyprobe.guard.risk_rules`): keyword and construction rules over
-  the normalised request; where they find no task or tasks that conflict, a nearest-exemplar
-  classifier over multilingual-e5-small embeddings of labelled example requests decides;
-- ``llm`` (:mod:`copyprobe.guard.risk_llm`): a chat model asked for a JSON object
-  ``{"task": ..., "risk": ...}`` through the generation layer (cached like every model call);
-  an unparseable or failed answer falls back to ``rules``, and the finding says so.
-
-``risk_analyzer(spec)`` builds one from a spec such as ``{"analyzer": "rules"}`` or
-``{"analyzer": "llm", "model": {...model entry...}, "cache_dir": ".cache/copyprobe"}``;
-every analyzer has ``classify(query) -> RiskFinding`` and ``classify_many(queries)``, and may
-have ``load()`` (its models, loaded by ``Guard.build()`` at start). A finding's risk is
-``infringing``, ``benign``, or ``uncertain`` (the ``rules`` embedding's two risks scored within
-``uncertain_margin``; the guard's ``risk: {uncertain: ...}`` policy decides what it counts as).
+Reference: docs/guard-risk.md.
 """
 
 from __future__ import annotations

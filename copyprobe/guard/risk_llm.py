@@ -1,15 +1,7 @@
 """The LLM risk analyzer: a chat model reads the request and answers a JSON object
 ``{"task": ..., "risk": ...}``.
 
-The prompts go through the generation layer like every model call (:func:`classify_many`
-builds a prompts table and runs :func:`copyprobe.generation.generate_shard`), so answers are
-cached under ``cache_dir`` and a repeated request costs nothing. The answer is read by
-:func:`parse_answer`: the first JSON object in the text that validates against
-:data:`ANSWER_SCHEMA` (a known task, ``infringing`` or ``benign``, extra keys allowed) and
-whose risk is the task's own. A failed call or an answer that does not parse falls back to
-the ``rules`` analyzer; the finding then has ``component="rules"`` and ``detail`` says
-``fallback_from: "llm"``, why (``llm_status``: ``failed`` or ``unparseable``, with the error or
-the answer's text). With ``fallback=None`` such a request raises :class:`RiskError` instead.
+Reference: docs/guard-risk.md.
 """
 
 from __future__ import annotations

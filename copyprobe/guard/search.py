@@ -1,37 +1,6 @@
 """Search providers for the status verifier: where to look up the work a prompt quotes.
 
-:data:`SEARCH_PROVIDERS` is a registry; a provider is built from its options
-(``SEARCH_PROVIDERS.get(name)(**options)``) and answers :meth:`search` with a
-:class:`ProviderAnswer`: either a status it decided itself (the catalogue knows the work) or
-search hits for the LLM verdict to read, or neither (nothing found).
-
-``catalogue`` (offline)
-    :class:`~copyprobe.guard.catalogue.Catalogue` lookup of the whole lookup text (the request
-    and what OCR read) and the jurisdiction's public-domain rule; decides the status itself.
-    Options: ``path`` (a catalogue CSV; default the packaged one), ``jurisdiction`` (``US``,
-    ``EU`` or ``UK``; default ``US``), ``today`` (an ISO date the rules are applied on; default
-    the current date).
-``web``
-    The Brave Search web search API (``GET <base_url>?q=<query>&count=<count>`` with the key in
-    the ``X-Subscription-Token`` header; answer ``{"web": {"results": [{"title", "url",
-    "description"}, ...]}}``, as documented at
-    https://api-dashboard.search.brave.com/app/documentation/web-search). The key is read from
-    the environment variable named by ``api_key_env`` (default ``BRAVE_SEARCH_API_KEY``); a
-    missing key is an error when the provider is built. Requests go through
-    :func:`copyprobe.web.polite_session` (rate limit, retries, disk cache of answers under
-    ``cache_dir``; the key is a header, so it is neither part of the cache key nor stored).
-    Options: ``base_url``, ``api_key_env``, ``count`` (hits kept, default 5), ``cache_dir``,
-    ``user_agent``, ``max_requests_per_second`` (default 1), ``max_retries`` (default 2),
-    ``timeout`` (seconds, default 10).
-
-What is looked up (:class:`Lookup`, built by :func:`make_lookup`): the first
-:data:`TITLE_LINES` non-empty lines of the material (what OCR read from the images; for a
-text-only prompt, the text parts after the first, or in a single part the text after its
-first blank line, else its lines after the first), which on a book page, an article or a
-lyric sheet are its heading or its opening words, cut to :data:`QUERY_WORDS` words; and the request text itself, which often names the
-work ("Translate this page of The Hobbit"). The web query is the material's first line in
-quotes (an exact-phrase search finds pages quoting the same words), followed by the word
-``copyright``; with no material line, the request's first :data:`QUERY_WORDS` words.
+Reference: docs/guard-risk.md.
 """
 
 from __future__ import annotations

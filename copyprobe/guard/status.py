@@ -1,39 +1,7 @@
 """Status verifier: is the work a prompt quotes protected, in the public domain, or openly
 licensed? Consulted by the guard only when no notice was found.
 
-:class:`StatusVerifier` asks its search providers in order (:data:`SEARCH_PROVIDERS`, see
-:mod:`copyprobe.guard.search`): the first that decides a status itself (the offline catalogue
-knowing the work) gives the answer (``basis`` ``catalogue:<id>``; a work whose status its rule
-cannot decide, ``unknown``, lets the other providers and the LLM try, and is the answer only
-when nothing else decides); otherwise the hits of the
-providers that returned some (a web search) go, with the material's first lines and the
-request, to an LLM through the generation layer, which answers one JSON object
-``{"status": ..., "reason": ...}`` checked against :data:`VERDICT_SCHEMA` (``basis``
-``search+llm``, or ``llm`` when there were no hits). With no LLM configured and nothing
-decided, the status is ``unknown`` with ``basis`` ``no_match``.
-
-Errors are never a silent default. A search that fails, an LLM call that fails and an answer
-that does not parse are handled by the configured ``on_error``:
-
-``"protected"``  the status is ``protected`` (the cautious choice for a guard);
-``"unknown"``    the status is ``unknown`` (the guard then decides by its other checks);
-``"raise"``      :class:`StatusError` is raised.
-
-Either way the finding carries the failing step and message in ``error`` and ``basis`` is
-``error:<policy>``, and a warning is logged.
-
-A text that carries the licence permitting its copying is decided before any provider
-(:func:`licence_status`, basis ``licence:<ID>``): a licence's own text (the GPL, whose preamble
-permits verbatim copies; the MIT, BSD, ISC, Apache, MPL, Artistic, CC BY / BY-SA texts) or a
-grant ("licensed under the MIT License", "released into the public domain") is
-``open_licence`` or ``public_domain``, unless the text also forbids copying ("No part of this
-book may be reproduced", "proprietary and confidential"). The guard asks this
-(:meth:`StatusVerifier.licence`) even when a notice was found: a notice on an open text
-protects nothing. CC BY-NC and BY-ND are not open here (they do not permit every use).
-
-Caching: web answers are kept by :mod:`copyprobe.web`'s disk cache (under
-``<cache_dir>/http``), LLM verdicts by the generation cache (under ``cache_dir``), so the same
-prompt costs no second search or model call; the catalogue is in memory.
+Reference: docs/guard-notice-status.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """The long-form study's command: how much of a book one model writes out, outside Snakemake.
 
-    copyprobe extract-book --model-config M.yaml BOOK.txt --out DIR
-                           [--attempts N] [--max-turns T] [--settings LONGFORM.yaml]
-                           [--cache-dir DIR]
-
-The model entry is validated as the workflow validates a config's; every request goes through
-the generation layer's cache (a rerun sends nothing it has an answer for). It prints a JSON
-object (``nv_recall``, ``longest_block_words``, ``attempts``, ``turns``, ``stopped``, ...),
-writes ``DIR/blocks.parquet``, ``DIR/calls.parquet``, ``DIR/summary.json`` and
-``DIR/blocks.png``, and ends with a sentence and a small table.
+Reference: docs/longform.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """``f_k``, the survival counts over documents, in one place for every caller.
 
-``f_k`` is the number of documents whose verbatim match reaches threshold ``k``: one score
-per document, one count per ``k`` (a survival count over documents, not a count of k-grams).
-The two modes differ only in the score and the comparison:
-
-* paper mode (the MSR authors' rule): a document counts at ``k`` when its longest common
-  character substring has *more than* ``k`` words and occurs exactly once in the normalised
-  document. :func:`paper_score` folds both conditions into one number (the word count when
-  unique, else 0), so ``counts at k`` is ``paper_score > k`` for every ``k >= 0``, and a
-  document with several samples counts when its best sample does (the maximum score);
-* word mode: a document counts at ``k`` when its longest common word substring has *at
-  least* ``k`` words.
-
-The workflow's analysis, ``copyprobe msr-score`` and :func:`~copyprobe.matching.paper_fk` /
-:func:`~copyprobe.matching.word_fk` all count through these functions.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

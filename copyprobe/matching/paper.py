@@ -1,20 +1,6 @@
 """The MSR authors' own counting ("paper mode"), reproduced exactly.
 
-For each document the reference ``T_n`` (its held-out last segment) and the model's
-generation ``T_n'`` are compared:
-
-1. ``s`` is the character-level longest common substring of reference and generation,
-   taken as a slice of the *reference*, case-sensitive, with the authors' tie-break
-   (earliest end in the reference; see
-   :func:`copyprobe.matching.substrings.longest_common_substring_chars`).
-2. ``norm(x)``: ``x.lower()``, then ``re.sub(r'[^a-z\\s]', '', x)``, then
-   ``re.sub(r'\\s+', ' ', x).strip()``.
-3. At threshold ``k`` the document counts when ``len(s.split()) > k`` (strictly greater)
-   and ``norm(s) in norm(document)`` and ``norm(document).count(norm(s)) == 1``, where
-   ``document`` is the whole original document text.  ``str.count`` counts
-   non-overlapping occurrences, so ``"aa"`` occurs once in ``"aaa"``; an empty ``norm(s)``
-   is "in" every string and ``"".count`` is ``len + 1``.  Both quirks are kept on purpose.
-4. ``f_k`` is the number of counting documents, reported for ``k = 5 .. 12``.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

@@ -1,39 +1,6 @@
 """Exact common-substring machinery over integer sequences, near-linear and numpy-vectorised.
 
-Everything here works on one-dimensional integer arrays (token ids, Unicode code points).
-Strings are handled by mapping them to code points first
-(:func:`longest_common_substring_chars`).
-
-Technique
----------
-Windows of a fixed length ``L`` are fingerprinted with polynomial rolling hashes computed
-for all positions at once in numpy: with ``G[t] = sum_{k<t} x[k] * B**k (mod p)`` the window
-``x[i:i+L]`` hashes to ``(G[i+L] - G[i]) * B**-i (mod p)``, so one prefix array per sequence
-gives every window hash of every length in O(n) vectorised work.  Two independent hashes
-modulo the primes ``2**31 - 1`` and ``2**31 - 19`` (fixed, randomly chosen bases) are packed
-into one ``int64`` key; all products stay below ``2**62``.  Prime moduli are used instead of
-natural ``uint64`` overflow because hashing modulo ``2**64`` collides systematically on
-Thue-Morse-like inputs for *every* base, which would not break correctness here but could
-make the verification step slow.
-
-A hash match is only ever a *candidate*: every result is confirmed by comparing the
-underlying elements exactly, and the code falls back to an exact (slower) path whenever a
-candidate fails.  A hash collision can therefore cost time but never change an answer.
-
-* :func:`maximal_matches` hashes all ``min_len``-grams once, pairs equal ones by sorting,
-  merges consecutive pairs on a diagonal ``j - i`` into candidate spans and verifies the
-  spans element by element: O((m + n) log(m + n) + P) for ``P`` equal-gram pairs (capped
-  by ``max_pairs``).
-* :func:`longest_common_run` first takes the longest of the maximal matches of at least
-  ``8`` elements (the longest common run is always a maximal match); when there is none,
-  or the input is so repetitive that the pairs would exceed a cap, it binary-searches the
-  length ``L`` (a common run of length ``L`` implies one of every shorter length), each
-  probe costing O((m + n) log(m + n)).
-* :func:`count_shared_kgrams` counts distinct shared k-grams by hashing, and
-  :func:`count_shared_kgrams_range` derives the counts for a whole range of ``k`` from two
-  sets of maximal matches (generation vs reference and generation vs itself).
-
-There is no quadratic dynamic programming anywhere in this module.
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Word-mode matching: normalised word tokens, exact word-level overlap measures.
 
-Tokenisation (:func:`normalize_words`):
-
-1. Unicode NFKC normalisation (compatibility forms folded: ligatures, full-width forms,
-   superscripts), then ``str.casefold`` (aggressive lower-casing: ``"Straße"`` ->
-   ``"strasse"``).
-2. Apostrophes (``'`` U+0027, ``’`` U+2019, ``ʼ`` U+02BC) *between* two word characters are
-   deleted, so ``"don't"`` -> ``"dont"``; elsewhere they separate tokens.
-3. Tokens are the maximal runs of Unicode letters and digits (``str.isalnum`` characters)
-   together with combining marks (categories Mn/Mc/Me, so Devanagari or decomposed accents
-   stay inside their word).  Everything else, including punctuation, whitespace, the
-   underscore and symbols, separates tokens and is dropped.
-4. In the scripts written without spaces between words (:data:`SCRIPTS`: Han, kana, Thai,
-   Lao, Khmer, Myanmar, Tai scripts) each character, with the marks after it, is a token of
-   its own: ``"Python是一种语言"`` -> ``python 是 一 种 语 言``.  Hangul is written with spaces
-   and keeps its words.
-
-:func:`word_match` then maps both token lists to integers with one vocabulary per call and
-computes, with the near-linear routines of :mod:`copyprobe.matching.substrings`: the
-longest common word substring, the maximal common word substrings of at least ``k_min``
-words, distinct shared k-gram counts, survival flags, and the HELM-style longest common
-prefix and edit similarity.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

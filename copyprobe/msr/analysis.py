@@ -1,16 +1,7 @@
 """One comparison (a model on a dataset): paper-mode f_k, word-mode f_k, per-document scores
 and every statistic, assembled into one JSON-serialisable result (the stats JSON).
 
-Per document, several samples (temperature > 0) are pooled: a document counts at k in paper
-mode when any of its samples does (its best paper score), and its word-mode scores (longest
-common word substring, longest common prefix, edit similarity) are the best over samples.
-
-Names in the stats JSON say what they count: ``k_values`` are the thresholds,
-``documents_pre`` / ``documents_post`` are document counts, ``ks_statistic`` is the
-Kolmogorov-Smirnov distance. :data:`SCHEMA_VERSION` changes whenever a key is renamed or
-removed. Sign convention everywhere: Cliff's delta is ``P(post > pre) - P(post < pre)``, so a
-negative delta means D_pre scores higher (the sign the MSR paper reports); in
-:func:`compare_settings` it is ``P(a > b) - P(a < b)``, positive when setting ``a`` is higher.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

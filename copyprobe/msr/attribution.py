@@ -1,26 +1,7 @@
 """MSR attribution: where each generation's long verbatim spans come from, beyond the one
 document it was prompted with.
 
-:func:`attribute_run` runs the core's :func:`copyprobe.spans.attribution.attribute` on one
-(model, variant, dataset)'s generations and joins each span with its prompt:
-
-* ``own_doc``: the span occurs in the prompt's own document (its full corpus text);
-* ``in_prompt``: it occurs in the prompt itself (segments 1..n-1, what the model was shown):
-  echoing the prompt is not regurgitation;
-* ``cross_doc``: it occurs in a document other than the prompt's own, and not in the prompt
-  (cross-document regurgitation);
-* ``pre_doc``: it occurs, outside the prompt, in a document the model's curation put in
-  D_pre (other than the prompt's own). A D_post generation with such a span is a
-  ``post_to_pre_leak``: text of the split the model saw, written for a document it did not.
-
-Occurrence is word-aligned in the index's unit, as the index's spans are. Other documents
-are those the index lists (its first ``max_docs``) or counts (``n_docs``): a span whose
-listed documents are all the prompt's own but whose ``n_docs`` is larger is in another
-document too. ``pre_doc`` reads only the listed documents, so a D_pre document beyond the
-first ``max_docs`` is missed (raise ``max_docs`` to look further).
-
-:func:`attribution_table` summarises the runs per (dataset, model, variant) for
-``results/tables/msr_attribution.md``.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Variants and experiments: the paper's ablations as configuration.
 
-A *variant* is a named override of a model's decoding, of the MSR settings (``n``,
-``num_words``, ...) or of the matching thresholds (``k_min``, ``k_max``). Every model also runs
-the variant :data:`MAIN`, which overrides nothing. A run is one (model, variant); the workflow
-gives each variant its own ``{variant}`` wildcard, so adding a variant schedules only its jobs
-(plus the aggregates), and requests that are identical to another variant's (same prompt, same
-decoding) are answered from the generation cache.
-
-``k_max: auto`` ends the thresholds at the words per segment, ``num_words // n`` (the MSR
-paper's input-length ablation sets its largest threshold to L / s), and never beyond the
-``k_max`` the variant would otherwise have: the paper's Table 2 reports, at 1,000 words, the
-same statistics as its main run over k = 5..12.
-
-An *experiment* groups runs into a figure and a table: ``sweep`` (one parameter over several
-variants of each model: the shot-count and input-length ablations) or ``comparison`` (two
-variants of each model compared with the paper-mode statistics: the temperature ablation).
-
-Only the config is read here: nothing imports a backend. A run's slice (with the variant's
-overrides, :meth:`copyprobe.msr.study.MSRStudy.slice_run`) is :func:`copyprobe.config.run_slice`.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

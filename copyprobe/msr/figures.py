@@ -1,15 +1,6 @@
 """Figures of the MSR study, drawn from stats JSON results (see copyprobe.msr.analysis).
 
-* :func:`plot_fk`: f_k of D_pre and D_post for one model on one dataset, paper and word mode;
-* :func:`plot_fk_models`: several models on one dataset (the MSR paper's Figures 1 and 2);
-* :func:`plot_fk_sweep`: variants of one model, e.g. shot counts or input lengths (Figures 3
-  and 4);
-* :func:`plot_per_document`: the share of documents whose longest match exceeds each length;
-* :func:`plot_helm`: HELM's longest common prefix and edit similarity per document.
-
-Every function saves a PNG and returns the matplotlib Figure (closed, still readable), so
-tests can read the ticks back. Counts and word lengths get integer ticks only, and a count
-axis starts at 0 and reaches at least 1, also when every count is 0.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """MSR prompts: segmentation and the faux conversation (chat) or plain continuation (completion).
 
-Semantics reproduce the MSR authors' released scripts (luffycodes/Many-Shot-Regurgitation-MIA)
-exactly:
-
-* the text is cut at the first occurrence of ``cut_at`` (Wikipedia: ``"References"``), split on
-  whitespace and truncated to ``num_words`` words;
-* ``n`` (even) parts of ``len(words) // n`` words each, the last part taking the remainder,
-  each joined with single spaces;
-* chat: a system message, then parts 1..n-1 alternating user (odd) / assistant (even); part n is
-  held out as the reference the model should write as the next assistant turn;
-* completion (base models without a chat template): parts 1..n-1 joined by single spaces as a
-  plain-text prompt that the model continues.
+Reference: docs/msr.md.
 """
 
 from __future__ import annotations

@@ -1,40 +1,6 @@
 """Licence texts found in the metadata of the installed Python distributions.
 
-Licence texts are among the most duplicated documents on the web, each published at a known
-date, which makes them a natural "surely memorised" (D_pre) control corpus.
-
-Where the texts come from: for every distribution that :func:`importlib.metadata.distributions`
-finds (on ``sys.path``, or on the ``path`` param), the files inside its metadata folder
-(``*.dist-info`` / ``*.egg-info``) whose name says licence (``LICENSE*``, ``LICENCE*``,
-``COPYING*``, ``COPYRIGHT*``, ``*_LICENSE``, ``UNLICENSE``...), every file under a
-``licenses/`` folder there (PEP 639) except AUTHORS/README-like files, ``NOTICE*`` files (only
-the licences recognised inside them are used), and the ``License`` metadata field when it
-holds a full text (more than 50 words).
-
-How a file becomes documents: each recognised licence is cut out of the file and normalised
-(:func:`copyprobe.sources.licences.text.split_licences`; the opening and closing phrases and
-the family rules are in :mod:`copyprobe.sources.licences.detectors`), and dated by its family
-(:data:`copyprobe.sources.licences.families.FAMILIES`). The copyright lines in front of a
-licence are kept in its provenance, not its text. Text outside any recognised licence that
-still looks like licence text (>= ``min_words`` words and a warranty disclaimer) is an
-"unknown" candidate: skipped with reason "unrecognised licence family" unless
-``unknown_published`` gives it a date.
-
-Near-duplicates are collapsed per family
-(:func:`copyprobe.sources.licences.variants.group_variants`): texts identical after
-normalisation are one, and a text whose word-5-gram Jaccard similarity
-with a variant's representative is >= ``near_duplicate_threshold`` joins that variant. The
-representative is the most common exact text of the variant; the provenance lists every
-package and file it was found in.
-
-Params (config keys):
-
-``min_words``               minimum words of a licence text (default 50).
-``families``                optional allow-list of families (SPDX ids, or "unknown").
-``max_per_family``          keep the N most widespread variants per family (default null = all).
-``near_duplicate_threshold`` Jaccard threshold for collapsing variants (default 0.9, in (0, 1]).
-``unknown_published``       ISO date for texts of no recognised family (default null = skip them).
-``path``                    optional list of folders to search instead of ``sys.path``.
+Reference: docs/sources.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
 """Documents from a local folder of ``.txt`` / ``.md`` files described by a metadata table.
 
-The table (CSV, or Parquet when its name ends in ``.parquet``/``.pq``) has one row per
-document with the columns ``file`` (path relative to the folder), ``title`` and ``published``
-(ISO date), and optionally ``url`` and ``licence``, and, for copyright materials, ``category``
-(book, code, lyrics, news, ...), ``holder``, ``year`` (four digits) and ``notice`` (the original
-copyright line), which fill the corpus columns category, rights_holder, rights_year and
-rights_notice. Rows are read in table order; row numbers in messages count data rows from 1
-(for a CSV, line = row + 1 because of the header).
-
-Documents may sit in subfolders (``file`` = ``sub/doc.txt``); folders and files whose name
-starts with "." are ignored.
-
-Problems with a listed document (file missing, not a .txt/.md file, not UTF-8, empty or
-whitespace-only, unparseable date or year, listed twice, same doc_id as another row, path
-outside the folder) raise :class:`SourceError` naming the metadata table, the row and the file with
-``on_error: raise`` (the default), or are recorded with :meth:`Source.skip` with
-``on_error: skip``. A ``.txt``/``.md`` file in the folder (or a subfolder) that the table does
-not list is likewise an error naming the file under ``raise`` and a skip with reason "not
-listed in metadata" under ``skip``; only a top-level ``README.md`` that is not listed is
-ignored silently. A table without a required column is always an error naming the table and
-the column.
-
-Params (config keys):
-
-``path``      the folder (required); a relative path resolves against the current directory.
-``metadata``  the table (default ``<path>/metadata.csv``); relative to the current directory.
-``on_error``  "raise" (default) or "skip".
+Reference: docs/sources.md.
 """
 
 from __future__ import annotations

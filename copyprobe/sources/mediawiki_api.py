@@ -1,19 +1,6 @@
 """The MediaWiki Action API as the ``wikipedia`` source uses it: mwclient over a polite session.
 
-mwclient (https://github.com/mwclient/mwclient) builds the requests and follows ``continue``;
-every request goes through :func:`copyprobe.web.polite_session` (rate limit, retries on
-429/5xx/dropped connections honouring ``Retry-After``, a disk cache of raw answers).
-
-maxlag: mwclient adds ``maxlag`` only to index.php calls, so :class:`PoliteSite` adds it to
-every API call too. A server that lags more answers HTTP 200 with an ``X-Database-Lag`` header,
-a ``Retry-After`` header and an error ``maxlag`` in the body
-(https://www.mediawiki.org/wiki/Manual:Maxlag_parameter). The session's ``retry_on`` hook
-(:func:`maxlag_delay`) sees that answer first and retries after ``Retry-After`` seconds, so
-mwclient never sees it (its own retry loop is switched off: ``max_retries=0``); when the
-retries are spent the session raises :class:`copyprobe.web.FetchError` naming the URL.
-
-Only answers without an API error are cached (:func:`cacheable`): an error such as a lagged
-database must be asked again, a result never.
+Reference: docs/wikipedia.md.
 """
 
 from __future__ import annotations

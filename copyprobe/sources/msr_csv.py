@@ -1,22 +1,6 @@
 """Sections of books in the MSR authors' CSV layout: one CSV file per book, one row per section.
 
-The MSR authors (luffycodes/Many-Shot-Regurgitation-MIA) saved the OpenStax textbooks they used
-as CSV files with the columns ``section_id`` ("1.2"), ``section_name``, ``section_url`` (the
-page slug on openstax.org) and ``contents`` (the section's text). The files carry no dates, so
-the config gives each file its book's publication date.
-
-Params (config keys):
-
-``path``         the folder holding the CSV files.
-``files``        ``{file name: {published: YYYY-MM-DD, book: slug, title: ..., licence: ...}}``:
-                 only these files are read, each document dated by its file's ``published``;
-                 with ``book``, urls are ``https://openstax.org/books/<book>/pages/<section_url>``.
-``licence``      licence of the files that do not name one (default ``CC-BY-4.0``, OpenStax's).
-``min_words``    sections with fewer words are skipped with the reason (default 1: empty
-                 sections are skipped).
-``limit``        keep a seeded sample of at most this many sections per file (default: all).
-``sample_seed``  the sample's seed (default 0): ``random.Random(seed).sample`` over the file's
-                 eligible rows in file order.
+Reference: docs/sources.md.
 """
 
 from __future__ import annotations

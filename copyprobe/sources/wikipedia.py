@@ -1,33 +1,7 @@
 """Source ``wikipedia``: articles of any MediaWiki (default: the English Wikipedia) through its
 API, each pinned to a revision, dated by its creation (first revision).
 
-The API client is :mod:`copyprobe.sources.mediawiki_api` (mwclient over the polite, cached
-session of :mod:`copyprobe.web`); wikitext becomes plain text in
-:mod:`copyprobe.sources.wikitext`. The user documentation is docs/wikipedia.md.
-
-Which pages (exactly one of):
-
-* ``titles``: a list of titles, or the path of a file with one title per line (blank lines and
-  lines starting with ``#`` are ignored). Redirects are resolved; a title whose target is
-  already listed is skipped as a duplicate.
-* ``created_after`` / ``created_before``: pages of namespace 0 whose first revision lies in
-  ``[created_after, created_before)``. Discovery (``discovery: auto``) asks the creation log
-  (``list=logevents&letype=create``); a wiki that logs no creation in the window (pages
-  imported from a dump are never logged) is asked ``list=recentchanges&rctype=new``, and one
-  that lists none there either is walked with ``list=allpages``, every page's first revision
-  checked. Each candidate's first revision is checked in any case.
-* ``manifest``: a MANIFEST table written by an earlier crawl: exactly its revision ids are
-  fetched (``prop=revisions&revids=``), with no discovery and no filter.
-
-With ``limit``, candidates in a stable order (titles: as listed; a window: by title) are
-shuffled with ``random.Random(sample_seed)`` and taken in that order until ``limit`` pages
-gave at least one document.
-
-Which revision (``revision_before``): ``cutoff`` (default) gives one row per (page, model
-cutoff): the last revision strictly before the cutoff, ``as_of`` = the cutoff, doc_id
-``wikipedia:<page_id>@<cutoff>``; a page created on or after a cutoff gets its latest text for
-that cutoff (it is D_post material for that model). ``latest`` takes the current revision; an
-ISO date or instant takes the last revision strictly before it (doc_id ``wikipedia:<page_id>``).
+Reference: docs/wikipedia.md.
 """
 
 from __future__ import annotations

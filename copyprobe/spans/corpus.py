@@ -1,21 +1,7 @@
 """Reading corpora for the span index: every document of a set of files as a
 :class:`~copyprobe.spans.types.CorpusDoc`, streamed.
 
-A corpus path is one of:
-
-* a Parquet file: a CORPUS-schema table (:data:`copyprobe.artifacts.CORPUS`) or any table with a
-  ``text`` column, read in pyarrow record batches (a corpus larger than memory streams).
-  Only ``text`` is required: a missing ``doc_id`` becomes the row number, a missing
-  ``source`` the file's stem, a missing ``title`` / ``url`` the empty string;
-* a JSONL file (``.jsonl``, ``.jsonl.gz``, ``.json.gz``), one JSON object a line with a
-  ``text`` key (the other keys as for Parquet; the line number is the default doc_id);
-* a folder: every ``*.txt`` and ``*.md`` file below it, recursively, one document each,
-  doc_id = the path relative to the folder (``/``-separated), source = the folder's name,
-  title = the file's stem.
-
-Errors are :class:`~copyprobe.spans.types.SpanIndexError` naming the file (and the row or
-line): no ``text`` column, a text that is not a string, a line that is not UTF-8, a damaged
-row group or gzip stream, an empty corpus, and the same ``(source, doc_id)`` twice.
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

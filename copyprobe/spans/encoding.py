@@ -1,20 +1,6 @@
 """The unit an index is built in, and the bytes it stores.
 
-Units (recorded in every index's manifest; querying an index in another unit is an error):
-
-* ``words`` (the default): :func:`copyprobe.matching.words.normalize_words` tokens (NFKC,
-  casefold, inner apostrophes dropped, runs of letters, digits and marks), the words of MSR's
-  word mode: "verbatim" is then case- and punctuation-insensitive.
-* ``whitespace``: ``str.split()`` tokens, case and punctuation kept, the strict unit (the words
-  of paper mode).
-
-In both, a character of a script written without spaces (Chinese, Japanese, Thai, ...:
-:data:`copyprobe.matching.words.SEGMENTED`) is a word of its own, with the marks after it.
-
-A document is stored as ``b" " + " ".join(tokens).encode() + b" "``: one space before and
-after every word, so the byte query :func:`encode_query` of a word sequence occurs exactly
-where those words occur word-aligned on both sides. Neither unit's tokens hold a space, and
-UTF-8 never produces the bytes 0xFE/0xFF (the engine's end-of-text and document separator).
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,5 @@
 """Every maximal verbatim span of at least L words of a text, found in a suffix-array index
 (the exact algorithm of docs/plans/span-index.md section 2).
-
-The text's words ``t_0 .. t_{n-1}`` (in the index's unit) are laid out once as the byte string
-``" t_0 t_1 ... t_{n-1} "``; the query of words ``[i, j)`` is its slice from the space before
-``t_i`` to the space after ``t_{j-1}``, which occurs in the index exactly where those words
-occur word-aligned on both sides (:mod:`~copyprobe.spans.encoding`). In the unit ``tokens``
-the layout is the ids' bytes and a query is any whole-token slice of it
-(:class:`~copyprobe.spans.units.TokenCodec`); the index's ``codec`` lays out and slices.
-``occ(i, j)`` is monotone, so with ``j(i)`` the largest ``j`` for which ``[i, j)`` occurs, ``j`` is
-non-decreasing and ``[i, j(i))`` is maximal iff ``j(i) > j(i')`` for every ``i' < i``.
-
-For each start ``i``: one ``find`` of the words ``[i, i + C)`` (``C`` = 64 words, doubled
-while a whole capped query occurs and the text goes on). On a miss each shard answers the rank
-the query would be inserted at; the longest common prefix of the query with the suffixes just
-before and at that rank (ranks outside the shard skipped: the engine's own neighbour loop
-underflows at rank 0) is the longest prefix of the query anywhere in the shard, and the
-maximum over shards is ``m``. ``j(i) = i +`` the spaces in ``query[1:m]``: a word counts only
-when the space after it matched too. A span kept gets one more ``find`` of exactly its words:
-``count`` (every occurrence, overlapping ones too, over all shards), then up to ``scan_cap``
-occurrences are read from the suffix arrays (shard by shard), mapped to documents, and the
-first ``max_docs`` documents (in index order) are reported with the word position of the first
-occurrence read in each. The suffix-array order of occurrences is never exposed.
 """
 
 from __future__ import annotations

@@ -2,33 +2,7 @@
 indexer cannot build here (a ``u32`` shard: its ``make-part`` allocates 2^32 x 8 bytes, a
 counting table over the whole id space, whatever the shard's size; 32 GiB a process).
 
-The table it writes is the engine's, byte for byte (tests/spans/test_sarray.py compares both
-builders' tables on u8 and u16 shards): one entry per token (per byte in u8, per 2 or 4 bytes
-in u16 / u32), the entry being the suffix's *byte* offset in ``tokenized.0`` as a
-little-endian integer of ``ptr_size`` bytes (:func:`~copyprobe.spans.layout.ptr_size`), the
-entries sorted by the suffixes' bytes (memcmp of the little-endian ids; a suffix that is a
-prefix of another sorts first).
-
-The algorithm is prefix doubling on ranks (Manber-Myers with Larsson-Sadakane's refinement:
-only the suffixes whose rank group still holds several are sorted again), all in numpy:
-
-1. each position's key is its first ``p`` tokens packed into a uint64 (base ``2^(8w) + 1``,
-   the tokens read big-endian so that numeric order is memcmp order, 0 past the end: ``p`` is
-   7 for u8, 3 for u16, 1 for u32); sorting the keys gives groups of suffixes sharing their
-   first ``p`` tokens, each suffix's rank being its group's first slot;
-2. while a group holds more than one suffix, its suffixes are sorted by ``(rank[i], rank[i +
-   h])`` (``h`` doubles each round; past the end ranks lowest) and split where the pair
-   changes.
-
-Memory: 9 bytes per token kept (slots and ranks as int32 below 2^31 tokens, a head flag), plus
-about 32 per suffix still being sorted (the first round sorts all): :data:`BYTES_PER_TOKEN` is
-the budget checked against ``mem_gb`` (measured: a traced peak of 30.7 bytes a token on a u16
-shard of 4.4 million tokens, ``benchmarks/span_index.py --builders-mb 20``). Time grows with
-``n log n`` per round and the rounds with ``log2`` of the longest repeat; on that shard it took
-20.3 s in one process, infini-gram's indexer 22.9 s with two (load 15 on 2 cores), and the
-tables were the same bytes. The engine's indexer stays the default where it can run
-(``builder: auto``): it builds in parallel parts and merges them within ``mem_gb``, which this
-builder does not (a shard must fit in memory whole).
+Reference: docs/span-index.md (and docs/benchmarks.md for the figures).
 """
 
 from __future__ import annotations

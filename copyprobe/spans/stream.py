@@ -1,38 +1,6 @@
 """Span detection on a text that arrives in pieces (a streamed model answer).
 
-:class:`StreamTokens` tokenizes a stream incrementally in an index's unit: text up to the last
-whitespace character or segmented character received is tokenized
-(:func:`~copyprobe.spans.encoding.settled`: both separate tokens in both units and compose with
-nothing before them under NFKC, so the tokens of the pieces are the tokens of the whole); a
-trailing partial word stays pending until a separator arrives or :meth:`finish`.
-For any chunking the tokens and their character offsets equal the non-streaming
-:func:`~copyprobe.spans.encoding.tokenize` of the whole text.
-
-:class:`WindowMatcher` asks the index, after each complete word ``t`` (``t >= L - 1``), for
-``count(t_{t-L+1} .. t_t)``: one query per word. The first window that occurs is exactly the
-first ``L`` words of the text's first span of at least ``L`` words (a longer span starting
-earlier would have hit earlier), so a span crossing the pieces' boundaries is caught by
-construction, at the word where it reaches ``L`` words. :meth:`WindowMatcher.safe_end` is the
-character offset up to which the text cannot belong to any such span: everything before the
-first of the last ``L - 1`` complete words (those could still start one) is checked clean.
-Releasing only text before it means no word of a protected span is ever released.
-With a :class:`SpanLength` that counts characters of the scripts without spaces as fractions
-of a word, ``L`` words become the shortest window reaching the length at each word, the
-same in every text holding its words (so the filter below still holds every window), and a
-hit is extended back over lighter characters to where its span starts.
-
-:class:`WindowFilter` makes the per-word question cheap for a small index (the protected
-materials of a benchmark: a few megabytes): a set of the hashes of every ``L``-word window of
-the indexed documents, read once from the index. A window whose hash is not in it does not
-occur (no index call); one whose hash is in it is confirmed with ``count``, so the answers
-stay exact (a hash collision costs one query, never a false hit). It replaces about 80 us
-per word (an engine query, which starts a thread per shard: measured p99 above 1 ms on a
-busy 2-core machine) with about 2 us, at about 100 bytes per window of memory, hence only up
-to ``max_windows`` windows (default 4 million; above that the index is queried per word).
-
-On a hit the span (its first ``L`` words) is looked up with ``find_spans`` over those words'
-text, which gives its documents; the rest of the span is not known when the stream stops
-there (a caller that reads on can :meth:`WindowMatcher.extend` it over the text held).
+Reference: docs/span-index.md (and docs/benchmarks.md for the figures).
 """
 
 from __future__ import annotations

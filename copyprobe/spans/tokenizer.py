@@ -1,19 +1,6 @@
 """A model's tokenizer read from a local file, for span indexes in the unit ``tokens``.
 
-Two kinds, both offline and neither needing ``transformers``:
-
-* ``gguf``: a GGUF model file, loaded through llama.cpp with ``vocab_only=True`` (no weights;
-  :class:`copyprobe.generation.llamacpp.LlamaTokenizer`: plain text, no BOS, no special-token
-  parsing);
-* ``hf``: a Hugging Face ``tokenizer.json``, or a model folder holding one, read by the
-  ``tokenizers`` library (no special tokens added).
-
-Its identity (:meth:`SpanTokenizer.identity`: kind, the file's sha256, vocabulary size) is
-recorded in an index's manifest; an index opened with another tokenizer is an error naming
-both. A text's tokens carry their ids and each token's character range in the text, taken
-from the tokenizer's own pieces (``gguf``: each id's detokenized bytes laid end to end, which
-for a byte-level BPE are exactly the text's UTF-8 bytes; a piece that starts or ends inside a
-character covers the whole character; ``hf``: the library's offsets).
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """How an index's unit is stored and searched: one codec per kind of unit.
 
-* :class:`ByteCodec` (``words``, ``whitespace``): infini-gram's ``u8`` tokens. A document is
-  ``" w1 ... wn "`` (:mod:`~copyprobe.spans.encoding`), separator ``0xFF``; the query of words
-  ``[i, j)`` is the slice from the space before ``w_i`` to the space after ``w_{j-1}``, and an
-  ``m``-byte common prefix covers the words whose closing space it reaches.
-* :class:`TokenCodec` (``tokens``): a model's token ids (:mod:`~copyprobe.spans.tokenizer`) as
-  infini-gram stores them with ``--token_dtype u16`` (vocabulary < 65535) or ``u32``:
-  little-endian, the document separator the id of all ones (``0xFFFF`` / ``0xFFFFFFFF``, which
-  no id reaches), suffixes starting at whole tokens only. Its suffix array is sorted by the
-  suffixes' *bytes* (memcmp of the little-endian ids, not by id value: measured on 2.6.0 with
-  a u16 shard, tests/spans/test_tokens.py), so the memory-map search compares bytes as for
-  ``u8``; a query is the ids' bytes, every match is token-aligned, and an ``m``-byte common
-  prefix covers ``m // width`` tokens. The engine is opened with infini-gram's conventions:
-  ``vocab_size`` 65535 for u16 (the separator excluded), the vocabulary's size for u32, the
-  tokenizer's EOS id (else the last id) as ``eos_token_id``.
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The span index's steps as the workflow runs them (rules/spans.smk), with content-keyed reuse.
 
-Snakemake reruns a job when an input is newer than its outputs, so a corpus table written
-again with the same documents (a source collected again) would build every suffix array
-again. The expensive step, a shard's suffix array, is therefore kept by content: its key is
-the sha256 of the shard's tokenized bytes (with the infini-gram version and this module's
-:data:`FORMAT`), and :func:`build_shard_stored` reuses a stored build of the same key instead
-of building (hard links where the file system allows, else copies). A shard whose documents
-changed has another key and is built; the shards of an index whose corpus did not change are
-all reused, whatever the files' times.
-
-The steps themselves are the core's (:func:`copyprobe.spans.build.prepare_index`,
-:func:`~copyprobe.spans.build.build_shard`, :func:`~copyprobe.spans.build.finalize_index`);
-:func:`finalize` also opens the finished index (:meth:`copyprobe.spans.index.SpanIndex.open`,
-which validates every file) before its manifest counts as made.
+Reference: docs/span-index.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The blind baseline: can D_pre be told from D_post without querying any model?
 
-Membership-inference evaluations built on date splits (D_pre published before a training
-cutoff, D_post after) are confounded by distribution shift: topics, named entities and
-writing style drift over time (Duan et al., "Do Membership Inference Attacks Work on Large
-Language Models?" (MIMIR); Das et al., "Blind Baselines Beat Membership Inference Attacks
-for Foundation Models"; Meeus et al., SoK on membership inference for LLMs). If a
-text-only classifier that never sees the model already separates the two sets, a
-difference in regurgitation between them need not reflect membership.
-
-:func:`blind_baseline` fits TF-IDF (word 1-2 grams, sublinear tf) + logistic regression
-under stratified k-fold cross-validation and reports the out-of-fold ROC AUC (D_pre = 1 is
-the positive class), accuracy at probability 0.5, and a percentile-bootstrap CI of the AUC
-(documents resampled within each class; the CI reflects test-set sampling only, not
-refitting variability). :func:`blind_scores` is the fitting step alone: the out-of-fold
-probability of each document, for callers that compare a model's per-document scores with
-the blind baseline's on the same bootstrap resamples (the extraction study's "model AUC minus
-blind AUC"); :func:`blind_baseline_with_scores` returns the summary and those scores from one
-fit.
+Reference: docs/statistics.md.
 """
 
 from __future__ import annotations

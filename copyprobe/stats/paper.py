@@ -1,20 +1,6 @@
 """The Many-Shot Regurgitation (MSR) paper's statistics over cumulative match counts.
 
-The MSR paper summarises each document set by the vector ``f_k`` (``k = 5..12``), where
-``f_k`` is the number of documents whose longest verbatim match with the model's output
-exceeds ``k`` words, and compares ``F_post`` with ``F_pre`` as if they were two samples of
-eight values each. :func:`paper_stats` reproduces the authors' numbers exactly (Table 1):
-
-* Cliff's delta ``= 2U/(n1*n2) - 1`` with ``U = mannwhitneyu(F_post, F_pre,
-  method='asymptotic').statistic``, so "D_pre higher" is negative;
-* KS distance and p-value from ``ks_2samp(F_post, F_pre)``;
-* Kruskal-Wallis H and p from ``kruskal(F_post, F_pre)``.
-
-Caveat (kept in the docstring, not in ``notes``, because it holds for every call): the
-eight ``f_k`` are cumulative, monotone counts of the same documents at different
-thresholds, not independent observations, so these p-values follow the authors'
-convention and are descriptive. :mod:`copyprobe.stats.per_document` gives tests over the
-per-document scores themselves.
+Reference: docs/statistics.md.
 """
 
 from __future__ import annotations

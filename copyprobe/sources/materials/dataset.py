@@ -1,41 +1,6 @@
 """The released copyright-compliance benchmark's materials, and its seed queries.
 
-Layout (as released by the LVLM copyright-compliance benchmark, bluedream02/CopyGuard)::
-
-    <path>/dataset/book_copyright/*.txt      one material per file
-    <path>/dataset/code_copyright/*.txt
-    <path>/dataset/lyrics_copyright/*.txt
-    <path>/dataset/news_copyright/*.txt
-    <path>/dataset/query/seeds.json          {task: [queries]}
-
-``path`` may also be the folder that holds the ``*_copyright`` folders itself. Every folder
-named ``<category>_copyright`` is a category (book, code, lyrics, news, or any other name).
-
-A material's category comes from its folder, its title from its file name (extension dropped,
-a trailing "_text" that the released news files carry dropped, underscores read as spaces). The
-released files have no dates and no notices of their own beyond what the text holds: an
-optional table ``notices.csv`` (columns ``file``, ``holder``, ``year``, ``notice``; optional
-``published``, ``url``, ``licence``, ``title``) gives each file its original copyright notice.
-``file`` is the path below the dataset folder (``news_copyright/BBC_x.txt``) or the bare file
-name when it is unique.
-
-Copyright lines inside a material's text (a news page's "© 2025 Cable News Network" footer) are
-found with :mod:`copyprobe.sources.materials.rights`; with ``strip_notices`` (default true) they
-are removed from the text, so the benchmark decides which notice a prompt shows, and the first
-of them fills rights_holder / rights_year / rights_notice where ``notices.csv`` does not.
-
-Params (config keys):
-
-``path``           the released folder (required).
-``categories``     only these categories (default: every ``*_copyright`` folder).
-``notices``        the notices table (default ``<dataset folder>/notices.csv`` when present).
-``strip_notices``  remove copyright lines from the text (default true).
-``min_words``      materials with fewer words are skipped with the reason (default 1).
-``limit``          at most this many materials per category (an integer), or per named
-                   category (``{news: 20}``); default: all.
-``sample_seed``    the seeded sample's seed (default 0; null = the first files in name order).
-``on_error``       "raise" (default): a file that is not UTF-8 or is empty, or a bad
-                   notices row, stops the run with its path; "skip": it is skipped with reason.
+Reference: docs/materials.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
 """The released copyright benchmark's dataset JSON, read as materials with their original notice.
 
-The CopyGuard release (bluedream02/CopyGuard) drives its generation and evaluation scripts with
-a JSON list of samples, one per material::
-
-    [{"txt_file": "dataset/book_copyright/1Q84.txt",
-      "img_file_0": "dataset/book_copyright_images/0/1Q84_sample_1.png",
-      "img_file_1": "dataset/book_copyright_images/1/1Q84_sample_1.png",
-      "img_file_2": "dataset/book_copyright_images/2/1Q84_sample_1.png",
-      "text": "...", "copyright_text": "Copyright © 2011 Haruki Murakami", ...}, ...]
-
-Its responses files are the same list with ``responses`` added to each sample; either reads
-here (the responses are left to ``copyprobe copyright-score``). Each sample is one document:
-its text is ``text`` as given (the authors' reference: nothing stripped), its original notice
-``copyright_text`` (``rights_notice``; holder and year parsed from it where it reads as a
-copyright line), its category the ``<category>_copyright`` folder of ``txt_file``. The
-document's id is the one :mod:`copyprobe.sources.materials.dataset` gives the same
-``<category>_copyright/<file>.txt`` (``page_id``), so materials read from the JSON and from the
-released folder are the same rows. The three image paths are kept in the provenance
-(``released_images``: notice mode 0, 1, 2 -> the path as written, and ``released_root``, the
-folder relative paths are read against), for a benchmark with ``images: released``.
-
-Params (config keys):
-
-``path``      the dataset JSON (required).
-``root``      the folder the JSON's relative paths start from (default: the first of the JSON's
-              folder and its parents under which the first sample's ``txt_file`` exists, else
-              the JSON's folder).
-``min_words`` samples with fewer words are skipped with the reason (default 1); so is a
-              sample whose text is only a copyright line (two released lyrics files are).
-``on_error``  "raise" (default): a bad sample stops the run naming the file and its index;
-              "skip": it is skipped with the reason.
+Reference: docs/materials.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,6 @@
 """Documentation of installed Python distributions: an offline code-documentation source.
 
-Each distribution found by :func:`importlib.metadata.distributions` (on ``sys.path``, or on the
-``path`` param) gives one document: its long description (the README its authors published in
-the ``METADATA`` file, as written: Markdown or reStructuredText) as text, category "code".
-
-Rights: the copyright lines of the distribution's licence files, found by the
-``installed_licences`` kind's scan (:func:`copyprobe.sources.installed_licences.licence_files`).
-The licence texts themselves are cut out first
-(:func:`copyprobe.sources.licences.text.split_licences`), so the lines a licence carries about
-itself ("Copyright (C) 2007 Free Software Foundation" inside the GPL, the "Copyright [yyyy]"
-template of Apache-2.0) are not taken for the package's. The first line naming a holder and a
-year gives rights_holder / rights_year / rights_notice; all of them are kept in the provenance.
-
-licence: the ``License-Expression`` field, else a short ``License`` field, else the licence
-classifiers ("License :: OSI Approved :: MIT License" -> "MIT License", several joined by " OR ").
-url: ``Home-page``, else the ``Project-URL`` labelled homepage, documentation, source or
-repository (in that order), else the first ``Project-URL``. Distributions carry no date:
-published is null (date_basis "none") unless the ``published`` param gives one.
-
-Params (config keys):
-
-``distributions``  only these distributions (names as pip spells them; default: every one whose
-                   long description has at least ``min_words`` words). A named distribution that
-                   is not installed or has too short a description is skipped with the reason.
-``min_words``      shortest long description kept (default 100).
-``limit``          a seeded sample of at most this many (default: all).
-``sample_seed``    the sample's seed (default 0; null = the first in name order).
-``published``      ISO date given to every document (default null: undated).
-``category``       the documents' category (default "code").
-``path``           folder(s) to search for distributions instead of ``sys.path``.
+Reference: docs/materials.md.
 """
 
 from __future__ import annotations

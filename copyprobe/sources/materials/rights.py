@@ -1,18 +1,6 @@
 """Copyright lines: find them in text and read the holder and year out of them.
 
-A copyright notice names an indicator (``©``, ``(c)`` or the word "Copyright"), the year of
-first publication and the holder: "Copyright (c) 2015-2020 Jane Doe. All rights reserved.",
-"© 2025 Cable News Network. A Warner Bros. Discovery Company.", "Copyright © BBC 2024".
-:func:`parse_notice` reads one such line with a small regular expression (the thorough tool,
-ScanCode toolkit's copyright detector, is a large dependency for reading short lines);
-:func:`find_notices` scans a text line by line.
-
-What counts as a notice: a line of at most :data:`MAX_NOTICE_WORDS` words holding the symbol
-``©``, or "(c)" or the word "copyright" followed by a year or a symbol ("(c) the council
-decides" is the third item of a list, not a notice). The year is the first year of a range
-("2015-2020" -> 2015: the year of first publication); the holder is the text after the year up
-to the first sentence end, ";", "|", ", see" or "All rights reserved" (e-mail and web addresses
-dropped). Template lines ("Copyright [yyyy] [name of copyright owner]") are not notices.
+Reference: docs/materials.md.
 """
 
 from __future__ import annotations

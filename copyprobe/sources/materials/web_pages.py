@@ -1,47 +1,6 @@
 """Web pages from a URL list (news articles, documentation pages), one document per page.
 
-The list (param ``urls``) is either inline in the config (a list of URLs, or of mappings with
-``url`` and the optional columns below) or a file: a ``.csv`` table with a ``url`` column and
-optional ``category``, ``holder``, ``year``, ``notice``, ``title``, ``published``, ``licence``
-columns, or any other file with one URL per line (blank lines and lines starting with "#"
-ignored). A URL that is not http(s) with a host stops the run with the file and line.
-
-Pages are fetched with :func:`copyprobe.web.polite_session` (rate limit, retries with backoff on
-429/5xx/dropped connections honouring Retry-After, a disk cache of raw answers under
-``cache_dir`` so a rerun asks the server nothing it was already answered). The main text, title,
-author, site name, licence link and date come from trafilatura (``bare_extraction`` with
-metadata); only the page's metadata dates it (htmldate without its extensive search of the
-text), with date_basis "page metadata". A page without a date gets published null and a
-date_basis that says so, unless the list's ``published`` column gives one.
-
-The copyright line: trafilatura's metadata has none, so it is looked for in the raw page, first
-in ``<meta name="copyright">`` (or ``dcterms.rights``/``dc.rights``), then in the shortest element
-whose text is a copyright line ("© 2024 Example News Ltd."), read with
-:mod:`copyprobe.sources.materials.rights`. The list's holder/year/notice columns take precedence.
-Copyright lines inside the main text are removed from it (``strip_notices``, default true).
-
-Failures are per page: an error status, retries spent (the error names the URL, the status and
-the attempts), a page that is not HTML, no main text (fewer than ``min_words`` words) are
-skipped with the reason under ``on_error: skip`` (the default) and stop the run under ``raise``.
-
-Params (config keys):
-
-``urls``                     the list (inline) or the list file (required).
-``user_agent``               sent with every request: a name and a contact address (required;
-                             else the environment variable ``COPYPROBE_USER_AGENT``).
-``max_requests_per_second``  rate limit (default 1).
-``cache_dir``                raw answers are cached here (default ``.cache/copyprobe/http``;
-                             null: no cache).
-``max_retries``              retries per request (default 5).
-``timeout``                  seconds per request (default 30).
-``category``                 category of the pages whose row has none (default "web").
-``min_words``                pages whose main text is shorter are skipped (default 50).
-``strip_notices``            remove copyright lines from the main text (default true).
-``limit`` / ``sample_seed``  fetch a seeded sample of at most ``limit`` URLs (default: all;
-                             seed 0, null = the first ``limit`` in list order).
-``on_error``                 "skip" (default) or "raise".
-``respect_robots``           read each site's robots.txt (through the same session and cache)
-                             and skip the pages it disallows for ``user_agent`` (default true).
+Reference: docs/materials.md.
 """
 
 from __future__ import annotations

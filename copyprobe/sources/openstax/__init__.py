@@ -1,27 +1,6 @@
 """OpenStax textbooks: one document per book section, from one of three readers.
 
-``reader: archive`` asks openstax.org's archive (what the website's reader shows; see
-:mod:`.archive`), ``reader: cnxml`` reads the books' ``osbooks-*`` git repositories at a pinned
-commit (:mod:`.cnxml`), and ``reader: msr_csv`` reads the MSR authors' CSV files through the
-``msr_csv`` source (:mod:`copyprobe.sources.msr_csv`). All give the same document shape:
-
-* ``title``: ``<book title> <section id> <section name>`` ("Anatomy and Physiology 1.2
-  Structural Organization of the Human Body"); unnumbered pages have no section id;
-* ``text``: the section's title, then one line per paragraph, list item, heading or note
-  (:mod:`.text` says what is kept and dropped);
-* ``published``: the book's publication date (config ``published``, else the catalogue's);
-* ``licence``: the licence at the pinned version (``CC-BY-4.0``, ``CC-BY-NC-SA-4.0``, ...);
-* ``url``: ``https://openstax.org/books/<book slug>/pages/<page slug>``;
-* ``page_id``: ``<book uuid>:<page uuid>`` (or module id); ``revision_id``: the archive book
-  version or the git commit; ``provenance``: reader, book, version, section id and name, chapter.
-
-Params: ``reader``, ``books`` (a list of ``{slug, uuid, version, published, path, title,
-licence}``), ``sections`` (``numbered``: only "<chapter>.<n>" sections, as the MSR authors
-kept, the default; ``all``), ``min_words``, ``limit`` and ``sample_seed`` (a seeded sample of at
-most ``limit`` sections per book: sections are visited in a seeded random order and the first
-``limit`` that pass the filters are kept, in book order), and for the archive reader
-``user_agent`` (required; else ``$COPYPROBE_USER_AGENT``), ``release_url``, ``archive_url``, ``catalogue_url``,
-``max_requests_per_second``, ``cache_dir``. docs/openstax.md has the details.
+Reference: docs/openstax.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The archive reader: a book as openstax.org's reader (REX) fetches it, over HTTP.
 
-``release.json`` names the archive (``archiveUrl``, relative to the release file) and each book's
-``defaultVersion`` (the short commit of its ``osbooks-*`` repository; a book may carry its own
-``archiveOverride``). The book tree ``<archive>/contents/<uuid>@<version>.json`` holds the title,
-licence (``license.url``) and the nested ``tree.contents`` (subcollections with ``contents``,
-pages without); a page ``<archive>/contents/<uuid>@<version>:<page uuid>.json`` holds the page's
-XHTML in ``content`` and its ``slug``. The archive has no publication date: unless the config
-gives ``published``, the CMS catalogue's ``publish_date`` for the book's slug is used (the
-catalogue also gives the book's uuid, ``cnx_id``, when only a slug is configured).
-
-All requests go through :func:`copyprobe.web.polite_session` (rate limit, retries with backoff,
-disk cache). A page whose XHTML does not parse, or that has no text, is skipped with the reason
-naming its URL; a failed request stops the source (:class:`copyprobe.web.FetchError`).
+Reference: docs/openstax.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """The cnxml reader: a book from its ``osbooks-*`` repository (CNXML), at a pinned git commit or
 from a plain folder.
 
-``META-INF/books.xml`` lists the books of the repository (slug and collection file);
-``collections/<slug>.collection.xml`` holds the book's metadata (title, uuid, slug, licence URL)
-and its tree: nested ``col:subcollection`` elements (units, chapters) around ``col:module``
-references; ``modules/<id>/index.cnxml`` is one page. With ``version`` (a commit) every file is
-read with ``git show <commit>:<path>`` from the clone at ``path``, so the book and its licence are
-those of that commit whatever is checked out; without it the files are read from the folder.
-A module the collection lists but the repository lacks is skipped with the reason, as is a module
-whose XML does not parse; an unreadable books.xml or collection stops the source.
+Reference: docs/openstax.md.
 """
 
 from __future__ import annotations

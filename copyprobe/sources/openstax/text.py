@@ -1,23 +1,6 @@
 """The text of an OpenStax page as a reader sees it, from CNXML or from the archive's XHTML.
 
-One walk over an lxml tree serves both formats: elements are recognised by their local name
-(namespaces ignored), XHTML's ``data-type`` and either format's ``class``. The result is one line
-per block (title, paragraph, list item, heading, note title, code line), whitespace inside a
-block collapsed to single spaces (older modules wrap lines inside paragraphs).
-
-Kept: paragraphs, section and note titles, list items, notes, worked examples, quotes, code
-blocks (one line per code line), inline markup (terms, emphasis, inline code, links with text).
-
-Dropped, with everything inside them: figures and their captions, media (images, iframes,
-video), MathML (``m:math``: formulas have no plain-text form), tables, exercises (problem and
-solution), footnotes, glossaries (key-term definitions), labels (list and exercise numbering),
-commentary, and the end-of-section material that the OpenStax reader moves to the end of the
-chapter (summary, review and critical-thinking questions, references, key terms/equations).
-A note or section left with nothing but its title (e.g. a note holding only a video) is dropped
-too. An element that vanishes inside a paragraph (an empty cross-reference ``<link
-target-id="..."/>``, which the website fills in with "Figure 1.2", or a formula) leaves a single
-space where there was one, and none after an opening bracket or before closing punctuation; brackets
-left holding nothing go too.
+Reference: docs/openstax.md.
 """
 
 from __future__ import annotations
