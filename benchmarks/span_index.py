@@ -1,5 +1,5 @@
 """Span index speed: build throughput, index size, peak memory, ``count`` and ``find_spans``
-latency (prints figures, asserts nothing; plan docs/plans/span-index.md section 5).
+latency (prints figures, asserts nothing; docs/span-index.md, "Speed").
 
 The corpus (offline, seeded, cached in ``~/.cache/copyprobe/bench/``): documents of about
 2,000 words whose sentences are 80% synthetic (words drawn with the unigram frequencies of

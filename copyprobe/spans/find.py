@@ -1,5 +1,5 @@
 """Every maximal verbatim span of at least L words of a text, found in a suffix-array index
-(the exact algorithm of docs/plans/span-index.md section 2).
+(the exact algorithm of docs/span-index.md, "Finding spans").
 """
 
 from __future__ import annotations
