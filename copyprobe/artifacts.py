@@ -258,7 +258,7 @@ VOLATILE_COLUMNS = frozenset({
     "retrieved_at",  # CORPUS
     "latency_s", "created_at", "from_cache", "attempts",  # GENERATIONS
     "notice_s", "status_s", "risk_s", "total_s",  # the guard's decisions
-    "output_s",  # the guard's output check (issue 19)
+    "output_s",  # the guard's output check
 })
 
 #: The same for the file-level provenance (dotted paths into it): when the file was written,
@@ -355,7 +355,7 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
-# ---- span attribution (issue 19): the maximal verbatim spans of every generation found in a
+# ---- span attribution: the maximal verbatim spans of every generation found in a
 # span index (copyprobe.spans.attribution), and a summary per generation.
 
 #: A span's documents (the first ``max_docs`` in index order).

