@@ -94,3 +94,14 @@ def test_docs_architecture_covers_every_study_package_and_the_workflow_layer():
         assert rule_file is None or f"`{rule_file}`" in text, f"{name}: {rule_file}"
     for part in ("Snakefile", "rules/", "workflow_scripts/", "rules/spans.smk"):
         assert part in text, part
+
+
+def test_docs_cite_no_issue_number_and_no_build_machine_path():
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    bad = re.compile(r"\b[Ii]ssue \d+\b|-issue-\d+\b|(?<![\w.])/(?:work|root|tmp)/\S")
+    found = [f"{page.relative_to(ROOT)}:{n}: {line.strip()[:80]}"
+             for page in pages
+             for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+             if bad.search(line)]
+    assert not found, "\n".join(found)
+    assert not (ROOT / "docs" / "plans").exists()
