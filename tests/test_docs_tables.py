@@ -1,6 +1,7 @@
 """The docs' tables that restate facts of the code still match the code: the README's command
 table and the CLI, docs/studies.md and the study registry, docs/backends.md and the backend
-registry (config/README.md is generated and checked by tests/test_config_docs.py)."""
+registry, docs/sources.md and the source registry, docs/architecture.md and the packages
+(config/README.md is generated and checked by tests/test_config_docs.py)."""
 
 from __future__ import annotations
 
@@ -105,3 +106,12 @@ def test_docs_cite_no_issue_number_and_no_build_machine_path():
              if bad.search(line)]
     assert not found, "\n".join(found)
     assert not (ROOT / "docs" / "plans").exists()
+
+
+def test_docs_sources_lists_every_registered_source_kind():
+    from copyprobe.sources import SOURCES
+
+    text = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
+    listed = set(first_column(text, "| kind | keys (default) |"))
+    listed |= set(first_column(text, "| kind | what | docs |"))
+    assert sorted(listed) == sorted(SOURCES.names())
