@@ -6,7 +6,8 @@ with caching and incremental reruns; ``--configfile mine.yaml --replace-workflow
 your own config instead of the demo's. The commands below run single steps outside it: check a
 config, run one model of a config on one prompts table, re-score released generations.
 
-Every command: README.md (Commands); reference: docs/architecture.md.
+Results are JSON on stdout; an error is one line on stderr (exit status 1). Each command's
+options: copyprobe COMMAND --help; all commands: README.md (Commands).
 """
 
 from __future__ import annotations
