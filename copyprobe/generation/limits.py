@@ -96,7 +96,7 @@ def server_concurrency(base_url: str, timeout: float = 2.0) -> tuple[int | None,
     ``GET /v1/models``) the full-length requests its KV cache holds (``vllm:cache_config_info``
     in ``/metrics`` over ``max_model_len``: vLLM's own "maximum concurrency"), at most
     :data:`VLLM_MIN_MAX_NUM_SEQS`, else 8. (None, why) for any other server. See
-    docs/models.md."""
+    docs/backends.md."""
     import json
 
     parts = urlsplit(base_url)
