@@ -6,5 +6,6 @@ from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 f = dict(snakemake.params.figure)  # noqa: F821
-plot_study_figures(snakemake.input.windows, dict(snakemake.output.items()),  # noqa: F821
-                   f, title=f"{f['model']} on {f['dataset']}")
+figs = plot_study_figures(snakemake.input.windows, dict(snakemake.output.items()),  # noqa: F821
+                          f, title=f"{f['model']} on {f['dataset']}")
+log.info("extraction map: x axis %r", figs["map"].axes[-1].get_xlabel())
