@@ -63,9 +63,10 @@ def test_the_workflow_runs_from_another_folder_as_the_readme_says(tmp_path):
     assert "rule collect_corpus:" in proc.stdout + proc.stderr
 
 
-def test_a_local_sources_titles_reach_the_index_through_its_corpus_table(tmp_path, capsys):
-    """A folder is indexed with its files' stems as titles; the collected corpus table
-    carries metadata.csv's, as docs/span-index.md says."""
+def test_a_local_sources_titles_reach_the_index_from_its_folder_or_corpus_table(tmp_path,
+                                                                               capsys):
+    """A folder in the local source's layout is indexed with its metadata.csv's titles and
+    urls, as is the collected corpus table, as docs/span-index.md says."""
     from copyprobe.cli import main
     from copyprobe.spans.corpus import iter_corpus
 
@@ -74,7 +75,8 @@ def test_a_local_sources_titles_reach_the_index_through_its_corpus_table(tmp_pat
     (docs / "metadata.csv").write_text("file,title,published,url\n"
                                        "a.txt,The Harbour Log,2025-01-02,https://x.org/a\n")
     (docs / "a.txt").write_text("the harbour master kept a log of every ship")
-    assert [d.title for d in iter_corpus([docs])] == ["a"]
+    assert [(d.title, d.url) for d in iter_corpus([docs])] == [
+        ("The Harbour Log", "https://x.org/a")]
     (tmp_path / "c.yaml").write_text(
         f"sources:\n  mydocs: {{kind: local, path: {docs}}}\ndatasets:\n  mine: [mydocs]\n"
         "models:\n  m: {backend: openai, model_id: x, base_url: 'http://127.0.0.1:9/v1', "
@@ -84,6 +86,6 @@ def test_a_local_sources_titles_reach_the_index_through_its_corpus_table(tmp_pat
     capsys.readouterr()
     assert [(d.title, d.url) for d in iter_corpus([tmp_path / "corpus.parquet"])] == [
         ("The Harbour Log", "https://x.org/a")]
-    assert "metadata.csv` is not read" in " ".join(
-        (ROOT / "docs" / "span-index.md").read_text().split())
+    assert ("as title and url those of the file's row in the folder's `metadata.csv`" in
+            " ".join((ROOT / "docs" / "span-index.md").read_text().split()))
     assert pd.read_parquet(tmp_path / "corpus.parquet")["title"].tolist() == ["The Harbour Log"]

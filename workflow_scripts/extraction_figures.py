@@ -1,19 +1,11 @@
 """Rule extraction_figures: log p_z per split, the (n,p) curves and the extraction map of one
-(model, dataset)."""
+(model, dataset), the map's axis in the windows' unit (copyprobe.extraction.figures)."""
 
-import pandas as pd
-
-from copyprobe.artifacts import read_table
-from copyprobe.extraction.figures import plot_extraction_map, plot_log_pz, plot_np_curves
-from copyprobe.extraction.tables import WINDOWS
+from copyprobe.extraction.figures import plot_study_figures
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
 f = dict(snakemake.params.figure)  # noqa: F821
-windows = pd.concat([read_table(p, WINDOWS) for p in snakemake.input.windows])  # noqa: F821
-title = f"{f['model']} on {f['dataset']}"
-plot_log_pz(windows, snakemake.output.log_pz, title=title)  # noqa: F821
-plot_np_curves(windows, snakemake.output.np_curves, ns=f["ns"], ps=f["ps"],  # noqa: F821
-               title=title)
-plot_extraction_map(windows, snakemake.output.map, title=title,  # noqa: F821
-                    threshold=(f["headline"]["n"], f["headline"]["p"]))
+figs = plot_study_figures(snakemake.input.windows, dict(snakemake.output.items()),  # noqa: F821
+                          f, title=f"{f['model']} on {f['dataset']}")
+log.info("extraction map: x axis %r", figs["map"].axes[-1].get_xlabel())

@@ -4,7 +4,8 @@
 * :func:`plot_np_curves`: the share of windows (n,p)-discoverable against n, one line per p,
   D_pre and D_post apart;
 * :func:`plot_extraction_map`: a document's windows along its tokens against p_z, one row per
-  document of the ``top`` documents by largest p_z (Cooper et al. 2025's picture).
+  document of the ``top`` documents by largest p_z (Cooper et al. 2025's picture);
+* :func:`plot_study_figures`: the three of one (model, dataset), from its WINDOWS files.
 
 Every function saves a PNG and returns the matplotlib Figure (closed, still readable), so
 tests can read it back. An empty input draws the axes with a note instead of failing.
@@ -175,3 +176,22 @@ def plot_extraction_map(windows: pd.DataFrame, path: str | Path, *, top: int = 8
     fig.suptitle(title or "extraction map")
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_study_figures(paths: Sequence[str | Path], out: dict[str, str | Path],
+                       settings: dict, title: str) -> dict[str, Figure]:
+    """The workflow's three figures of one (model, dataset) from its WINDOWS files
+    (``out``: paths for ``log_pz``, ``np_curves``, ``map``; ``settings``: ``ns``, ``ps``,
+    ``headline``); the map's axis counts in the files' unit (tokens or words)."""
+    from copyprobe.artifacts import read_table
+    from copyprobe.extraction.score import windows_unit
+    from copyprobe.extraction.tables import WINDOWS
+
+    windows = pd.concat([read_table(p, WINDOWS) for p in paths])
+    head = settings["headline"]
+    return {"log_pz": plot_log_pz(windows, out["log_pz"], title=title),
+            "np_curves": plot_np_curves(windows, out["np_curves"], ns=settings["ns"],
+                                        ps=settings["ps"], title=title),
+            "map": plot_extraction_map(windows, out["map"], title=title,
+                                       threshold=(head["n"], head["p"]),
+                                       unit=windows_unit(paths))}

@@ -13,6 +13,7 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -260,6 +261,30 @@ def merge_window_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
             seen[doc] = k
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values(["doc_id", "window_index"], kind="stable").reset_index(drop=True)
+
+
+def windows_unit(paths: Sequence[str | Path]) -> str:
+    """What the windows of these WINDOWS tables count, as their provenance says (``unit``:
+    ``tokens``, or ``words`` for Monte Carlo windows cut where the server has no tokenizer);
+    ``tokens`` for a table written without it. Tables in different units are an error."""
+    from copyprobe.artifacts import read_meta
+
+    units = {str(p): read_meta(p).get("unit", "tokens") for p in paths}
+    if len(set(units.values())) > 1:
+        raise ValueError("window tables count in different units: " + ", ".join(
+            f"{p}: {u}" for p, u in units.items()))
+    return next(iter(units.values()), "tokens")
+
+
+def merge_window_files(shard_paths: Sequence[str | Path], out: str | Path) -> pd.DataFrame:
+    """Rule extraction_merge: the shards' WINDOWS files as one file at ``out``, which keeps
+    their unit (:func:`windows_unit`)."""
+    from copyprobe.artifacts import provenance, read_table, write_table
+
+    df = merge_window_shards([read_table(p, WINDOWS) for p in shard_paths])
+    write_table(df, out, WINDOWS, provenance("extraction_merge", {}, shards=len(shard_paths),
+                                             unit=windows_unit(shard_paths)))
+    return df
 
 
 def failure_report(windows: pd.DataFrame, max_failure_share: float) -> str | None:

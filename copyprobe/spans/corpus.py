@@ -148,7 +148,36 @@ def _jsonl(path: Path, read: Callable[[int], None]) -> Iterator[tuple[int, Corpu
         yield n, _doc(path, "line", rec, n)
 
 
+def folder_metadata(path: Path) -> dict[str, tuple[str, str]]:
+    """``file -> (title, url)`` from the folder's ``metadata.csv`` (a ``local`` source's
+    table), {} without one. A table without a ``file`` or ``title`` column, or a row naming
+    no text file of the folder, is an error naming the table and the row."""
+    import csv
+
+    table = path / "metadata.csv"
+    if not table.is_file():
+        return {}
+    with table.open(encoding="utf-8-sig", newline="") as fh:
+        rows = csv.DictReader(fh)
+        missing = [c for c in ("file", "title") if c not in (rows.fieldnames or [])]
+        if missing:
+            raise SpanIndexError(f"{table}: no {' or '.join(map(repr, missing))} column "
+                                 f"(has {rows.fieldnames}): a folder's metadata.csv gives "
+                                 "its documents' titles")
+        out: dict[str, tuple[str, str]] = {}
+        for i, row in enumerate(rows, start=1):
+            rel = (row.get("file") or "").strip().replace("\\", "/")
+            f = path / rel
+            if not rel or not f.is_file() or f.suffix.lower() not in TEXT_SUFFIXES:
+                raise SpanIndexError(f"{table} row {i} (line {i + 1}): file {rel!r} is not a "
+                                     ".txt or .md file of the folder")
+            title = (row.get("title") or "").strip() or f.stem
+            out[f.relative_to(path).as_posix()] = (title, (row.get("url") or "").strip())
+    return out
+
+
 def _folder(path: Path, read: Callable[[int], None]) -> Iterator[tuple[int, CorpusDoc]]:
+    meta = folder_metadata(path)
     for n, f in enumerate(corpus_files([path])):
         try:
             data = f.read_bytes()
@@ -156,8 +185,10 @@ def _folder(path: Path, read: Callable[[int], None]) -> Iterator[tuple[int, Corp
         except UnicodeDecodeError as exc:
             raise SpanIndexError(f"{f}: not UTF-8 text ({exc})") from None
         read(len(data))
-        yield n, CorpusDoc(source=path.resolve().name, doc_id=f.relative_to(path).as_posix(),
-                        text=text, title=f.stem)
+        rel = f.relative_to(path).as_posix()
+        title, url = meta.get(rel, (f.stem, ""))
+        yield n, CorpusDoc(source=path.resolve().name, doc_id=rel, text=text, title=title,
+                           url=url)
 
 
 def location(path: Path, number: int, doc: CorpusDoc) -> str:

@@ -161,11 +161,22 @@ def test_answer_files_scored_as_the_authors_do_with_refusals_and_empty_answers_a
     assert "| rules |" in md
 
 
-def test_an_empty_answer_list_is_a_named_error(tmp_path, capsys):
+@pytest.mark.parametrize("name, content, why", [
+    ("answers.csv", "material,form,task,query,response\n", "no rows"),
+    ("answers.jsonl", "", "no rows"),
+    ("answers.json", "[]", "an empty list"),
+    ("answers.parquet", None, "no rows")])
+def test_an_empty_answer_list_is_a_named_error(tmp_path, capsys, name, content, why):
+    """An answer file of no answer, in every input format (the authors' JSON list among
+    them), stops with its name, not an internal KeyError."""
     (tmp_path / "mat" / "book_copyright").mkdir(parents=True)
     (tmp_path / "mat" / "book_copyright" / "harbour.txt").write_text(MATERIAL + "\n")
-    path = tmp_path / "answers.csv"
-    path.write_text("material,form,task,query,response\n")
+    path = tmp_path / name
+    if content is None:
+        pd.DataFrame({c: pd.Series([], dtype=str) for c in
+                      ("material", "form", "task", "query", "response")}).to_parquet(path)
+    else:
+        path.write_text(content)
     assert main(["copyright-score", str(path), "--materials", str(tmp_path / "mat"), "--out",
                  str(tmp_path / "s.parquet"), "--metrics", "rouge-l"]) == 1
-    assert f"{path}: holds no responses" in capsys.readouterr().err
+    assert f"{path}: holds no responses ({why})" in capsys.readouterr().err

@@ -56,3 +56,33 @@ def test_figures_of_a_table_without_a_scored_window(tmp_path):
                 plot_extraction_map(w, tmp_path / "c.png")):
         assert [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith(
             "no scored window")]
+
+
+def test_the_workflow_map_counts_in_the_unit_its_window_files_state(tmp_path):
+    """The workflow's figures read the unit from the WINDOWS files' provenance: windows cut in
+    words are drawn against the word offset, not the token offset; files in two units stop."""
+    from copyprobe.artifacts import provenance, write_table
+    from copyprobe.extraction.figures import plot_study_figures
+    from copyprobe.artifacts import read_meta
+    from copyprobe.extraction.score import merge_window_files, windows_unit
+    from copyprobe.extraction.tables import WINDOWS
+
+    w = windows_table()
+    paths = []
+    for k, (part, unit) in enumerate(((w[w["split"] == "pre"], "words"),
+                                      (w[w["split"] == "post"], "words"),
+                                      (w[w["split"] == "post"], "tokens"))):
+        paths.append(tmp_path / f"w{k}.parquet")
+        write_table(part, paths[-1], WINDOWS, provenance("extraction_score", {}, unit=unit))
+    merged = tmp_path / "merged.parquet"  # the merge of two shards keeps their unit
+    assert len(merge_window_files(paths[:2], merged)) == len(w)
+    assert read_meta(merged)["unit"] == "words"
+    settings = {"ns": NS, "ps": PS, "headline": {"n": 1, "p": 0.5}}
+    out = {name: tmp_path / f"{name}.png" for name in ("log_pz", "np_curves", "map")}
+    figs = plot_study_figures([merged], out, settings, title="m on ds")
+    assert figs["map"].axes[-1].get_xlabel() == "word offset of the window's suffix in the document"
+    assert all(p.read_bytes().startswith(PNG) for p in out.values())
+    figs = plot_study_figures(paths[2:], out, settings, title="m on ds")
+    assert figs["map"].axes[-1].get_xlabel().startswith("token offset")
+    with pytest.raises(ValueError, match="different units: .*w1.parquet: words.*w2.parquet: tokens"):
+        windows_unit(paths[1:])

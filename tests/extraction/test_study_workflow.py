@@ -71,3 +71,38 @@ def test_the_workflow_plans_the_study_and_stops_at_a_bad_setting(wd):
     assert proc.returncode != 0
     assert ("copyprobe: config key 'extraction.headline.n': 3 is not one of extraction.ns"
             in proc.stderr)
+
+
+@pytest.mark.slow
+def test_a_monte_carlo_api_model_runs_and_its_map_counts_words(tmp_path, workflow_copy,
+                                                               server_module):
+    """The workflow end to end with a Monte Carlo model behind a chat server on 127.0.0.1 (no
+    tokenizer): its shards' and merged window tables say their unit is words and the
+    extraction map's axis counts words, not tokens."""
+    from copyprobe.artifacts import read_meta
+
+    (tmp_path / "w").mkdir()
+    wd = workflow_copy(tmp_path / "w", documents=2, folder="docs")
+    with server_module("scripted_chat").ScriptedChatServer(
+            lambda body: "something else entirely") as srv:
+        cfg = {"sources": {"docs": {"kind": "local", "path": "docs"}},
+               "datasets": {"one": ["docs"]},
+               "extraction": {"datasets": ["one"], "shards": 2,
+                              "windows": {"prefix_tokens": 8, "suffix_tokens": 4,
+                                          "stride": 400},
+                              "monte_carlo": {"max_samples": 2, "batch": 2}},
+               "models": {"api": {"backend": "openai", "model_id": "m",
+                                  "base_url": srv.base_url, "api_key_optional": True,
+                                  "api_key_env": "COPYPROBE_UNSET_KEY", "cutoff": "2024-06-30",
+                                  "studies": ["extraction"], "method": "monte_carlo"}}}
+        (wd / "x.yaml").write_text(yaml.safe_dump(cfg))
+        proc = subprocess.run([*SNAKEMAKE, "--cores", "2", "--configfile", "x.yaml",
+                               "--replace-workflow-config"], cwd=wd, capture_output=True,
+                              text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert srv.total_requests > 0
+    windows = wd / "results" / "extraction" / "windows" / "api"
+    tables = [windows / "docs.parquet", *sorted((windows / "docs" / "shards").glob("*.parquet"))]
+    assert len(tables) == 3 and {read_meta(t)["unit"] for t in tables} == {"words"}
+    log = (wd / "logs" / "extraction_figures" / "api" / "one.log").read_text()
+    assert "x axis \"word offset of the window's suffix in the document\"" in log

@@ -118,3 +118,24 @@ def test_an_empty_table_still_has_its_columns():
     df = extraction_table([])
     assert len(df) == 0 and "auc_minus_blind" in df.columns
     assert "Notes:" in table_markdown(pd.DataFrame(columns=df.columns))
+
+
+def test_the_default_headline_orders_texts_of_a_model_that_extracts_nothing():
+    """Nothing reaches p_z 0.5: the (n,p) share is 0 everywhere and orders nothing (AUC 0.5),
+    while the default headline, mean log p_z per token, still tells D_pre from D_post; the
+    table flags the small sample."""
+    # the config's default (test_study_config.test_defaults_and_a_monte_carlo_model)
+    headline = {"n": 1, "p": 0.5, "metric": "mean_log_pz_per_token"}
+    w = windows_table()
+    w = w.assign(log_pz=w["log_pz"] - 30.0, greedy_match=False)
+    docs = documents_table(w, model="m", dataset="ds", ns=NS, ps=PS)
+    analysis = {**ANALYSIS, "headline": headline}
+    result = dataset_stats(docs, w, CORPUS, model="m", dataset="ds", analysis=analysis)
+    row = extraction_table([result]).iloc[0]
+    assert (row["extractable_pre"], row["extractable_post"]) == (0.0, 0.0)
+    assert row["metric"] == "mean_log_pz_per_token" and row["auc"] == 1.0
+    assert bool(row["small_sample"])
+    from sklearn.metrics import roc_auc_score
+
+    d = docs[docs["split"].isin(["D_pre", "D_post"]) & docs["frac_np_n1_p0.5"].notna()]
+    assert roc_auc_score(d["split"] == "D_pre", d["frac_np_n1_p0.5"]) == 0.5  # the old one

@@ -296,3 +296,18 @@ def test_estimate_tokens_chat_with_image() -> None:
                                      {"type": "image_url", "image_url": {"url": "file:///x"}}]},
     ))
     assert estimate_tokens(prompt, 50) == 20 + 2 * MESSAGE_OVERHEAD_TOKENS + IMAGE_TOKENS + 50
+
+
+def test_the_default_timeout_grows_with_max_tokens():
+    """Without request_timeout an openai model waits 120 s, or 30 s plus half a second a
+    token of decoding.max_tokens (a server decoding 2 tokens a second still answers); a set
+    request_timeout wins."""
+    from copyprobe.generation.limits import default_request_timeout
+    from copyprobe.generation.openai_api import OpenAIBackend
+
+    assert default_request_timeout(8) == 120.0 and default_request_timeout(180) == 120.0
+    assert default_request_timeout(400) == 230.0
+    spec = {"model_id": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_optional": True,
+            "api_key_env": "COPYPROBE_UNSET_KEY", "decoding": {"max_tokens": 1000}}
+    assert OpenAIBackend.from_config(spec, None).request_timeout == 530.0
+    assert OpenAIBackend.from_config({**spec, "request_timeout": 7}, None).request_timeout == 7

@@ -8,6 +8,7 @@ llama.cpp's own one-pass log-softmax, read here directly from the model (not thr
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 
 from copyprobe.generation.base import BackendError
 from copyprobe.generation.cache import GenerationCache
-from copyprobe.generation.limits import RetryPolicy
+from copyprobe.generation.limits import RetryPolicy, default_concurrency
 from copyprobe.generation.openai_api import OpenAIBackend, server_root
 from copyprobe.generation.openai_protocol import read_echo_scores
 from copyprobe.generation.score_runner import run_scoring
@@ -37,7 +38,7 @@ def loopback(smollm2_file, server_module):
 def server(loopback):
     """The module's server, in vLLM's shape and with no faults queued."""
     loopback.prompt_logprobs, loopback.vllm_fields, loopback.tokenizer_api = True, True, "vllm"
-    loopback.min_max_tokens = 0
+    loopback.min_max_tokens, loopback.num_gpu_blocks = 0, 96
     loopback._faults.clear()
     return loopback
 
@@ -262,3 +263,19 @@ def test_clamped_and_missing_logprobs():
 def test_server_root():
     assert server_root("http://h:8000/v1") == server_root("http://h:8000/v1/") == "http://h:8000"
     assert server_root("http://h/proxy") == "http://h/proxy"
+
+
+@pytest.mark.parametrize("blocks, expected, said", [
+    (96, 3, "vLLM's KV cache holds 1536 tokens, 3 request(s) of max_model_len 512"),
+    (16, 1, "vLLM's KV cache holds 256 tokens, 0 request(s) of max_model_len 512"),
+    (100_000, 128, "capped at 128"),
+    (None, 8, "vLLM, whose /metrics gives no KV cache size: 8")])
+def test_a_local_vllm_server_gets_the_requests_its_kv_cache_holds(server, caplog, blocks,
+                                                                   expected, said):
+    """vLLM reports no max_num_seqs: a local one (owned_by "vllm" in /v1/models) is sent the
+    full-length requests its KV cache holds (/metrics cache_config_info over max_model_len),
+    between 1 and 128, or 8 without that line; the log says which."""
+    server.num_gpu_blocks = blocks
+    with caplog.at_level(logging.INFO, logger="copyprobe.generation.limits"):
+        assert default_concurrency("openai", server.base_url) == expected
+    assert f"{expected} request(s) at a time" in caplog.text and said in caplog.text

@@ -21,6 +21,12 @@ It implements the parts of vLLM's server that scoring uses, in vLLM's documented
     token_strs}``.
 ``POST /detokenize``
     ``{"tokens": [...]}`` -> ``{"prompt": text}``.
+``GET /v1/models``, ``GET /metrics``
+    vLLM's ``ModelCard`` (``owned_by: "vllm"``, ``max_model_len``: ``n_ctx``, a
+    ``ModelPermission``; entrypoints/openai/engine/protocol.py, models/serving.py) and its
+    Prometheus text: the scheduler gauges and ``vllm:cache_config_info`` with the CacheConfig
+    fields as labels (v1/metrics/loggers.py ``log_metrics_info``); ``num_gpu_blocks = None``
+    leaves that line out (stats off).
 
 The numbers are computed by the model in one pass over the whole sequence
 (``Llama.eval``, then log-softmax of every position's logits), so a test can compare a client's
@@ -42,6 +48,7 @@ import json
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -73,6 +80,8 @@ class VLLMLikeServer(ServerThread):
         self.vllm_fields = True
         self.tokenizer_api = "vllm"
         self.min_max_tokens = 0
+        self.num_gpu_blocks: int | None = 96
+        self.block_size = 16
         self.requests: list[tuple[str, Any]] = []
         self._faults: deque[tuple[int, str | None]] = deque()
         self._lock = threading.Lock()
@@ -91,6 +100,40 @@ class VLLMLikeServer(ServerThread):
         server.daemon_threads = True
         server.owner = self  # type: ignore[attr-defined]
         return server
+
+    # -- what vLLM reports about itself ----------------------------------------------------------
+    def models(self) -> dict[str, Any]:
+        created = int(time.time())
+        permission = {"id": f"modelperm-{uuid.uuid4().hex}", "object": "model_permission",
+                      "created": created, "allow_create_engine": False, "allow_sampling": True,
+                      "allow_logprobs": True, "allow_search_indices": False, "allow_view": True,
+                      "allow_fine_tuning": False, "organization": "*", "group": None,
+                      "is_blocking": False}
+        return {"object": "list", "data": [
+            {"id": self.model_name, "object": "model", "created": created, "owned_by": "vllm",
+             "root": self.model_name, "parent": None, "max_model_len": self.n_ctx,
+             "permission": [permission]}]}
+
+    def metrics(self) -> str:
+        labels = f'model_name="{self.model_name}",engine="0"'
+        lines = ["# HELP vllm:num_requests_running Number of requests in model execution "
+                 "batches.", "# TYPE vllm:num_requests_running gauge",
+                 f"vllm:num_requests_running{{{labels}}} 0.0",
+                 "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+                 "# TYPE vllm:num_requests_waiting gauge",
+                 f"vllm:num_requests_waiting{{{labels}}} 0.0"]
+        if self.num_gpu_blocks is not None:
+            info = {"block_size": self.block_size, "gpu_memory_utilization": 0.9,
+                    "swap_space": 4, "cache_dtype": "auto", "is_attention_free": False,
+                    "num_gpu_blocks_override": None, "sliding_window": None,
+                    "enable_prefix_caching": True, "prefix_caching_hash_algo": "builtin",
+                    "cpu_offload_gb": 0, "calculate_kv_scales": False,
+                    "num_gpu_blocks": self.num_gpu_blocks, "num_cpu_blocks": None,
+                    "engine": 0}
+            pairs = ",".join(f'{k}="{v}"' for k, v in info.items())
+            lines += ["# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+                      "# TYPE vllm:cache_config_info gauge", f"vllm:cache_config_info{{{pairs}}} 1.0"]
+        return "\n".join(lines) + "\n"
 
     # -- the model -------------------------------------------------------------------------------
     def piece(self, token: int) -> str:
@@ -258,8 +301,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         owner: VLLMLikeServer = self.server.owner  # type: ignore[attr-defined]
         if self.path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": owner.model_name,
-                                                        "object": "model"}]})
+            self._send(200, owner.models())
+        elif self.path.rstrip("/") == "/metrics":
+            data = owner.metrics().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
         else:
             self._error(404, "Not Found")
 

@@ -46,6 +46,36 @@ def test_corpus_formats_and_their_defaults(tmp_path):
         ("notes", "a.txt", "a", "", "five"), ("notes", "sub/b.md", "b", "", "six")]
 
 
+def test_a_local_source_folder_gives_its_documents_the_titles_of_its_metadata(
+        tmp_path, materials_writer):
+    """A folder in the local source's layout: each document's title (and url) comes from its
+    metadata.csv row; a file it does not list keeps its stem; a bad table stops, named."""
+    folder = materials_writer(tmp_path / "materials")
+    meta = pd.read_csv(folder / "metadata.csv")
+    meta.loc[0, "title"], meta["url"] = "", [f"https://x.test/{i}" for i in range(len(meta))]
+    meta.to_csv(folder / "metadata.csv", index=False)
+    (folder / "unlisted.txt").write_text("seven", encoding="utf-8")
+    docs = {d.doc_id: (d.title, d.url) for d in iter_corpus([folder])}
+    first = meta.loc[0, "file"]
+    assert docs[first] == (Path(first).stem, "https://x.test/0")  # an empty cell: the stem
+    for i, row in meta.iloc[1:].iterrows():
+        assert docs[row["file"]] == (row["title"], f"https://x.test/{i}")
+    assert docs["unlisted.txt"] == ("unlisted", "")
+    build_index([folder], tmp_path / "idx", unit="words")  # the index's spans carry them
+    second = (folder / meta.loc[1, "file"]).read_text(encoding="utf-8")
+    with SpanIndex.open(tmp_path / "idx", unit="words") as idx:
+        spans = idx.find_spans(second, min_words=8, max_docs=5)
+    assert spans and {d.title for d in spans[0].docs} == {meta.loc[1, "title"]}
+    meta.loc[len(meta)] = {**meta.iloc[1].to_dict(), "file": "gone.txt"}
+    meta.to_csv(folder / "metadata.csv", index=False)
+    with pytest.raises(SpanIndexError, match=rf"metadata.csv row {len(meta)} \(line "
+                                             rf"{len(meta) + 1}\): file 'gone.txt'"):
+        list(iter_corpus([folder]))
+    meta.drop(columns="title").to_csv(folder / "metadata.csv", index=False)
+    with pytest.raises(SpanIndexError, match="metadata.csv: no 'title' column"):
+        list(iter_corpus([folder]))
+
+
 def test_corpus_errors_name_the_file(tmp_path):
     no_text = tmp_path / "no_text.parquet"
     pd.DataFrame({"body": ["x"]}).to_parquet(no_text)
