@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ class Settings:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in block.items() if k in known}
         if "nv_recall" in values:
-            values["nv_recall"] = nvrecall.Params(**values["nv_recall"])
+            values["nv_recall"] = nvrecall.Params.from_config(values["nv_recall"])
         if "stop_phrases" in values:
             values["stop_phrases"] = tuple(values["stop_phrases"])
         return cls(**values)
@@ -150,14 +151,14 @@ def probe(book_words: list[str], settings: Settings, attempt: int) -> tuple[Prom
     return Prompt("chat", messages=msgs), target
 
 
-def probe_score(answer: str, target: str, params: nvrecall.Params) -> float:
-    """The longest near-verbatim block of ``answer`` in the true continuation, as a share of
-    the continuation's words (no minimum block length)."""
-    t = nvrecall.words(target)
-    found = nvrecall.blocks(t, nvrecall.words(answer),
-                            replace(params, min_block_words=1,
-                                    min_match_words=min(params.min_match_words, len(t))))
-    return max((b.words for b in found), default=0) / max(1, len(t))
+def probe_score(answer: str, target: str) -> float:
+    """The paper's phase-1 score: the longest common word substring of the answer and the
+    true continuation, as a share of the continuation's words."""
+    t, a = nvrecall.words(target), nvrecall.words(answer)
+    if not t or not a:
+        return 0.0
+    m = SequenceMatcher(None, t, a, autojunk=False).find_longest_match(0, len(t), 0, len(a))
+    return m.size / len(t)
 
 
 def _stop_phrase(text: str, phrases: tuple[str, ...]) -> int | None:
@@ -205,7 +206,7 @@ def extract(book: str, settings: Settings, call: Callable[[Prompt, str], Mapping
         row = ask(prompt, "probe", attempt)
         if row["status"] != "ok":
             continue
-        score = probe_score(row["text"], target, settings.nv_recall)
+        score = probe_score(row["text"], target)
         row["probe_score"] = score
         probe_value = max(probe_value, score)
         if not row["refused"] and score >= settings.probe_threshold:
@@ -287,7 +288,7 @@ def measure(book: str, output: str, settings: Settings, calls: pd.DataFrame,
     book_w = nvrecall.words(book)
     found = nvrecall.blocks(book_w, nvrecall.words(output), settings.nv_recall)
     out["nv_recall"] = nvrecall.covered(found) / len(book_w)
-    out["longest_block_words"] = max((b.words for b in found), default=0)
+    out["longest_block_words"] = max((b.verbatim_words for b in found), default=0)
     from copyprobe.copyright.metrics.rouge import rouge_l
 
     out["rouge_l"] = rouge_l(output, book)[2] if output.strip() else 0.0

@@ -49,7 +49,7 @@ def test_the_workflow_extracts_every_document_and_a_rerun_sends_nothing(
                                   "base_url": srv.base_url, "api_key_optional": True,
                                   "cutoff": "2024-06-30", "studies": ["longform"]}},
                "longform": {"opening_words": 20, "target_words": 20, "max_turns": 3,
-                            "nv_recall": {"min_block_words": 20}}}
+                            "nv_recall": {"passes": [{"max_gap_words": 2, "max_drift_words": 1, "min_block_words": 20}]}}}
         (wd / "x.yaml").write_text(yaml.safe_dump(cfg))
         run = [*SNAKEMAKE, "--cores", "1", "--configfile", "x.yaml",
                "--replace-workflow-config"]
