@@ -28,3 +28,12 @@ def test_the_instruction_and_completion_forms():
     assert target == "w5 w6 w7"
     plain, _ = probe(WORDS, Settings(probe_form="completion", opening_words=5), 0)
     assert plain.format == "completion" and plain.text == "w0 w1 w2 w3 w4"
+
+
+def test_the_probe_score_is_the_longest_common_word_substring_over_the_continuation():
+    from copyprobe.longform.engine import probe_score
+
+    target = "a b c d e f g h i j"
+    assert probe_score("x a b c d e f y", target) == 0.6  # a..f: 6 of 10
+    assert probe_score("a b c X e f g h i j", target) == 0.6  # e..j: the longest of two runs
+    assert probe_score("", target) == 0.0 and probe_score("nothing alike", target) == 0.0
