@@ -4,6 +4,8 @@ only."""
 
 from __future__ import annotations
 
+import pytest
+
 from copyprobe.longform.engine import Settings, probe
 from copyprobe.msr.prompts import build_prompt, segment
 
@@ -37,3 +39,41 @@ def test_the_probe_score_is_the_longest_common_word_substring_over_the_continuat
     assert probe_score("x a b c d e f y", target) == 0.6  # a..f: 6 of 10
     assert probe_score("a b c X e f g h i j", target) == 0.6  # e..j: the longest of two runs
     assert probe_score("", target) == 0.0 and probe_score("nothing alike", target) == 0.0
+
+
+def test_many_documents_go_out_together_and_measure_as_one_at_a_time():
+    """Three documents side by side: each wave is one batch with every unfinished document's
+    next request, and each document measures what it measures alone."""
+    from copyprobe.longform.engine import drive, extract, steps
+    from copyprobe.longform.nvrecall import Params, Pass
+
+    books = {d: " ".join(f"{d}{i}" for i in range(60)) for d in ("a", "b", "c")}
+    s = Settings(opening_words=10, target_words=10, max_turns=2,
+                 nv_recall=Params(passes=(Pass(2, 1, 20),)))
+
+    def model(prompt, request_id):  # knows each book: the next 20 words after what it saw
+        doc = request_id.split(":")[1]
+        said = len(" ".join(m["content"] for m in prompt.messages[1:]
+                            if m["role"] == "assistant").split())
+        start = 10 + said
+        return {"status": "ok", "text": " ".join(books[doc].split()[start:start + 20]),
+                "prompt_tokens": 30, "completion_tokens": 20, "cost_usd": None,
+                "from_cache": False}
+
+    batches = []
+
+    def answer(requests):
+        batches.append(len(requests))
+        return [model(*r) for r in requests]
+
+    together = drive([steps(books[d], s, doc_id=d, model="m") for d in books], answer)
+    assert batches == [3, 3, 3]  # the probes, turn 1, turn 2: all three documents each time
+    alone = [extract(books[d], s, model, doc_id=d, model="m") for d in books]
+    assert [o.summary for o in together] == [o.summary for o in alone]
+    assert {o.summary["stopped"] for o in together} == {"max_turns"}
+    # after the 10 opening words the answers write words 10..59 of 60: one block
+    assert together[0].summary["nv_recall"] == pytest.approx(50 / 60)
+    zero = extract(books["a"], Settings(opening_words=10, target_words=10, max_turns=0),
+                   model, doc_id="a", model="m")
+    assert (zero.summary["turns"], zero.summary["stopped"], zero.summary["calls"]) == (
+        0, "max_turns", 1)
