@@ -64,5 +64,6 @@ rule longform_table:
     params:
         statistics=config["statistics"],
         pz_threshold=config["longform"]["pz_threshold"],
+        compared=longform_compared(config),
     script:
         "../workflow_scripts/longform_table.py"

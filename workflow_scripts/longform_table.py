@@ -6,9 +6,8 @@ import pandas as pd
 
 from copyprobe.artifacts import read_table
 from copyprobe.copyright.analysis import to_markdown
-from copyprobe.extraction.tables import WINDOWS
 from copyprobe.longform import compare
-from copyprobe.longform.tables import BLOCKS, DOCUMENTS, per_model
+from copyprobe.longform.tables import DOCUMENTS, per_model
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
@@ -26,15 +25,10 @@ with open(snakemake.output.md, "w", encoding="utf-8") as f:  # noqa: F821
 log.info("%d models", len(table))
 
 threshold = snakemake.params.pz_threshold  # noqa: F821
-windows = [read_table(p, WINDOWS) for p in snakemake.input.windows]  # noqa: F821
-if windows:
-    blocks = pd.concat([read_table(p, BLOCKS) for p in snakemake.input.blocks],  # noqa: F821
-                       ignore_index=True)
-    both = compare.per_document(pd.DataFrame(rows), blocks,
-                                pd.concat(windows, ignore_index=True), threshold)
-    agreement = compare.per_model(both)
-else:
-    agreement = compare.per_model(pd.DataFrame(columns=compare.COLUMNS))
+agreement = compare.from_files(pd.DataFrame(rows, columns=DOCUMENTS.columns),
+                               list(snakemake.input.blocks),  # noqa: F821
+                               list(snakemake.input.windows),  # noqa: F821
+                               snakemake.params.compared, threshold)  # noqa: F821
 agreement.to_csv(snakemake.output.agreement_csv, index=False)  # noqa: F821
 caption = (f"Per model that the extraction study scored on the same documents: the long-form "
            f"blocks' book words that lie in windows with exact p_z >= {threshold} (beside the "

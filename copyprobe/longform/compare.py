@@ -32,7 +32,7 @@ def high_pz_words(windows: pd.DataFrame, book_words: int, threshold: float) -> n
 
 def per_document(documents: pd.DataFrame, blocks: pd.DataFrame, windows: pd.DataFrame,
                  threshold: float) -> pd.DataFrame:
-    """One row per (model, document) measured by both studies: nv-recall, the extraction
+    """One row per (model, source, document) measured by both studies: nv-recall, the extraction
     study's mean log p_z per token, the book words in long-form blocks, the share of those in
     high-p_z windows (``in_high_pz``; null without blocks) and the share of all the book's
     words in them (``high_pz_share``, the rate by chance)."""
@@ -40,19 +40,21 @@ def per_document(documents: pd.DataFrame, blocks: pd.DataFrame, windows: pd.Data
 
     rows: list[dict[str, Any]] = []
     measured = documents[documents["nv_recall"].notna()]
-    for (model, doc_id), w in windows.groupby(["model", "doc_id"], sort=True):
-        doc = measured[(measured["model"] == model) & (measured["doc_id"] == doc_id)]
+    for (model, source, doc_id), w in windows.groupby(["model", "source", "doc_id"], sort=True):
+        doc = measured[(measured["model"] == model) & (measured["source"] == source)
+                       & (measured["doc_id"] == doc_id)]
         if not len(doc):
             continue
         d = doc.iloc[0]
         n = int(d["book_words"])
         high = high_pz_words(w, n, threshold)
         mine = np.zeros(n, dtype=bool)
-        b = blocks[(blocks["model"] == model) & (blocks["doc_id"] == doc_id)]
+        b = blocks[(blocks["model"] == model) & (blocks["source"] == source)
+                   & (blocks["doc_id"] == doc_id)]
         for start, end in zip(b["book_start"], b["book_end"], strict=True):
             mine[int(start):int(end)] = True
         pz = document_summary(w)["mean_log_pz_per_token"].iloc[0]
-        rows.append({"model": model, "source": d["source"], "doc_id": doc_id,
+        rows.append({"model": model, "source": source, "doc_id": doc_id,
                      "nv_recall": float(d["nv_recall"]), "mean_log_pz_per_token": float(pz),
                      "block_words": int(mine.sum()),
                      "in_high_pz": float(high[mine].mean()) if mine.any() else None,
@@ -85,3 +87,20 @@ def per_model(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["model", "documents", "block_words",
                                       "block_words_in_high_pz", "high_pz_share",
                                       "spearman_rho", "spearman_p"])
+
+
+def from_files(documents: pd.DataFrame, block_files: list[str], window_files: list[str],
+               pairs: list[tuple[str, str]], threshold: float) -> pd.DataFrame:
+    """:func:`per_model` from the workflow's tables: the long-form documents, and per
+    (model, source) in ``pairs`` its BLOCKS and the extraction study's WINDOWS file."""
+    from copyprobe.artifacts import read_table
+    from copyprobe.extraction.tables import WINDOWS
+    from copyprobe.longform.tables import BLOCKS
+
+    if not pairs:
+        return per_model(pd.DataFrame(columns=COLUMNS))
+    blocks = pd.concat([read_table(p, BLOCKS).assign(source=s)
+                        for p, (_, s) in zip(block_files, pairs, strict=True)],
+                       ignore_index=True)
+    windows = pd.concat([read_table(p, WINDOWS) for p in window_files], ignore_index=True)
+    return per_model(per_document(documents, blocks, windows, threshold))
