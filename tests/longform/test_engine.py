@@ -77,3 +77,29 @@ def test_many_documents_go_out_together_and_measure_as_one_at_a_time():
                    model, doc_id="a", model="m")
     assert (zero.summary["turns"], zero.summary["stopped"], zero.summary["calls"]) == (
         0, "max_turns", 1)
+
+
+@pytest.mark.parametrize(("turn_text", "max_tokens", "stopped", "turns"), [
+    (lambda said: said[0], None, "repeated", 1),       # the probe's answer again
+    (lambda said: "b30 b31 b32 THE END of it", None, "stopped", 1),  # the stop phrase
+    (lambda said: "  ", None, "stopped", 1),            # an empty answer
+    (lambda said: f"b{30 + 10 * len(said)} b{31 + 10 * len(said)}", 40, "max_tokens", 1),
+])
+def test_each_stopping_rule(turn_text, max_tokens, stopped, turns):
+    from copyprobe.longform.engine import extract
+
+    book = " ".join(f"b{i}" for i in range(100))
+    said: list[str] = []
+
+    def model(prompt, request_id):
+        text = (" ".join(f"b{i}" for i in range(10, 30)) if ":probe:" in request_id
+                else turn_text(said))
+        said.append(text)
+        return {"status": "ok", "text": text, "prompt_tokens": 30, "completion_tokens": 20,
+                "cost_usd": None, "from_cache": False}
+
+    s = Settings(opening_words=10, target_words=10, max_turns=5, max_tokens=max_tokens)
+    out = extract(book, s, model, doc_id="d", model="m")
+    assert (out.summary["stopped"], out.summary["turns"]) == (stopped, turns)
+    if stopped == "stopped" and "END" in said[-1]:  # the text before the phrase counts
+        assert out.summary["output_words"] == 20 + 3
