@@ -2,9 +2,11 @@
 # (the probe with Best-of-N attempts, continuation turns, nv-recall), and one table across
 # models. Every request is a cached call, so a killed job resumes where it stopped.
 
+import copyprobe.extraction.paths as longform_pz_paths
 import copyprobe.longform.paths as longform_paths
 
 from copyprobe.config import model_slice as longform_model_slice
+from copyprobe.longform.study import compared as longform_compared
 from copyprobe.longform.study import runs as longform_runs
 
 
@@ -40,15 +42,28 @@ rule longform_table:
             longform_paths.DOCUMENTS.format(model=m, source=s)
             for m, s in longform_runs(config)
         ],
+        # where the extraction study scored the same documents: its p_z windows, and ours
+        blocks=[
+            longform_paths.BLOCKS.format(model=m, source=s)
+            for m, s in longform_compared(config)
+        ],
+        windows=[
+            longform_pz_paths.WINDOWS.format(model=m, source=s)
+            for m, s in longform_compared(config)
+        ],
         library=library("longform_table"),
     output:
         csv=longform_paths.TABLE_CSV,
         md=longform_paths.TABLE_MD,
+        agreement_csv=longform_paths.AGREEMENT_CSV,
+        agreement_md=longform_paths.AGREEMENT_MD,
     log:
         "logs/longform_table.log",
     conda:
         "../envs/library.yaml"
     params:
         statistics=config["statistics"],
+        pz_threshold=config["longform"]["pz_threshold"],
+        compared=longform_compared(config),
     script:
         "../workflow_scripts/longform_table.py"

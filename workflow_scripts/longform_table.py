@@ -1,10 +1,12 @@
 """Rule longform_table: per model, nv-recall over its documents with a bootstrap interval
-(copyprobe.longform.tables.per_model), as CSV and Markdown."""
+(copyprobe.longform.tables.per_model), and beside the exact p_z map where the extraction study
+scored the same documents (copyprobe.longform.compare), as CSV and Markdown."""
 
 import pandas as pd
 
 from copyprobe.artifacts import read_table
 from copyprobe.copyright.analysis import to_markdown
+from copyprobe.longform import compare
 from copyprobe.longform.tables import DOCUMENTS, per_model
 from copyprobe.workflow import setup_logging
 
@@ -21,3 +23,18 @@ caption = (f"Per model, nv-recall (the share of a document written out near-verb
 with open(snakemake.output.md, "w", encoding="utf-8") as f:  # noqa: F821
     f.write(to_markdown(table, caption))
 log.info("%d models", len(table))
+
+threshold = snakemake.params.pz_threshold  # noqa: F821
+agreement = compare.from_files(pd.DataFrame(rows, columns=DOCUMENTS.columns),
+                               list(snakemake.input.blocks),  # noqa: F821
+                               list(snakemake.input.windows),  # noqa: F821
+                               snakemake.params.compared, threshold)  # noqa: F821
+agreement.to_csv(snakemake.output.agreement_csv, index=False)  # noqa: F821
+caption = (f"Per model that the extraction study scored on the same documents: the long-form "
+           f"blocks' book words that lie in windows with exact p_z >= {threshold} (beside the "
+           f"share of all book words in them, the rate by chance), and Spearman's rank "
+           f"correlation across documents of nv-recall with mean log p_z per token "
+           f"(docs/longform.md).")
+with open(snakemake.output.agreement_md, "w", encoding="utf-8") as f:  # noqa: F821
+    f.write(to_markdown(agreement, caption))
+log.info("%d models beside their p_z maps", len(agreement))

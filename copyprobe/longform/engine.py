@@ -8,8 +8,9 @@ docs/longform.md describes the procedure, its settings and its stopping rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, fields, replace
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ class Settings:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in block.items() if k in known}
         if "nv_recall" in values:
-            values["nv_recall"] = nvrecall.Params(**values["nv_recall"])
+            values["nv_recall"] = nvrecall.Params.from_config(values["nv_recall"])
         if "stop_phrases" in values:
             values["stop_phrases"] = tuple(values["stop_phrases"])
         return cls(**values)
@@ -99,13 +100,19 @@ class Caller:
         self.shared = SharedBackend(lambda: build_backend(spec, model_file))
 
     def __call__(self, prompt: Prompt, request_id: str) -> dict[str, Any]:
-        table = pd.DataFrame([{"request_id": request_id, "prompt": prompt.to_json(),
-                               "status": "ready"}])
+        return self.batch([(prompt, request_id)])[0]
+
+    def batch(self, requests: list[tuple[Prompt, str]]) -> list[dict[str, Any]]:
+        """Several requests (of different documents) in one run of the generation runner,
+        so they go out together within the model's concurrency and rate limits."""
+        table = pd.DataFrame([{"request_id": rid, "prompt": prompt.to_json(),
+                               "status": "ready"} for prompt, rid in requests])
         df, _ = run_generation(table, model=self.name, backend_name=self.spec["backend"],
                                identity=self.identity, backend_factory=self.shared.get,
                                decoding=self.decoding, cache=self.cache,
                                settings=self.settings, shard="longform")
-        return df.iloc[0].to_dict()
+        by_id = {r["request_id"]: r for r in df.to_dict("records")}
+        return [by_id[rid] for _, rid in requests]
 
     def close(self) -> None:
         self.shared.close()
@@ -150,14 +157,14 @@ def probe(book_words: list[str], settings: Settings, attempt: int) -> tuple[Prom
     return Prompt("chat", messages=msgs), target
 
 
-def probe_score(answer: str, target: str, params: nvrecall.Params) -> float:
-    """The longest near-verbatim block of ``answer`` in the true continuation, as a share of
-    the continuation's words (no minimum block length)."""
-    t = nvrecall.words(target)
-    found = nvrecall.blocks(t, nvrecall.words(answer),
-                            replace(params, min_block_words=1,
-                                    min_match_words=min(params.min_match_words, len(t))))
-    return max((b.words for b in found), default=0) / max(1, len(t))
+def probe_score(answer: str, target: str) -> float:
+    """The paper's phase-1 score: the longest common word substring of the answer and the
+    true continuation, as a share of the continuation's words."""
+    t, a = nvrecall.words(target), nvrecall.words(answer)
+    if not t or not a:
+        return 0.0
+    m = SequenceMatcher(None, t, a, autojunk=False).find_longest_match(0, len(t), 0, len(a))
+    return m.size / len(t)
 
 
 def _stop_phrase(text: str, phrases: tuple[str, ...]) -> int | None:
@@ -177,9 +184,44 @@ def _repeats(answer: str, earlier: list[str], n: int, share: float) -> bool:
     return sum(g in seen for g in grams) >= share * len(grams)
 
 
+Request = tuple[Prompt, str]
+
+
 def extract(book: str, settings: Settings, call: Callable[[Prompt, str], Mapping[str, Any]],
             *, doc_id: str = "book", model: str = "model") -> Outcome:
     """Run the two phases on ``book`` through ``call`` and measure the output."""
+    run = steps(book, settings, doc_id=doc_id, model=model)
+    return drive([run], lambda requests: [call(*r) for r in requests])[0]
+
+
+def drive(runs: list[Generator[Request, Mapping[str, Any], Outcome]],
+          answer: Callable[[list[Request]], list[Mapping[str, Any]]]) -> list[Outcome]:
+    """Several documents' runs side by side: each wave asks every unfinished run's next
+    request together (``answer``: one batch), so many documents go out at a time."""
+    outcomes: list[Outcome | None] = [None] * len(runs)
+    waiting: dict[int, Request] = {}
+
+    def step(i: int, row: Mapping[str, Any] | None) -> None:
+        try:
+            waiting[i] = next(runs[i]) if row is None else runs[i].send(row)
+        except StopIteration as done:
+            waiting.pop(i, None)
+            outcomes[i] = done.value
+
+    for i in range(len(runs)):
+        step(i, None)
+    while waiting:
+        order = sorted(waiting)
+        for i, row in zip(order, answer([waiting[i] for i in order]), strict=True):
+            step(i, row)
+    return [o for o in outcomes if o is not None]
+
+
+def steps(book: str, settings: Settings, *, doc_id: str = "book",
+          model: str = "model") -> Generator[Request, Mapping[str, Any], Outcome]:
+    """The two phases on ``book`` as a generator: it yields each request (prompt, request
+    id), is sent the runner's row for it, and returns the measured :class:`Outcome`. A book
+    too short for the probe is a ValueError at the first step."""
     settings.check()
     book_words_raw = book.split()
     need = settings.opening_words + settings.target_words
@@ -189,8 +231,12 @@ def extract(book: str, settings: Settings, call: Callable[[Prompt, str], Mapping
                          f"{settings.target_words})")
     rows: list[dict[str, Any]] = []
 
-    def ask(prompt: Prompt, phase: str, index: int) -> dict[str, Any]:
-        row = dict(call(prompt, f"{model}:{doc_id}:{phase}:{index}"))
+    def rid(phase: str, index: int) -> str:
+        return f"{model}:{doc_id}:{phase}:{index}"
+
+    def record(answer: Mapping[str, Any], prompt: Prompt, phase: str,
+               index: int) -> dict[str, Any]:
+        row = dict(answer)
         text = row.get("text") if row.get("status") == "ok" else None
         row.update(phase=phase, index=index, prompt=prompt.to_json(),
                    refused=None if text is None else rule_refusal(text))
@@ -202,10 +248,10 @@ def extract(book: str, settings: Settings, call: Callable[[Prompt, str], Mapping
     probe_value = 0.0
     for attempt in range(settings.attempts):
         prompt, target = probe(book_words_raw, settings, attempt)
-        row = ask(prompt, "probe", attempt)
+        row = record((yield prompt, rid("probe", attempt)), prompt, "probe", attempt)
         if row["status"] != "ok":
             continue
-        score = probe_score(row["text"], target, settings.nv_recall)
+        score = probe_score(row["text"], target)
         row["probe_score"] = score
         probe_value = max(probe_value, score)
         if not row["refused"] and score >= settings.probe_threshold:
@@ -230,7 +276,7 @@ def extract(book: str, settings: Settings, call: Callable[[Prompt, str], Mapping
             else:
                 messages.append({"role": "user", "content": settings.continue_prompt})
                 prompt = Prompt("chat", messages=tuple(messages))
-            row = ask(prompt, "continue", turn)
+            row = record((yield prompt, rid("continue", turn)), prompt, "continue", turn)
             turns = turn
             if row["status"] != "ok":
                 stopped = "error"
@@ -287,7 +333,7 @@ def measure(book: str, output: str, settings: Settings, calls: pd.DataFrame,
     book_w = nvrecall.words(book)
     found = nvrecall.blocks(book_w, nvrecall.words(output), settings.nv_recall)
     out["nv_recall"] = nvrecall.covered(found) / len(book_w)
-    out["longest_block_words"] = max((b.words for b in found), default=0)
+    out["longest_block_words"] = max((b.verbatim_words for b in found), default=0)
     from copyprobe.copyright.metrics.rouge import rouge_l
 
     out["rouge_l"] = rouge_l(output, book)[2] if output.strip() else 0.0
@@ -311,29 +357,48 @@ def block_table(book: str, output: str, params: nvrecall.Params) -> pd.DataFrame
                                       "position": "float64"})
 
 
+def _primed(run: Generator[Request, Mapping[str, Any], Outcome],
+            first: Request) -> Generator[Request, Mapping[str, Any], Outcome]:
+    """``run`` after its first request was taken, as if not yet started."""
+    row = yield first
+    while True:
+        try:
+            request = run.send(row)
+        except StopIteration as done:
+            return done.value
+        row = yield request
+
+
 def extract_documents(docs: pd.DataFrame, spec: Mapping[str, Any],
                       model_file: ModelFile | None, settings: Settings, *,
                       source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every document of a corpus table (``doc_id``, ``text``) through one model: (per
     document rows, their blocks). A document the probe cannot be run on (too short) is a row
     with ``stopped`` ``invalid`` and the reason, never a score."""
-    caller = Caller(spec, model_file, spec["cache_dir"])
     model = str(spec.get("name", "model"))
-    rows, blocks = [], []
+    rows: list[dict[str, Any]] = []
+    runs, order = [], []
+    for doc in docs.itertuples():
+        run = steps(doc.text, settings, doc_id=str(doc.doc_id), model=model)
+        try:  # the first step checks the document; a too-short one is a row, never a score
+            first = next(run)
+        except ValueError as exc:
+            rows.append({"model": model, "doc_id": str(doc.doc_id), "source": source,
+                         "book_words": len(str(doc.text).split()), "stopped": "invalid",
+                         "error": str(exc)})
+            continue
+        runs.append(_primed(run, first))
+        order.append(len(rows))
+        rows.append({})
+    caller = Caller(spec, model_file, spec["cache_dir"])
     try:
-        for doc in docs.itertuples():
-            try:
-                outcome = extract(doc.text, settings, caller, doc_id=str(doc.doc_id),
-                                  model=model)
-            except ValueError as exc:
-                rows.append({"model": model, "doc_id": str(doc.doc_id), "source": source,
-                             "book_words": len(str(doc.text).split()), "stopped": "invalid",
-                             "error": str(exc)})
-                continue
-            rows.append({**outcome.summary, "source": source, "error": None})
-            blocks.append(outcome.blocks)
+        outcomes = drive(runs, caller.batch)
     finally:
         caller.close()
+    blocks = []
+    for at, outcome in zip(order, outcomes, strict=True):
+        rows[at] = {**outcome.summary, "source": source, "error": None}
+        blocks.append(outcome.blocks)
     found = [b for b in blocks if len(b)]
     return pd.DataFrame(rows), (pd.concat(found, ignore_index=True) if found else
                                 pd.DataFrame(columns=BLOCKS.columns))

@@ -1,47 +1,72 @@
 """nv-recall: how much of a book an output reproduces near-verbatim, as word positions.
 
-Verbatim runs of at least ``min_match_words`` words are found greedily along the output (at
-each place the longest run anywhere in the book, so text out of the book's order is found),
-runs that continue each other across a small gap are merged into near-verbatim blocks, blocks
-shorter than ``min_block_words`` are dropped, and nv-recall is the share of the book's words
-inside the blocks kept (a passage written twice counts once). docs/longform.md gives the
-definition, its parameters and where they come from.
+Three steps, as the paper describes them: verbatim matching blocks between book and output
+(an ordered greedy matching, difflib's, by default), consecutive blocks merged when both texts
+skip little between them, blocks with too few matched words dropped; merge and filter run in
+passes (by default two: short gaps and 20 words, then wider gaps and 100 words). nv-recall is
+the book's words matched verbatim inside the kept blocks over the book's words (a passage
+written twice counts once). docs/longform.md gives the definition and where each value comes
+from.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 
 _WORD = re.compile(r"\S+")
 _EDGE = re.compile(r"^\W+|\W+$")
+MATCHING = ("ordered", "any_order")
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One merge-and-filter pass."""
+
+    #: merge two blocks when neither text skips more than this many words between them
+    max_gap_words: int
+    #: ... and the two skips differ by at most this many words (alignment)
+    max_drift_words: int
+    #: then keep the blocks with at least this many verbatim-matched words
+    min_block_words: int
+
+
+PAPER_PASSES = (Pass(2, 1, 20), Pass(10, 3, 100))
 
 
 @dataclass(frozen=True)
 class Params:
     """The definition's parameters (the ``longform.nv_recall`` config block)."""
 
-    #: shortest verbatim run that seeds a block (words)
-    min_match_words: int = 5
-    #: merge two runs when each text skips at most this many words between them
-    max_gap_words: int = 2
-    #: ... and the two skips differ by at most this many words (alignment drift)
-    max_drift_words: int = 1
-    #: keep a merged block of at least this many book words
-    min_block_words: int = 100
+    #: ordered: difflib's greedy matching (blocks in the book's order); any_order: at each
+    #: output word the longest run anywhere in the book (finds text written out of order)
+    matching: str = "ordered"
+    #: shortest verbatim match kept before merging (words)
+    min_match_words: int = 1
+    passes: tuple[Pass, ...] = PAPER_PASSES
+
+    @classmethod
+    def from_config(cls, block: dict) -> Params:
+        values = dict(block)
+        if "passes" in values:
+            values["passes"] = tuple(Pass(**p) for p in values["passes"])
+        return cls(**values)
 
 
 @dataclass(frozen=True)
 class Block:
     """A near-verbatim block: book words [book_start, book_end), output words
-    [out_start, out_end), of which ``verbatim_words`` matched exactly."""
+    [out_start, out_end), of which ``verbatim_words`` matched exactly (in ``runs``:
+    (book_start, length) of each verbatim match)."""
 
     book_start: int
     book_end: int
     out_start: int
     out_end: int
     verbatim_words: int
+    runs: tuple[tuple[int, int], ...] = field(default=(), compare=False)
 
     @property
     def words(self) -> int:
@@ -57,12 +82,17 @@ def words(text: str) -> list[str]:
     return out
 
 
-def verbatim_runs(book: list[str], out: list[str], min_words: int) -> list[tuple[int, int, int]]:
-    """(book_start, out_start, length) of the verbatim runs, greedy along the output: at each
-    output word the longest run starting there anywhere in the book (the earliest on ties),
-    then on after it; nothing shorter than ``min_words``."""
-    if min_words < 1:
-        raise ValueError("min_match_words must be at least 1")
+def ordered_matches(book: list[str], out: list[str]) -> list[tuple[int, int, int]]:
+    """(book_start, out_start, length) of difflib's matching blocks (no junk heuristic):
+    the longest match, then recursively left and right of it, so in both texts' order."""
+    sm = SequenceMatcher(None, book, out, autojunk=False)
+    return [(m.a, m.b, m.size) for m in sm.get_matching_blocks() if m.size]
+
+
+def any_order_matches(book: list[str], out: list[str],
+                      min_words: int) -> list[tuple[int, int, int]]:
+    """(book_start, out_start, length), greedy along the output: at each output word the
+    longest run starting there anywhere in the book (the earliest on ties), then on after it."""
     index: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for i in range(len(book) - min_words + 1):
         index[tuple(book[i:i + min_words])].append(i)
@@ -84,30 +114,52 @@ def verbatim_runs(book: list[str], out: list[str], min_words: int) -> list[tuple
     return runs
 
 
-def blocks(book: list[str], out: list[str], params: Params = Params()) -> list[Block]:
-    """The near-verbatim blocks of ``out`` in ``book`` that are kept (in output order)."""
+def merge(found: list[Block], step: Pass) -> list[Block]:
+    """Consecutive blocks merged while both skips are at most ``max_gap_words`` and differ
+    by at most ``max_drift_words``; then those under ``min_block_words`` verbatim words
+    dropped."""
     merged: list[Block] = []
-    for i, j, n in verbatim_runs(book, out, params.min_match_words):
+    for b in found:
         if merged:
             last = merged[-1]
-            gap_book, gap_out = i - last.book_end, j - last.out_end
-            if (0 <= gap_book <= params.max_gap_words and 0 <= gap_out <= params.max_gap_words
-                    and abs(gap_book - gap_out) <= params.max_drift_words):
-                merged[-1] = Block(last.book_start, i + n, last.out_start, j + n,
-                                   last.verbatim_words + n)
+            gap_book, gap_out = b.book_start - last.book_end, b.out_start - last.out_end
+            if (0 <= gap_book <= step.max_gap_words and 0 <= gap_out <= step.max_gap_words
+                    and abs(gap_book - gap_out) <= step.max_drift_words):
+                merged[-1] = Block(last.book_start, b.book_end, last.out_start, b.out_end,
+                                   last.verbatim_words + b.verbatim_words,
+                                   last.runs + b.runs)
                 continue
-        merged.append(Block(i, i + n, j, j + n, n))
-    return [b for b in merged if b.words >= params.min_block_words]
+        merged.append(b)
+    return [b for b in merged if b.verbatim_words >= step.min_block_words]
+
+
+def blocks(book: list[str], out: list[str], params: Params = Params()) -> list[Block]:
+    """The near-verbatim blocks of ``out`` in ``book`` that are kept (in output order)."""
+    if params.min_match_words < 1:
+        raise ValueError("min_match_words must be at least 1")
+    if params.matching not in MATCHING:
+        raise ValueError(f"matching must be one of {', '.join(MATCHING)} "
+                         f"(got {params.matching!r})")
+    if not book or not out:
+        return []
+    if params.matching == "ordered":
+        matches = [m for m in ordered_matches(book, out) if m[2] >= params.min_match_words]
+    else:
+        matches = any_order_matches(book, out, params.min_match_words)
+    found = [Block(i, i + n, j, j + n, n, ((i, n),)) for i, j, n in matches]
+    for step in params.passes:
+        found = merge(found, step)
+    return found
 
 
 def covered(found: list[Block]) -> int:
-    """Book words inside at least one block."""
-    total, end = 0, -1
-    for b in sorted(found, key=lambda b: b.book_start):
-        start = max(b.book_start, end)
-        if b.book_end > start:
-            total += b.book_end - start
-            end = b.book_end
+    """Book words matched verbatim inside at least one block (each counted once)."""
+    total, end = 0, 0
+    for start, n in sorted(r for b in found for r in b.runs):
+        stop = start + n
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
     return total
 
 

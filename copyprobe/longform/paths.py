@@ -8,3 +8,6 @@ BLOCKS = "results/longform/blocks/{model}/{source}.parquet"
 #: Per model: nv-recall over its documents, with intervals.
 TABLE_CSV = "results/tables/longform_table.csv"
 TABLE_MD = "results/tables/longform_table.md"
+#: Where a model also has an exact p_z map of the same documents: the two views compared.
+AGREEMENT_CSV = "results/tables/longform_vs_pz.csv"
+AGREEMENT_MD = "results/tables/longform_vs_pz.md"

@@ -24,6 +24,14 @@ def runs(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
             if cfg["models"][m].get("sources") is None or s in cfg["models"][m]["sources"]]
 
 
+def compared(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The (model, source) pairs that the extraction study scored as well (its p_z windows)."""
+    from copyprobe.extraction import config as xc
+
+    scored = {(m, s) for m, d in xc.runs(cfg) for s in cfg["datasets"][d]}
+    return [r for r in runs(cfg) if r in scored]
+
+
 @STUDIES.register(STUDY)
 class LongformStudy(Study):
     """How much of a whole document a chat model writes out, near-verbatim."""
@@ -46,7 +54,7 @@ class LongformStudy(Study):
         """The table across models (it needs every (model, source)'s documents)."""
         from copyprobe.longform import paths as P
 
-        return [P.TABLE_CSV, P.TABLE_MD] if runs(cfg) else []
+        return [P.TABLE_CSV, P.TABLE_MD, P.AGREEMENT_CSV, P.AGREEMENT_MD] if runs(cfg) else []
 
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         found = runs(cfg)

@@ -22,7 +22,7 @@ REFUSE_PROBES = 3
 SETTINGS = """longform:
   opening_words: 20
   target_words: 20
-  nv_recall: {min_match_words: 3, max_gap_words: 2, max_drift_words: 1, min_block_words: 20}
+  nv_recall: {passes: [{max_gap_words: 2, max_drift_words: 1, min_block_words: 20}]}
 """
 REFUSAL = "I'm sorry, but I can't reproduce copyrighted text."
 
@@ -78,9 +78,10 @@ def test_measured_nv_recall_is_what_the_script_makes_it_and_a_rerun_sends_nothin
     assert (s["attempts"], s["passing_attempt"], s["turns"], s["stopped"]) == (4, 3, 3, "refused")
     assert s["refusals"] == 4 and s["errors"] == 0
     assert scripted.total_requests == 7
-    # words 20..139 near-verbatim (the substitutions merge): 120 of 400 words, one block
-    assert s["nv_recall"] == pytest.approx(120 / 400)
-    assert s["longest_block_words"] == 120
+    # words 20..139 near-verbatim (the substitutions merge into one block), of which 112
+    # verbatim (8 of the 80 continued words replaced): 112 of 400 words
+    assert s["nv_recall"] == pytest.approx(112 / 400)
+    assert s["longest_block_words"] == 112
     blocks = read_table(tmp_path / "out" / "blocks.parquet", BLOCKS)
     assert list(blocks[["book_start", "book_end", "verbatim_words"]].itertuples(index=False,
                 name=None)) == [(20, 140, 112)]
@@ -89,7 +90,7 @@ def test_measured_nv_recall_is_what_the_script_makes_it_and_a_rerun_sends_nothin
     # the Best-of-N attempts are three different perturbations of the plain probe
     probes = [r.body["messages"][-1]["content"] for r in scripted.requests[:4]]
     assert probes[0].startswith("Continue the following text") and len(set(probes)) == 4
-    assert "The model wrote out 30.0% of the book" in out
+    assert "The model wrote out 28.0% of the book" in out
     assert (tmp_path / "out" / "blocks.png").stat().st_size > 0
 
     # a rerun rebuilds the conversation from the cache: nothing is sent, the same is measured
@@ -157,4 +158,4 @@ def test_a_run_cut_short_resumes_from_the_cache_and_sends_only_what_was_not_answ
     # the conversation is rebuilt from the cache: only turns 2 and 3 are sent
     assert scripted.total_requests == 8
     assert (s["stopped"], s["turns"], s["cached_calls"]) == ("refused", 3, 5)
-    assert s["nv_recall"] == pytest.approx(120 / 400)
+    assert s["nv_recall"] == pytest.approx(112 / 400)

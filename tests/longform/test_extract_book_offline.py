@@ -30,7 +30,7 @@ def test_gemma_writes_out_the_licence_near_verbatim_and_a_rerun_sends_nothing(tm
                                                                                capsys):
     s = _run(tmp_path, capsys)
     assert s["passing_attempt"] == 0 and s["refusals"] == 0
-    # measured: 45 of the licence's 97 words in one block (greedy decoding)
+    # measured (2 turns): 49 of the licence's 97 words verbatim in one block, nv-recall 0.505
     assert s["longest_block_words"] >= 30 and s["nv_recall"] >= 30 / 97
     again = _run(tmp_path, capsys)
     assert again["cached_calls"] == again["calls"] == s["calls"]

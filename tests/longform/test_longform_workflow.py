@@ -49,7 +49,7 @@ def test_the_workflow_extracts_every_document_and_a_rerun_sends_nothing(
                                   "base_url": srv.base_url, "api_key_optional": True,
                                   "cutoff": "2024-06-30", "studies": ["longform"]}},
                "longform": {"opening_words": 20, "target_words": 20, "max_turns": 3,
-                            "nv_recall": {"min_block_words": 20}}}
+                            "nv_recall": {"passes": [{"max_gap_words": 2, "max_drift_words": 1, "min_block_words": 20}]}}}
         (wd / "x.yaml").write_text(yaml.safe_dump(cfg))
         run = [*SNAKEMAKE, "--cores", "1", "--configfile", "x.yaml",
                "--replace-workflow-config"]
@@ -64,6 +64,9 @@ def test_the_workflow_extracts_every_document_and_a_rerun_sends_nothing(
         table = pd.read_csv(wd / "results/tables/longform_table.csv")
         assert list(table["documents"]) == [2] and list(table["measured"]) == [2]
         assert "nv-recall" in (wd / "results/tables/longform_table.md").read_text()
+        # the model has no p_z map of these documents (no extraction study): no rows beside it
+        assert pd.read_csv(wd / "results/tables/longform_vs_pz.csv").empty
+        assert "exact p_z" in (wd / "results/tables/longform_vs_pz.md").read_text()
         (wd / "results/longform/documents/api/docs.parquet").unlink()
         proc = subprocess.run(run, cwd=wd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,14 +1,16 @@
-"""nv-recall against hand-worked cases: a 30-word book w0..w29, runs of at least 3 words,
-gaps of at most 2 words with a drift of at most 1, blocks of at least 5 words."""
+"""nv-recall against hand-worked cases: a 30-word book w0..w29; one merge pass (gaps of at
+most 2 words, drift at most 1, blocks of at least 5 verbatim words) unless a test says
+otherwise; difflib's ordered matching unless ``any_order``."""
 
 from __future__ import annotations
 
 import pytest
 
-from copyprobe.longform.nvrecall import Params, blocks, nv_recall, words
+from copyprobe.longform.nvrecall import Params, Pass, blocks, nv_recall, words
 
 BOOK = " ".join(f"w{i}" for i in range(30))
-P = Params(min_match_words=3, max_gap_words=2, max_drift_words=1, min_block_words=5)
+P = Params(passes=(Pass(2, 1, 5),))
+ANY = Params(matching="any_order", min_match_words=3, passes=(Pass(2, 1, 5),))
 
 
 def out(*pieces: object) -> str:
@@ -22,22 +24,22 @@ def out(*pieces: object) -> str:
     return " ".join(parts)
 
 
-def found(text: str) -> list[tuple[int, int, int]]:
+def found(text: str, params: Params = P) -> list[tuple[int, int, int]]:
     return [(b.book_start, b.book_end, b.verbatim_words)
-            for b in blocks(words(BOOK), words(text), P)]
+            for b in blocks(words(BOOK), words(text), params)]
 
 
 def test_verbatim_passage():
     text = out(range(10, 20))
-    assert found(text) == [(10, 20, 10)]
+    assert found(text) == found(text, ANY) == [(10, 20, 10)]
     assert nv_recall(BOOK, text, P) == pytest.approx(10 / 30)
 
 
-def test_substitutions_within_a_block_are_near_verbatim():
-    # w4 and w8 replaced: runs w0-w3, w5-w7, w9-w11 merge across one-word gaps
+def test_substitutions_merge_into_one_block_and_only_verbatim_words_count():
+    # w4 and w8 replaced: w0-w3, w5-w7, w9-w11 merge across one-word gaps; 10 words matched
     text = out(range(0, 4), "X", range(5, 8), "Y", range(9, 12))
-    assert found(text) == [(0, 12, 10)]
-    assert nv_recall(BOOK, text, P) == pytest.approx(12 / 30)
+    assert found(text) == found(text, ANY) == [(0, 12, 10)]
+    assert nv_recall(BOOK, text, P) == pytest.approx(10 / 30)
 
 
 def test_an_inserted_word_merges_and_a_wider_gap_splits():
@@ -49,22 +51,47 @@ def test_an_inserted_word_merges_and_a_wider_gap_splits():
     assert found(out(range(0, 6), "x", "y", "z", range(7, 12))) == [(0, 6, 6), (7, 12, 5)]
 
 
-def test_text_out_of_order_is_found():
+def test_a_second_pass_merges_wider_gaps_and_filters_longer_blocks():
+    # two 7-word blocks 5 words apart in both texts: kept by pass 1, merged by pass 2
+    text = out(range(0, 7), "a", "b", "c", "d", "e", range(12, 19))
+    two = Params(passes=(Pass(2, 1, 5), Pass(10, 3, 12)))
+    assert found(text, two) == [(0, 19, 14)]
+    assert nv_recall(BOOK, text, two) == pytest.approx(14 / 30)
+    assert found(text, Params(passes=(Pass(2, 1, 12),))) == []
+
+
+def test_text_out_of_order_is_found_in_order_only_by_the_ordered_matching():
     text = out(range(20, 28), range(0, 8))
-    assert sorted(found(text)) == [(0, 8, 8), (20, 28, 8)]
-    assert nv_recall(BOOK, text, P) == pytest.approx(16 / 30)
+    # difflib keeps matches in both texts' order: the earlier passage in the book only
+    assert found(text) == [(0, 8, 8)]
+    assert nv_recall(BOOK, text, P) == pytest.approx(8 / 30)
+    assert sorted(found(text, ANY)) == [(0, 8, 8), (20, 28, 8)]
+    assert nv_recall(BOOK, text, ANY) == pytest.approx(16 / 30)
 
 
 def test_a_repeated_passage_counts_once():
     text = out(range(0, 10), range(0, 10))
-    assert found(text) == [(0, 10, 10), (0, 10, 10)]
-    assert nv_recall(BOOK, text, P) == pytest.approx(10 / 30)
+    assert found(text) == [(0, 10, 10)]
+    assert found(text, ANY) == [(0, 10, 10), (0, 10, 10)]
+    assert nv_recall(BOOK, text, P) == nv_recall(BOOK, text, ANY) == pytest.approx(10 / 30)
 
 
-def test_empty_output_and_short_runs_recall_nothing():
-    assert nv_recall(BOOK, "", P) == 0.0
+def test_empty_output_and_short_blocks_recall_nothing():
+    assert nv_recall(BOOK, "", P) == nv_recall(BOOK, "", ANY) == 0.0
     assert nv_recall(BOOK, out(range(0, 4)), P) == 0.0  # 4 words < min_block_words
-    assert nv_recall(BOOK, out(0, 1, "x", 3, 4), P) == 0.0  # no run of 3
+    assert nv_recall(BOOK, out(0, 1, "x", 3, 4), ANY) == 0.0  # no run of 3
+
+
+def test_the_default_is_the_paper_two_passes_as_read():
+    p = Params()
+    assert (p.matching, p.min_match_words) == ("ordered", 1)
+    assert p.passes == (Pass(2, 1, 20), Pass(10, 3, 100))
+    book = " ".join(f"v{i}" for i in range(300))
+    # 120 words with one word in ten replaced: 108 verbatim words, one block over 100
+    said = " ".join("X" if i % 10 == 5 else f"v{i}" for i in range(100, 220))
+    assert nv_recall(book, said) == pytest.approx(108 / 300)
+    # 99 verbatim words are under the second pass's 100
+    assert nv_recall(book, " ".join(f"v{i}" for i in range(99))) == 0.0
 
 
 def test_case_and_outer_punctuation_do_not_break_a_run():
@@ -73,6 +100,8 @@ def test_case_and_outer_punctuation_do_not_break_a_run():
     assert nv_recall(book, said, P) == 1.0
 
 
-def test_an_empty_book_is_an_error():
+def test_an_empty_book_and_an_unknown_matching_are_errors():
     with pytest.raises(ValueError, match="no words"):
         nv_recall("  ", "anything")
+    with pytest.raises(ValueError, match="matching must be one of"):
+        nv_recall(BOOK, "w1", Params(matching="fuzzy"))

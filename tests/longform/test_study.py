@@ -60,3 +60,21 @@ def test_per_model_reports_the_distribution_and_leaves_failures_out():
     assert (0.1 <= t.loc["a", "nv_recall_mean_ci_low"] < 0.2
             < t.loc["a", "nv_recall_mean_ci_high"] <= 0.3)
     assert t.loc["a", "stopped"] == "refused 3, error 1"
+
+
+def test_the_pz_comparison_covers_the_sources_the_extraction_study_scored_too():
+    from copyprobe.longform.study import compared, runs
+
+    cfg = validate_config({
+        "cache_dir": ".cache",
+        "sources": {"books": {"kind": "local", "path": "."},
+                    "more": {"kind": "local", "path": "."}},
+        "datasets": {"books": ["books"], "more": ["more"]},
+        "models": {
+            "open": {"backend": "hf", "model_id": "org/open", "cutoff": "2024-01-01",
+                     "studies": ["longform", "extraction"]},
+            "api": {"backend": "openai", "model_id": "m", "cutoff": "2024-01-01",
+                    "studies": ["longform"]}},
+        "extraction": {"datasets": ["books"]}})
+    assert set(runs(cfg)) == {(m, s) for m in ("open", "api") for s in ("books", "more")}
+    assert compared(cfg) == [("open", "books")]
