@@ -24,6 +24,14 @@ def all_stats(cfg: Mapping[str, Any]) -> list[str]:
     return [P.STATS.format(model=m, dataset=d) for m, d in xc.runs(cfg)]
 
 
+def all_membership(cfg: Mapping[str, Any]) -> list[str]:
+    """The membership comparisons beside the table (none when ``statistics.membership_scores``
+    is off)."""
+    if not cfg["statistics"]["membership_scores"]:
+        return []
+    return [P.MEMBERSHIP_STATS.format(model=m, dataset=d) for m, d in xc.runs(cfg)]
+
+
 def targets(cfg: Mapping[str, Any]) -> list[str]:
     """The study's table (CSV and Markdown) and each (model, dataset)'s figures."""
     if not xc.runs(cfg):

@@ -158,3 +158,55 @@ def to_markdown(df: pd.DataFrame, results: Sequence[Mapping[str, Any]] = ()) -> 
                        + ("; small sample" if first.small_sample else "") + ".")
         out += ["", DATE_SPLIT_NOTE, ""]
     return "\n".join(out)
+
+
+#: the tokens of each document scored (its first ones), as ``membership-score``'s default
+MAX_TOKENS = 512
+
+
+def score_date_split(docs: pd.DataFrame, spec: Mapping[str, Any], manifest: Mapping[str, Any],
+                     statistics: Mapping[str, Any]) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Score a (model, dataset)'s curated documents (``doc_id``, ``text``, ``split`` pre/post;
+    other splits left out) in one cached teacher-forced pass and compare D_pre with D_post
+    (:func:`compare_date_split`, settings from the config's ``statistics``). A model that
+    cannot score a given text gets ``{"skipped": reason}`` and an empty table."""
+    from copyprobe.generation.scoring import cannot_score_reason
+    from copyprobe.membership.engine import SCORES, Model, score_table
+
+    reason = cannot_score_reason(str(spec["name"]), spec)
+    if reason is not None:
+        return ({"skipped": f"no membership scores: {reason}"},
+                pd.DataFrame(columns=SCORES.columns))
+    model = Model.from_slice(spec, manifest)
+    labels = {"pre": SPLITS[0], "post": SPLITS[1]}
+    docs = docs[docs["split"].isin(labels)].assign(split=lambda d: d["split"].map(labels))
+    docs = docs.reset_index(drop=True)
+    moments = model.has_moments()
+    table = score_table(docs, model, max_tokens=MAX_TOKENS, moments=moments)
+    scored = docs.merge(table[table["status"] == "scored"].drop(columns=["model"]),
+                        on="doc_id")
+    missing = unavailable(has_moments=moments, reference=False, backend=spec["backend"])
+    st = dict(statistics)
+    try:
+        result = compare_date_split(
+            scored, missing=missing, n_boot=st["n_boot"], seed=st["seed"],
+            blind_folds=st["blind_folds"], warn_auc=st["blind_warn_auc"],
+            di_splits=st["di_splits"], di_aggregate=st["di_aggregate"])
+    except ValueError as exc:  # fewer than 2 scored documents in a split
+        return {"skipped": f"no comparison: {exc}"}, table
+    result["failed_documents"] = int(len(table) - len(scored))
+    return result, table
+
+
+def sets_markdown(results: Sequence[Mapping[str, Any]]) -> str:
+    """The membership section under a study's table: the per-dataset tables of the compared
+    results and a line per skipped (model, dataset) with its reason ("" without results)."""
+    if not results:
+        return ""
+    done = [r for r in results if "skipped" not in r]
+    parts = ["", "## The standard membership scores, D_pre against D_post", ""]
+    if done:
+        parts.append(to_markdown(table_rows(done), done))
+    parts += [f"- {r['model']} on {r['dataset']}: {r['skipped']}" for r in results
+              if "skipped" in r]
+    return "\n".join(parts) + "\n"

