@@ -91,18 +91,19 @@ rule extraction_stats:
 
 
 # The standard membership scores of a (model, dataset)'s documents, one teacher-forced pass
-# per document through the call cache, and D_pre vs D_post on them (statistics.membership_scores).
-rule extraction_membership:
+# per document through the call cache, and D_pre vs D_post on them (statistics.membership_scores);
+# this table's rule and MSR's make_table read them.
+rule membership_sets:
     input:
         corpora=extraction_inputs.dataset_corpora,
         curated=extraction_inputs.dataset_curated,
         model=paths.MODEL_MANIFEST,
-        library=library("extraction_membership", shared.model_registry_parts),
+        library=library("membership_sets", shared.model_registry_parts),
     output:
-        scores=extraction_paths.MEMBERSHIP_SCORES,
-        stats=extraction_paths.MEMBERSHIP_STATS,
+        scores=paths.MEMBERSHIP_SCORES,
+        stats=paths.MEMBERSHIP_SETS,
     log:
-        "logs/extraction_membership/{model}/{dataset}.log",
+        "logs/membership_sets/{model}/{dataset}.log",
     conda:
         shared.generate_env
     threads: shared.generate_threads
@@ -114,7 +115,7 @@ rule extraction_membership:
     params:
         membership=extraction_inputs.membership_params,
     script:
-        "../workflow_scripts/extraction_membership.py"
+        "../workflow_scripts/membership_sets.py"
 
 
 rule extraction_figures:

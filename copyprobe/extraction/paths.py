@@ -10,10 +10,6 @@ WINDOWS_SHARD = "results/extraction/windows/{model}/{source}/shards/{shard}.parq
 DOCUMENTS = "results/extraction/documents/{model}/{dataset}.parquet"
 #: D_pre vs D_post on the per-document measures, beside the blind baseline (JSON).
 STATS = "results/extraction/stats/{model}/{dataset}.json"
-#: The standard membership scores of a (model, dataset)'s documents (membership_scores table).
-MEMBERSHIP_SCORES = "results/extraction/membership/{model}/{dataset}.parquet"
-#: D_pre vs D_post on those scores and dataset inference (JSON; copyprobe.membership.sets).
-MEMBERSHIP_STATS = "results/extraction/membership/{model}/{dataset}.json"
 #: A (model, dataset)'s figures, one per kind (FIGURE_KINDS).
 FIGURE = "results/extraction/figures/{model}/{dataset}_{kind}.png"
 FIGURE_KINDS = ("log_pz", "np_curves", "map")

@@ -1,4 +1,4 @@
-"""Rule extraction_membership: the standard membership scores of one (model, dataset)'s
+"""Rule membership_sets: the standard membership scores of one (model, dataset)'s
 curated documents (one cached teacher-forced pass each) and D_pre vs D_post on them, with
 dataset inference (copyprobe.membership.sets)."""
 
@@ -24,7 +24,7 @@ corpus = pd.concat([read_table(p, CORPUS) for p in snakemake.input.corpora])  # 
 docs = pd.concat([read_documents(corpus, read_table(p, CURATED))
                   for p in snakemake.input.curated])  # noqa: F821
 result, table = score_date_split(docs, spec, manifest, params["statistics"])
-prov = provenance("extraction_membership", params["statistics"])
+prov = provenance("membership_sets", params["statistics"])
 write_table(table, snakemake.output.scores, SCORES, prov)  # noqa: F821
 result.update(model=snakemake.wildcards.model, dataset=snakemake.wildcards.dataset,  # noqa: F821
               provenance=prov)
