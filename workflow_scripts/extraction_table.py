@@ -6,7 +6,7 @@ from pathlib import Path
 
 from copyprobe.artifacts import write_text
 from copyprobe.extraction.tables import extraction_table, table_markdown
-from copyprobe.membership.sets import sets_markdown
+from copyprobe.membership.tables import sets_markdown
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from copyprobe.artifacts import write_text
-from copyprobe.membership.sets import sets_markdown
+from copyprobe.membership.tables import sets_markdown
 from copyprobe.msr.tables import table_rows, to_markdown
 from copyprobe.workflow import setup_logging
 

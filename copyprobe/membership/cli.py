@@ -197,7 +197,11 @@ def evaluate(docs: Any, table: Any, truth: Any, names: list[str],
              args: argparse.Namespace) -> dict[str, Any]:
     """Each score against the truth, and dataset inference of members against non-members."""
     from copyprobe.membership.compare import compare_sets
-    from copyprobe.membership.inference import dataset_inference, false_positive_rate
+    from copyprobe.membership.inference import (
+        dataset_inference,
+        false_positive_rate,
+        smallest_detecting_size,
+    )
     from copyprobe.membership.scores import MEASURES
 
     data = docs.merge(truth, on="doc_id").merge(table, on="doc_id")
@@ -219,6 +223,12 @@ def evaluate(docs: Any, table: Any, truth: Any, names: list[str],
     except ValueError as exc:
         di["false_positive_rate"] = None
         out["notes"].append(f"dataset inference's false-positive rate not measured: {exc}")
+    try:
+        di["smallest_detecting_size"] = smallest_detecting_size(
+            features[member], features[~member], seed=args.seed, aggregate=args.di_aggregate)
+    except ValueError as exc:
+        di["smallest_detecting_size"] = None
+        out["notes"].append(f"dataset inference's smallest detecting size not measured: {exc}")
     out["dataset_inference"] = di
     levels = sorted(int(r) for r in data.loc[data["member"], "repeats"].unique())
     if len(levels) > 1:
@@ -255,6 +265,12 @@ def human_table(result: dict[str, Any]) -> str:
     lines.append(f"dataset inference, members against non-members: {p}"
                  + (f"; false-positive rate over {fpr['halvings']} halvings of the non-members "
                     f"{fpr['rate']:.3f}" if fpr else ""))
+    size = (di.get("smallest_detecting_size") or {}).get("size")
+    if di.get("smallest_detecting_size"):
+        alpha = di["smallest_detecting_size"]["alpha"]
+        lines.append(f"smallest set at which dataset inference detects the members "
+                     f"(p < {alpha:g}): "
+                     + (f"{size} documents each" if size else "none, all documents included"))
     if result["measures"]:
         best, s = max(result["measures"].items(), key=lambda kv: kv[1]["auc"] or 0)
         ci = s["auc_ci"]

@@ -135,3 +135,24 @@ def false_positive_rate(nonmembers: Any, *, halvings: int = 200, alpha: float = 
     lo, hi = clopper_pearson(hits, halvings)
     return {"rate": hits / halvings, "rate_ci": [float(lo), float(hi)], "false_positives": hits,
             "halvings": halvings, "alpha": alpha, "n": len(x), "aggregate": aggregate}
+
+
+def smallest_detecting_size(members: Any, nonmembers: Any, *, alpha: float = 0.05,
+                            splits: int = 10, seed: int = 0,
+                            aggregate: str = DEFAULT_AGGREGATE) -> dict[str, Any]:
+    """The smallest number of documents per set at which dataset inference of members
+    against non-members gives p < ``alpha``: sizes from :data:`MIN_PER_SET` up to the
+    smaller set, each on a seeded random subset of each set. Returns ``size`` (None: not
+    detected even with every document), ``alpha`` and ``p_values`` (size: p, up to the
+    first detection)."""
+    m, v = np.asarray(members, dtype=float), np.asarray(nonmembers, dtype=float)
+    _check(m, v)
+    rng = np.random.default_rng(seed)
+    ps: dict[str, float] = {}
+    for n in range(MIN_PER_SET, min(len(m), len(v)) + 1):
+        sm, sv = m[rng.permutation(len(m))[:n]], v[rng.permutation(len(v))[:n]]
+        p = dataset_inference(sm, sv, splits=splits, seed=seed + n, aggregate=aggregate)
+        ps[str(n)] = p["p_value"]
+        if p["p_value"] < alpha:
+            return {"size": n, "alpha": alpha, "p_values": ps}
+    return {"size": None, "alpha": alpha, "p_values": ps}

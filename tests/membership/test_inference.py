@@ -108,3 +108,16 @@ def test_one_split_is_fit_on_one_half_and_welch_tested_on_the_other():
     want = stats.ttest_ind(dv(s[si[6:]]), dv(v[vi[5:]]), equal_var=False,
                            alternative="greater").pvalue
     assert p == pytest.approx(want, rel=1e-9)
+
+
+def test_the_smallest_detecting_size():
+    from copyprobe.membership.inference import smallest_detecting_size
+
+    rng = np.random.default_rng(8)
+    members, nonmembers = rng.normal(size=(30, 2)) + 3.0, rng.normal(size=(30, 2))
+    out = smallest_detecting_size(members, nonmembers, splits=3, seed=1)
+    # three standard deviations apart: the smallest set allowed already detects them
+    assert out["size"] == MIN_PER_SET and out["p_values"][str(MIN_PER_SET)] < 0.05
+    same = rng.normal(size=(12, 2))
+    none = smallest_detecting_size(same, rng.normal(size=(12, 2)), splits=3, seed=1)
+    assert none["size"] is None and list(none["p_values"]) == ["10", "11", "12"]
