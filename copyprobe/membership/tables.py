@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from copyprobe.membership.scores import MEASURES
+
 #: the split labels: D_pre (published before the cutoff: the candidate members) and D_post
 SPLITS = ("D_pre", "D_post")
 
@@ -34,7 +36,9 @@ def table_rows(results: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 "n_post": r["n_nonmembers"], "blind_auc": r["blind_auc"],
                 "di_p_value": r["dataset_inference"].get("p_value"),
                 "small_sample": bool(r["small_sample"])}
-        for name, s in r["measures"].items():
+        # in MEASURES' order (the JSON on disk has its keys sorted)
+        for name in sorted(r["measures"], key=lambda n: (list(MEASURES) + [n]).index(n)):
+            s = r["measures"][name]
             auc_lo, auc_hi = _lo_hi(s["auc_ci"])
             gap_lo, gap_hi = _lo_hi(s["auc_minus_blind_ci"])
             rows.append({**base, "measure": name, "auc": s["auc"], "auc_low": auc_lo,

@@ -8,15 +8,8 @@ import pandas as pd
 import pytest
 
 from copyprobe.membership.inference import dataset_inference
-from copyprobe.membership.sets import (
-    DATE_SPLIT_NOTE,
-    available_measures,
-    compare_date_split,
-    table_rows,
-    to_markdown,
-    sets_markdown,
-    unavailable,
-)
+from copyprobe.membership.sets import available_measures, compare_date_split, unavailable
+from copyprobe.membership.tables import DATE_SPLIT_NOTE, sets_markdown, table_rows, to_markdown
 
 WORDS = "river stone cloud field lamp orchard harbour meadow lantern quarry".split()
 
