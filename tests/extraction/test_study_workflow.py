@@ -5,6 +5,7 @@ page, and no MSR job; a bad extraction setting stops the run before any job, nam
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,19 @@ def test_the_workflow_plans_the_study_and_stops_at_a_bad_setting(wd):
     assert proc.returncode != 0
     assert ("copyprobe: config key 'extraction.headline.n': 3 is not one of extraction.ns"
             in proc.stderr)
+
+
+@pytest.mark.slow  # a real run of corpus, curation and the rule: about a minute when loaded
+def test_a_model_that_cannot_score_gets_its_reason_not_a_gap(wd):
+    cfg = {**_config(datasets=["one"]), "statistics": {"membership_scores": True}}
+    cfg["models"] = {"api": cfg["models"]["api"]}
+    (wd / "y.yaml").write_text(yaml.safe_dump(cfg))
+    target = "results/membership/sets/api/one.json"
+    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "--configfile", "y.yaml",
+                           "--replace-workflow-config", target], cwd=wd, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((wd / target).read_text())
+    assert result["model"] == "api" and result["dataset"] == "one"
+    assert result["skipped"].startswith("no membership scores: config key 'models.api.backend'")
+    assert (wd / "results/membership/sets/api/one.parquet").is_file()
