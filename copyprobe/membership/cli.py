@@ -314,8 +314,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="random halvings of the non-members that measure dataset inference's "
                         "false-positive rate")
     s.add_argument("--di-aggregate", choices=DI_AGGREGATES, default=DI_AGGREGATES[0],
-                   help="how dataset inference combines its splits' p-values (default "
-                        "%(default)s; harmonic: the authors' code, measured anti-conservative)")
+                   help="how dataset inference combines its splits' p-values (harmonic: the "
+                        "authors' code, measured anti-conservative)")
     s.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the splits")
     s.add_argument("--cache-dir", default=DEFAULT_CACHE,
                    help="the call cache, shared with the workflow's")
