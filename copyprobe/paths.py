@@ -2,6 +2,8 @@
 and the target and input functions fill them in (``CORPUS.format(source="wiki")``). Each
 study keeps its own in ``copyprobe/<study>/paths.py``."""
 
+from typing import Any
+
 CORPUS = "results/corpus/{source}.parquet"
 CORPUS_SKIPPED = "results/corpus/{source}.skipped.parquet"
 CORPUS_MANIFEST = "results/corpus/{source}.manifest.parquet"
@@ -13,8 +15,21 @@ GENERATIONS = "results/generations/{model}/{variant}/{source}.parquet"
 #: The versions and hashes of what a run used (columns kind, name, version, sha256).
 ENVIRONMENT = "results/reproducibility/environment.parquet"
 ENVIRONMENT_PAGE = "results/report/environment.html"
+#: The standard membership scores of a (model, dataset)'s curated documents, and D_pre vs
+#: D_post on them with dataset inference (copyprobe.membership.sets): MSR's and the
+#: extraction study's tables read them.
+MEMBERSHIP_SCORES = "results/membership/sets/{model}/{dataset}.parquet"
+MEMBERSHIP_SETS = "results/membership/sets/{model}/{dataset}.json"
 #: The report's HTML page of a table (rule report_page; each study names its pages).
 REPORT_PAGE = "results/report/{page}.html"
+
+
+def membership_sets(cfg: Any, pairs: Any) -> list[str]:
+    """The MEMBERSHIP_SETS of each (model, dataset) in ``pairs``, once each; none when
+    ``statistics.membership_scores`` is off."""
+    if not cfg["statistics"]["membership_scores"]:
+        return []
+    return list(dict.fromkeys(MEMBERSHIP_SETS.format(model=m, dataset=d) for m, d in pairs))
 
 
 def shard_path(model: str, variant: str, source: str, index: int, count: int) -> str:

@@ -6,6 +6,7 @@
 import copyprobe.extraction.paths as extraction_paths
 
 from copyprobe.extraction.inputs import ExtractionInputs
+from copyprobe.extraction.study import all_membership as extraction_all_membership
 from copyprobe.extraction.study import all_stats as extraction_all_stats
 
 extraction_inputs = ExtractionInputs(config)
@@ -89,6 +90,34 @@ rule extraction_stats:
         "../workflow_scripts/extraction_stats.py"
 
 
+# The standard membership scores of a (model, dataset)'s documents, one teacher-forced pass
+# per document through the call cache, and D_pre vs D_post on them (statistics.membership_scores);
+# this table's rule and MSR's make_table read them.
+rule membership_sets:
+    input:
+        corpora=extraction_inputs.dataset_corpora,
+        curated=extraction_inputs.dataset_curated,
+        model=paths.MODEL_MANIFEST,
+        library=library("membership_sets", shared.model_registry_parts),
+    output:
+        scores=paths.MEMBERSHIP_SCORES,
+        stats=paths.MEMBERSHIP_SETS,
+    log:
+        "logs/membership_sets/{model}/{dataset}.log",
+    conda:
+        shared.generate_env
+    threads: shared.generate_threads
+    resources:
+        mem_mb=4000,
+        runtime=shared.generation_runtime,
+        llm_api=shared.api_slots,
+        gpu=shared.generation_gpus,
+    params:
+        membership=extraction_inputs.membership_params,
+    script:
+        "../workflow_scripts/membership_sets.py"
+
+
 rule extraction_figures:
     input:
         windows=extraction_inputs.dataset_windows,
@@ -128,6 +157,7 @@ rule extraction_figures:
 rule extraction_table:
     input:
         stats=extraction_all_stats(config),
+        membership=extraction_all_membership(config),
         library=library("extraction_table"),
     output:
         csv=extraction_paths.TABLE_CSV,

@@ -8,6 +8,7 @@ import copyprobe.msr.paths as msr_paths
 from copyprobe.extraction.inputs import print_table as print_extraction_table
 from copyprobe.msr.inputs import MSRInputs, print_table
 from copyprobe.msr.study import all_comparisons, all_stats
+from copyprobe.msr.study import all_membership as msr_all_membership
 
 msr_inputs = MSRInputs(config)
 
@@ -254,6 +255,7 @@ rule make_comparison_table:
 rule make_table:
     input:
         stats=all_stats(config),
+        membership=msr_all_membership(config),
         library=library("make_table"),
     output:
         csv=msr_paths.TABLE_CSV,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from copyprobe.artifacts import write_text
 from copyprobe.extraction.tables import extraction_table, table_markdown
+from copyprobe.membership.tables import sets_markdown
 from copyprobe.workflow import setup_logging
 
 log = setup_logging(snakemake.log[0])  # noqa: F821
@@ -13,5 +14,6 @@ stats = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]  # noqa
 df = extraction_table(stats)
 Path(snakemake.output.csv).parent.mkdir(parents=True, exist_ok=True)  # noqa: F821
 df.to_csv(snakemake.output.csv, index=False)  # noqa: F821
-write_text(snakemake.output.md, table_markdown(df))  # noqa: F821
+membership = [json.loads(Path(p).read_text()) for p in snakemake.input.membership]  # noqa: F821
+write_text(snakemake.output.md, table_markdown(df) + sets_markdown(membership))  # noqa: F821
 log.info("%d rows", len(df))

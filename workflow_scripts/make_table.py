@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from copyprobe.artifacts import write_text
+from copyprobe.membership.tables import sets_markdown
 from copyprobe.msr.tables import table_rows, to_markdown
 from copyprobe.workflow import setup_logging
 
@@ -20,5 +21,6 @@ def labelled(result: dict) -> dict:
 results = [labelled(json.loads(Path(p).read_text())) for p in snakemake.input.stats]  # noqa: F821
 df = table_rows(results)
 write_text(snakemake.output.csv, df.to_csv(index=False))  # noqa: F821
-write_text(snakemake.output.md, to_markdown(df))  # noqa: F821
+membership = [json.loads(Path(p).read_text()) for p in snakemake.input.membership]  # noqa: F821
+write_text(snakemake.output.md, to_markdown(df) + sets_markdown(membership))  # noqa: F821
 log.info("table with %d rows", len(df))

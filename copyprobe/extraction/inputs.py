@@ -39,6 +39,15 @@ class ExtractionInputs:
     def dataset_corpora(self, wildcards: Any) -> list[str]:
         return [CORPUS.format(source=s) for s in self.config["datasets"][wildcards.dataset]]
 
+    def dataset_curated(self, wildcards: Any) -> list[str]:
+        return [CURATED.format(model=wildcards.model, source=s)
+                for s in self.config["datasets"][wildcards.dataset]]
+
+    def membership_params(self, wildcards: Any) -> dict[str, Any]:
+        """The model's slice and the statistics settings of the membership comparison."""
+        return {"model": cpc.model_slice(self.config, wildcards.model),
+                "statistics": dict(self.config["statistics"])}
+
     def window_shards(self, wildcards: Any) -> list[str]:
         """The scoring jobs' tables of a (model, source): ``extraction.shards`` of them."""
         n = int(self.config["extraction"]["shards"])

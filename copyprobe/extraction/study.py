@@ -12,6 +12,7 @@ from typing import Any
 
 from copyprobe.extraction import config as xc
 from copyprobe.extraction import paths as P
+from copyprobe.paths import membership_sets
 from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
 
 
@@ -22,6 +23,11 @@ def figures(cfg: Mapping[str, Any]) -> list[str]:
 
 def all_stats(cfg: Mapping[str, Any]) -> list[str]:
     return [P.STATS.format(model=m, dataset=d) for m, d in xc.runs(cfg)]
+
+
+def all_membership(cfg: Mapping[str, Any]) -> list[str]:
+    """The membership comparisons under the table (statistics.membership_scores)."""
+    return membership_sets(cfg, xc.runs(cfg))
 
 
 def targets(cfg: Mapping[str, Any]) -> list[str]:

@@ -8,4 +8,6 @@ The library math lives in modules without a model:
   bootstrap intervals, beside the blind baseline.
 * :mod:`copyprobe.membership.inference` -- dataset inference (Maini et al. 2024) and its
   measured false-positive rate.
+* :mod:`copyprobe.membership.sets` / :mod:`.tables` -- D_pre against D_post on the scores,
+  under MSR's and the extraction study's tables.
 """

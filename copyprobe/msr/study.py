@@ -8,6 +8,7 @@ from typing import Any
 
 from copyprobe.msr import experiments as cpx
 from copyprobe.msr import paths as P
+from copyprobe.paths import membership_sets
 from copyprobe.msr.config import (
     check_attribution,
     check_config,
@@ -26,6 +27,12 @@ def experiments_of(cfg: Mapping[str, Any], kind: str) -> list[str]:
 def all_stats(cfg: Mapping[str, Any]) -> list[str]:
     """The stats JSON of every (model, variant, dataset) run."""
     return [P.STATS.format(model=m, variant=v, dataset=d) for m, v, d in cpx.runs(cfg)]
+
+
+def all_membership(cfg: Mapping[str, Any]) -> list[str]:
+    """The membership comparisons under the table, one per (model, dataset) of the runs
+    (statistics.membership_scores)."""
+    return membership_sets(cfg, ((m, d) for m, _v, d in cpx.runs(cfg)))
 
 
 def all_comparisons(cfg: Mapping[str, Any]) -> list[str]:

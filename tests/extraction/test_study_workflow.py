@@ -5,6 +5,7 @@ page, and no MSR job; a bad extraction setting stops the run before any job, nam
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -58,10 +59,13 @@ def _jobs(proc: subprocess.CompletedProcess) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_the_workflow_plans_the_study_and_stops_at_a_bad_setting(wd):
-    plan = _jobs(_dry_run(wd, _config(datasets=["two"])))
+    # with statistics.membership_scores, one membership_sets job per (model, dataset): the
+    # llama.cpp model is scored, the API model on Monte Carlo writes why it is skipped
+    plan = _jobs(_dry_run(wd, {**_config(datasets=["two"]),
+                               "statistics": {"membership_scores": True}}))
     assert plan == {"collect_corpus": 2, "prepare_model": 2, "curate": 4, "environment": 1,
                     "extraction_score": 4, "extraction_merge": 4,
-                    "extraction_documents": 2, "extraction_stats": 2,
+                    "extraction_documents": 2, "extraction_stats": 2, "membership_sets": 2,
                     "extraction_figures": 2, "extraction_table": 1, "report_page": 2,
                     "all": 1}
     # three shards: three scoring jobs per (model, source), one merge each
@@ -106,3 +110,19 @@ def test_a_monte_carlo_api_model_runs_and_its_map_counts_words(tmp_path, workflo
     assert len(tables) == 3 and {read_meta(t)["unit"] for t in tables} == {"words"}
     log = (wd / "logs" / "extraction_figures" / "api" / "one.log").read_text()
     assert "x axis \"word offset of the window's suffix in the document\"" in log
+
+
+@pytest.mark.slow  # a real run of corpus, curation and the rule: about a minute when loaded
+def test_a_model_that_cannot_score_gets_its_reason_not_a_gap(wd):
+    cfg = {**_config(datasets=["one"]), "statistics": {"membership_scores": True}}
+    cfg["models"] = {"api": cfg["models"]["api"]}
+    (wd / "y.yaml").write_text(yaml.safe_dump(cfg))
+    target = "results/membership/sets/api/one.json"
+    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "--configfile", "y.yaml",
+                           "--replace-workflow-config", target], cwd=wd, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((wd / target).read_text())
+    assert result["model"] == "api" and result["dataset"] == "one"
+    assert result["skipped"].startswith("no membership scores: config key 'models.api.backend'")
+    assert (wd / "results/membership/sets/api/one.parquet").is_file()
