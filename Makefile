@@ -4,6 +4,7 @@
 #                windows a document (config/examples/demo_full.yaml merged into the default)
 #   make test   set up .venv and run the test suite
 #   make demo-copyright   the offline copyright-compliance demo (config/copyright_demo.yaml)
+#   make demo-copyright-full  the same with 2 queries a task (config/examples/copyright_demo_full.yaml)
 #   make report  the HTML report of the run (results/report.html; runs what is missing first;
 #                REPORT_ARGS="--configfile config/copyright_demo.yaml --replace-workflow-config"
 #                reports the copyright demo)
@@ -31,7 +32,7 @@ endif
 WHEELHOUSE ?= $(HOME)/.cache/copyprobe/wheels/$(LLAMA_FLAVOUR)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo demo-full demo-listing demo-copyright report test test-services setup bench clean-results
+.PHONY: demo demo-full demo-listing demo-copyright demo-copyright-full demo-copyright-listing report test test-services setup bench clean-results
 
 setup: $(STAMP)
 
@@ -73,6 +74,14 @@ demo-listing:
 demo-copyright: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config/copyright_demo.yaml \
 	  --replace-workflow-config
+	@$(MAKE) --no-print-directory demo-copyright-listing
+
+demo-copyright-full: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/copyright_demo.yaml \
+	  config/examples/copyright_demo_full.yaml --replace-workflow-config
+	@$(MAKE) --no-print-directory demo-copyright-listing
+
+demo-copyright-listing:
 	@echo
 	@for t in table1 over_refusal; do echo "results/copyright/docs/tables/$$t.md:"; echo; \
 	  cat results/copyright/docs/tables/$$t.md; echo; done
@@ -80,6 +89,7 @@ demo-copyright: $(STAMP)
 	@echo "Tables:  results/copyright/docs/tables/ (table1, by_notice_form, by_category, table5, over_refusal; CSV + Markdown)"
 	@echo "Figures: results/copyright/docs/figures/fig6.png, fig7.png, fig8.png"
 	@echo "Scores:  results/copyright/docs/scored.parquet (one row per response)"
+	@echo "More:    make demo-copyright-full (2 queries a task)"
 
 # The report covers the jobs of the given config: the run first (nothing to do when done),
 # then Snakemake's self-contained HTML report of it.
