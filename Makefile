@@ -1,7 +1,10 @@
 # copyprobe: two commands.
-#   make demo   set up .venv and run the offline MSR demo (default config)
+#   make demo   set up .venv and run the offline MSR demo (default config: each measure once)
+#   make demo-full  the demo with the Wikipedia leads, SmolLM2 in chat format and 4 extraction
+#                windows a document (config/examples/demo_full.yaml merged into the default)
 #   make test   set up .venv and run the test suite
 #   make demo-copyright   the offline copyright-compliance demo (config/copyright_demo.yaml)
+#   make demo-copyright-full  the same with 2 queries a task (config/examples/copyright_demo_full.yaml)
 #   make report  the HTML report of the run (results/report.html; runs what is missing first;
 #                REPORT_ARGS="--configfile config/copyright_demo.yaml --replace-workflow-config"
 #                reports the copyright demo)
@@ -29,7 +32,7 @@ endif
 WHEELHOUSE ?= $(HOME)/.cache/copyprobe/wheels/$(LLAMA_FLAVOUR)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo demo-copyright report test test-services setup bench clean-results
+.PHONY: demo demo-full demo-listing demo-copyright demo-copyright-full demo-copyright-listing report test test-services setup bench clean-results
 
 setup: $(STAMP)
 
@@ -51,17 +54,34 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES)
+	@$(MAKE) --no-print-directory demo-listing
+
+demo-full: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/examples/demo_full.yaml
+	@$(MAKE) --no-print-directory demo-listing
+
+demo-listing:
 	@echo
-	@echo "Table:   results/tables/msr_table.csv and results/tables/msr_table.md (printed above when made)"
-	@echo "Figures: results/figures/<model>/<variant>/<dataset>_fk.png, _per_document.png, _helm.png;"
-	@echo "         results/figures/<dataset>_fk_models.png; results/figures/experiments/"
-	@echo "Stats:   results/stats/<model>/<variant>/<dataset>.json (variant main: no override)"
-	@echo "Extraction (p_z per window, Gemma-3-270M on the licences): results/tables/extraction_table.md,"
+	@echo "MSR table (printed above when made): results/tables/msr_table.csv and .md"
+	@echo "Figures: results/figures/<model>/main/<dataset>_fk.png, _per_document.png, _helm.png;"
+	@echo "         results/figures/<dataset>_fk_models.png"
+	@echo "Stats:   results/stats/<model>/main/<dataset>.json (blind baseline, bootstrap intervals)"
+	@echo "Extraction table (p_z per window, Gemma-3-270M on the licences; printed above when"
+	@echo "         made): results/tables/extraction_table.md,"
 	@echo "         results/extraction/figures/gemma3-270m/licences_{log_pz,np_curves,map}.png"
+	@echo "More:    make demo-full (Wikipedia, SmolLM2 in chat format, 4 windows a document)"
 
 demo-copyright: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config/copyright_demo.yaml \
 	  --replace-workflow-config
+	@$(MAKE) --no-print-directory demo-copyright-listing
+
+demo-copyright-full: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/copyright_demo.yaml \
+	  config/examples/copyright_demo_full.yaml --replace-workflow-config
+	@$(MAKE) --no-print-directory demo-copyright-listing
+
+demo-copyright-listing:
 	@echo
 	@for t in table1 over_refusal; do echo "results/copyright/docs/tables/$$t.md:"; echo; \
 	  cat results/copyright/docs/tables/$$t.md; echo; done
@@ -69,6 +89,7 @@ demo-copyright: $(STAMP)
 	@echo "Tables:  results/copyright/docs/tables/ (table1, by_notice_form, by_category, table5, over_refusal; CSV + Markdown)"
 	@echo "Figures: results/copyright/docs/figures/fig6.png, fig7.png, fig8.png"
 	@echo "Scores:  results/copyright/docs/scored.parquet (one row per response)"
+	@echo "More:    make demo-copyright-full (2 queries a task)"
 
 # The report covers the jobs of the given config: the run first (nothing to do when done),
 # then Snakemake's self-contained HTML report of it.

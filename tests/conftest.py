@@ -295,3 +295,21 @@ def fault_server(fault_server_module: ModuleType) -> Iterator[Any]:
     or script faults in the test."""
     with fault_server_module.FaultServer(latency=0.0) as srv:
         yield srv
+
+
+def read_demo_full_config() -> dict[str, Any]:
+    """config/config.yaml with config/examples/demo_full.yaml merged into it key by key, as
+    `make demo-full` runs it (Snakemake's own merge): the demo's two models, both datasets."""
+    import yaml
+    from snakemake.utils import update_config
+
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    update_config(cfg, yaml.safe_load(
+        (ROOT / "config" / "examples" / "demo_full.yaml").read_text()))
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def demo_full_config():
+    """:func:`read_demo_full_config` (call it for a fresh copy)."""
+    return read_demo_full_config

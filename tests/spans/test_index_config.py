@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
-def cfg() -> dict:
-    raw = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+def cfg(demo_full_config) -> dict:
+    raw = demo_full_config()  # the demo's sources with the Wikipedia leads
     raw["datasets"]["both"] = ["licences", "controls"]
     return raw
 

@@ -58,9 +58,9 @@ def test_configfile_merges_into_the_demo_config_and_says_so(wd):
     proc = dry_run(wd, "--configfile", "mine.yaml")
     plan = planned(proc)
     assert ("my-model", "mine") in plan
-    assert ("smollm2-135m-instruct", "wikipedia") in plan  # the demo's still run
+    assert ("gemma3-270m", "licences") in plan  # the demo's still run
     [note] = [line for line in proc.stderr.splitlines() if line.startswith(NOTE)]
-    assert "models gemma3-270m, my-model, smollm2-135m-instruct" in note
+    assert "models gemma3-270m, my-model;" in note
     assert "add --replace-workflow-config to run only your file" in note
 
 
