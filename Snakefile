@@ -36,3 +36,9 @@ rule all:
     input:
         all_targets(),
         report_targets(),
+
+
+# One handler for the workflow (Snakemake keeps the last `onsuccess` defined): every study's
+# table that this run (re)made (Study.printed_tables).
+onsuccess:
+    print_tables(STUDIES, config, jobs_run(workflow))

@@ -88,6 +88,10 @@ class Study:
     #: ``copyprobe list`` kind -> ``"module:function"`` returning the study's entries of that
     #: kind (:class:`copyprobe.listing.Entry`), listed after the core's
     listers: ClassVar[Mapping[str, str]] = {}
+    #: the study's interface: the modules of its package (``paths``, ``metrics.rouge``) that
+    #: another study may import; tests/test_layout.py checks that studies import nothing else
+    #: of each other
+    interface: ClassVar[tuple[str, ...]] = ()
 
     def schema(self) -> dict[str, Any]:
         """The study's schema fragment (empty without :attr:`schema_file`)."""
@@ -96,8 +100,8 @@ class Study:
         folder = Path(sys.modules[type(self).__module__].__file__ or ".").parent
         return yaml.safe_load((folder / self.schema_file).read_text(encoding="utf-8")) or {}
 
-    def expand(self, cfg: dict[str, Any]) -> None:
-        """Rewrite the config before any check (e.g. add the models a setting implies)."""
+    def add_implied(self, cfg: dict[str, Any]) -> None:
+        """Add what the config implies, before any check (e.g. the models a setting implies)."""
 
     def check(self, cfg: Mapping[str, Any]) -> None:
         """Raise :class:`copyprobe.config.ConfigError`, naming the key, for what the schema
@@ -138,6 +142,11 @@ class Study:
         """The files the workflow's default target makes for this study."""
         return []
 
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        """The tables printed after a successful run that (re)made them: the rule that makes
+        each -> its Markdown file (the Snakefile's one ``onsuccess`` handler prints them)."""
+        return {}
+
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         """The report's HTML page (its path, under ``results/report/``) of each table that
         :meth:`targets` makes."""
@@ -173,6 +182,17 @@ STUDIES.declare("guard", "copyprobe.guard.study:GuardStudy", backend_wrappers=("
 STUDIES.declare("extraction", "copyprobe.extraction.study:ExtractionStudy")
 STUDIES.declare("longform", "copyprobe.longform.study:LongformStudy")
 STUDIES.declare("membership", "copyprobe.membership.study:MembershipStudy")
+
+
+def print_tables(registered: Iterable[Study], cfg: Mapping[str, Any],
+                 jobs_run: Iterable[tuple[str, Any]]) -> None:
+    """After a successful run, print (Markdown) each study's table whose rule ran
+    (:meth:`Study.printed_tables`), study by study."""
+    ran = {name for name, _ in jobs_run}
+    for study in registered:
+        for rule, table in study.printed_tables(cfg).items():
+            if rule in ran and Path(table).is_file():
+                print(f"\n{table}:\n\n{Path(table).read_text()}", flush=True)
 
 
 def studies() -> list[Study]:

@@ -63,7 +63,7 @@ def test_live_example_plans_every_source_and_the_reports(tmp_path, workflow_copy
                          flags=re.MULTILINE)
     collected = {w for rule, w in planned if rule == "collect_corpus"}
     assert collected == {f"source={s}" for s in ("wiki_pre", "wiki_post", "oer_pre", "oer_post")}
-    assert "rule curation_report:" in out or "localrule curation_report:" in out
+    assert "rule msr_curation_report:" in out or "localrule msr_curation_report:" in out
 
 
 PAPER = ROOT / "config" / "paper" / "copyright.yaml"

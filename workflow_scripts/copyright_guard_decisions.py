@@ -3,11 +3,11 @@ one benchmark (read from the decision store its generation filled)."""
 
 from copyprobe.artifacts import PROMPTS, provenance, read_table, write_table
 from copyprobe.guard.backend import GUARD_DECISIONS, guard_decisions
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-spec = dict(snakemake.params.model)  # noqa: F821
-df = guard_decisions(read_table(snakemake.input.prompts, PROMPTS), spec)  # noqa: F821
-write_table(df, snakemake.output[0], GUARD_DECISIONS,  # noqa: F821
+log = setup_logging(snakemake.log[0])
+spec = dict(snakemake.params.model)
+df = guard_decisions(read_table(snakemake.input.prompts, PROMPTS), spec)
+write_table(df, snakemake.output[0], GUARD_DECISIONS,
             provenance("copyright_guard_decisions", {"guard": spec["guard"]}))
 log.info("%s: %s", spec["name"], df["action"].value_counts().to_dict())

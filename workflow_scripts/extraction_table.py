@@ -6,12 +6,12 @@ from pathlib import Path
 
 from copyprobe.artifacts import write_text
 from copyprobe.extraction.tables import extraction_table, table_markdown
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-stats = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]  # noqa: F821
+log = setup_logging(snakemake.log[0])
+stats = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]
 df = extraction_table(stats)
-Path(snakemake.output.csv).parent.mkdir(parents=True, exist_ok=True)  # noqa: F821
-df.to_csv(snakemake.output.csv, index=False)  # noqa: F821
-write_text(snakemake.output.md, table_markdown(df))  # noqa: F821
+Path(snakemake.output.csv).parent.mkdir(parents=True, exist_ok=True)
+df.to_csv(snakemake.output.csv, index=False)
+write_text(snakemake.output.md, table_markdown(df))
 log.info("%d rows", len(df))

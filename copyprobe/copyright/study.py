@@ -159,13 +159,15 @@ class CopyrightStudy(Study):
     """The LVLM copyright-compliance benchmark: materials x notice forms x queries."""
 
     name = STUDY
+    interface = ("paths", "queries", "refusal", "analysis", "scored_table", "response_scoring",
+                 "metrics.embedding", "metrics.rouge")
     schema_file = "data/schema.yaml"
     commands = "copyprobe.copyright.cli:add_commands"
     listers = {"metrics": "copyprobe.copyright.listing:metrics"}
     rule_file = "rules/copyright.smk"
     runs_models = True
 
-    def expand(self, cfg: dict[str, Any]) -> None:
+    def add_implied(self, cfg: dict[str, Any]) -> None:
         add_material_indexes(cfg)
 
     def check(self, cfg: Mapping[str, Any]) -> None:

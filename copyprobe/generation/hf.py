@@ -21,7 +21,7 @@ The identity records the device class (``backend_device``): greedy outputs can d
 and GPU kernels (as between vLLM and transformers), so one comparison must never mix backends
 or devices.
 
-Scoring (:class:`~copyprobe.generation.scoring.ScoringBackend`): ``one_pass`` is one forward
+Scoring (:class:`~copyprobe.generation.logprob_scoring.ScoringBackend`): ``one_pass`` is one forward
 pass per batch of up to ``batch_size`` sequences, right-padded with an attention mask (real
 tokens keep positions 0..n-1 and never attend to the padding after them), the logits of only
 the positions that predict target tokens kept (``logits_to_keep``) and log-softmaxed in
@@ -52,7 +52,7 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe.generation.scoring import (
+from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
     TokenScores,
@@ -185,7 +185,7 @@ def _load_dir(model_file: ModelFile | None,
 
 
 class HFTokenizer:
-    """The :class:`~copyprobe.generation.scoring.Tokenizer` of a transformers tokenizer:
+    """The :class:`~copyprobe.generation.logprob_scoring.Tokenizer` of a transformers tokenizer:
     plain text, no special tokens added."""
 
     def __init__(self, tok: Any) -> None:

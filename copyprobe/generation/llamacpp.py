@@ -5,7 +5,7 @@ prompt cache otherwise changes greedy output when the same request repeats on on
 sampling parameters are passed explicitly (``min_p`` is pinned to 0, where the library default
 is 0.05), and the seed is set per request from the decoding seed and the sample index.
 
-Scoring (:class:`~copyprobe.generation.scoring.ScoringBackend`) takes two paths. ``one_pass``
+Scoring (:class:`~copyprobe.generation.logprob_scoring.ScoringBackend`) takes two paths. ``one_pass``
 evaluates the whole sequence once on a second ``Llama`` instance made with
 ``logits_all=True`` (the generation instance keeps ``logits_all=False``, so generation and its
 cache keys are unchanged), and ``scores[i]`` are the logits that predict token ``i + 1``.
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
-from copyprobe.generation.scoring import (
+from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
     TokenScores,
@@ -57,7 +57,7 @@ def _llama_class() -> Any:
 
 
 class LlamaTokenizer:
-    """The :class:`~copyprobe.generation.scoring.Tokenizer` of a ``Llama`` instance (a
+    """The :class:`~copyprobe.generation.logprob_scoring.Tokenizer` of a ``Llama`` instance (a
     ``vocab_only`` one loads no weights): plain text, no BOS, no special-token parsing."""
 
     def __init__(self, llm: Any) -> None:

@@ -79,7 +79,7 @@ permanent ``ConfigError``). Which servers return the prompt's log-probs: vLLM's 
 serving.py); llama.cpp's server does not (log-probs of generated tokens only, llama.cpp #27174;
 some builds reject ``echo``); OpenAI's API does not (completion log-probs only). Every request
 is sent in token ids, so nothing is re-tokenised by the server: the sequence is built by
-:func:`~copyprobe.generation.scoring.score_sequence` with the server's own tokenizer
+:func:`~copyprobe.generation.logprob_scoring.score_sequence` with the server's own tokenizer
 (:class:`ServerTokenizer`: vLLM's ``/tokenize`` and ``/detokenize`` at the server's root; a chat
 prompt is rendered by ``/tokenize`` with ``messages``, the target as an open assistant turn),
 then up to :attr:`~OpenAIBackend.max_score_batch` sequences go in one ``POST /v1/completions``
@@ -128,7 +128,7 @@ from copyprobe.generation.openai_protocol import (
     redact,
     shorten,
 )
-from copyprobe.generation.scoring import (
+from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
     TokenScores,

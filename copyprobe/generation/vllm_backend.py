@@ -22,7 +22,7 @@ completion prompts through ``LLM.generate``. A prompt longer than ``max_model_le
 with ``ContextLengthError``.
 
 Scoring (path ``prompt_logprobs``): each sequence (built by
-:func:`~copyprobe.generation.scoring.score_sequence` with the engine's own tokenizer, chat
+:func:`~copyprobe.generation.logprob_scoring.score_sequence` with the engine's own tokenizer, chat
 prompts under its chat template) goes to ``LLM.generate`` as a ``TokensPrompt``
 (``{"prompt_token_ids": ids}``) with ``SamplingParams(prompt_logprobs=1, max_tokens=1,
 temperature=0)``; ``RequestOutput.prompt_logprobs`` holds, per position after the first,
@@ -48,7 +48,7 @@ from copyprobe.generation.base import (
     Decoding,
 )
 from copyprobe.generation.openai_protocol import prepare_messages, scores_from_prompt_logprobs
-from copyprobe.generation.scoring import ScoreRequest, ScoringBackend, TokenScores, score_sequence
+from copyprobe.generation.logprob_scoring import ScoreRequest, ScoringBackend, TokenScores, score_sequence
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 

@@ -92,13 +92,14 @@ class MSRStudy(Study):
     """Many-Shot Regurgitation: D_pre vs D_post per model, variants and experiments."""
 
     name = "msr"
+    interface = ("paths", "prompts")
     schema_file = "data/schema.yaml"
     commands = "copyprobe.msr.cli:add_commands"
     rule_file = "rules/msr.smk"
     runs_models = True
     default_for_models = True
 
-    def expand(self, cfg: dict[str, Any]) -> None:
+    def add_implied(self, cfg: dict[str, Any]) -> None:
         expand_index_corpora(cfg)
 
     def check(self, cfg: Mapping[str, Any]) -> None:
@@ -119,13 +120,16 @@ class MSRStudy(Study):
         spec["msr"] = {**spec["msr"], **v.get("msr", {})}
 
     def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
-        return "build_prompts" if source in cfg["sources"] else None
+        return "msr_build_prompts" if source in cfg["sources"] else None
 
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {"datasets": list(cfg["datasets"])}
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         return targets(cfg)
+
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        return {"msr_make_table": P.TABLE_MD}
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         return report_pages(cfg)

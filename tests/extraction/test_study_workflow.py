@@ -59,7 +59,7 @@ def _jobs(proc: subprocess.CompletedProcess) -> dict[str, int]:
 @pytest.mark.slow
 def test_the_workflow_plans_the_study_and_stops_at_a_bad_setting(wd):
     plan = _jobs(_dry_run(wd, _config(datasets=["two"])))
-    assert plan == {"collect_corpus": 2, "prepare_model": 2, "curate": 4, "environment": 1,
+    assert plan == {"collect_corpus": 2, "prepare_model": 2, "msr_curate": 4, "environment": 1,
                     "extraction_score": 4, "extraction_merge": 4,
                     "extraction_documents": 2, "extraction_stats": 2,
                     "extraction_figures": 2, "extraction_table": 1, "report_page": 2,

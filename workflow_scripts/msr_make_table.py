@@ -1,4 +1,4 @@
-"""Rule make_table: the results table (CSV and Markdown) over every model, variant and dataset.
+"""Rule msr_make_table: the results table (CSV and Markdown) over every model, variant and dataset.
 
 A run of a variant other than "main" is listed as ``model [variant]``."""
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from copyprobe.artifacts import write_text
 from copyprobe.msr.tables import table_rows, to_markdown
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
+log = setup_logging(snakemake.log[0])
 
 
 def labelled(result: dict) -> dict:
@@ -17,8 +17,8 @@ def labelled(result: dict) -> dict:
     return result if variant == "main" else {**result, "model": f"{result['model']} [{variant}]"}
 
 
-results = [labelled(json.loads(Path(p).read_text())) for p in snakemake.input.stats]  # noqa: F821
+results = [labelled(json.loads(Path(p).read_text())) for p in snakemake.input.stats]
 df = table_rows(results)
-write_text(snakemake.output.csv, df.to_csv(index=False))  # noqa: F821
-write_text(snakemake.output.md, to_markdown(df))  # noqa: F821
+write_text(snakemake.output.csv, df.to_csv(index=False))
+write_text(snakemake.output.md, to_markdown(df))
 log.info("table with %d rows", len(df))
