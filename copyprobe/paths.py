@@ -6,7 +6,8 @@ CORPUS = "results/corpus/{source}.parquet"
 CORPUS_SKIPPED = "results/corpus/{source}.skipped.parquet"
 CORPUS_MANIFEST = "results/corpus/{source}.manifest.parquet"
 MODEL_MANIFEST = "results/models/{model}.json"
-#: Any study's prompts (a study's sources may be named, e.g. ``copyright.<benchmark>``).
+#: The prompts of a corpus source (MSR's); a study that prompts otherwise keeps its own
+#: (copyright: copyprobe.copyright.paths.PROMPTS), and the generate rule asks its maker.
 PROMPTS = "results/prompts/{model}/{variant}/{source}.parquet"
 GENERATION_SHARD = "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet"
 GENERATIONS = "results/generations/{model}/{variant}/{source}.parquet"

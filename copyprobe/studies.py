@@ -92,6 +92,11 @@ class Study:
     #: another study may import; tests/test_layout.py checks that studies import nothing else
     #: of each other
     interface: ClassVar[tuple[str, ...]] = ()
+    #: the generation sources whose prompts tables the study makes (with its checkpoint
+    #: :attr:`prompts_checkpoint`): those whose name starts with this prefix
+    #: (``"copyright."``), or ``""``: the corpus sources (config ``sources``); None: none
+    prompts_prefix: ClassVar[str | None] = None
+    prompts_checkpoint: ClassVar[str | None] = None
 
     def schema(self) -> dict[str, Any]:
         """The study's schema fragment (empty without :attr:`schema_file`)."""
@@ -120,14 +125,14 @@ class Study:
                   spec: dict[str, Any]) -> None:
         """Apply a run's overrides (its ``{variant}``) to a model's slice, in place."""
 
-    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
-        """The checkpoint (rule name) that makes prompts for the generation layer's
-        ``{source}``, when this study makes them; else None."""
-        return None
-
     def prompts_wildcards(self, source: str, wildcards: Mapping[str, str]) -> dict[str, str]:
-        """The wildcards of :meth:`claims_prompts`' checkpoint for a generation job's."""
+        """The wildcards of :attr:`prompts_checkpoint` for a generation job's."""
         return {key: wildcards[key] for key in wildcards.keys()}
+
+    def prompts_table(self, source: str, wildcards: Mapping[str, str]) -> str:
+        """The prompts table of a generation job's (model, variant, source), at the study's
+        own path (what :attr:`prompts_checkpoint` writes)."""
+        raise NotImplementedError(f"study {self.name!r} makes no prompts table")
 
     def extra_models(self, cfg: Mapping[str, Any], rules: set[str]) -> dict[str, Any]:
         """Model entries the study runs outside ``models`` (e.g. a judge), by a name for

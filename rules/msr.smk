@@ -59,9 +59,6 @@ checkpoint msr_build_prompts:
         paths.PROMPTS,
     log:
         "logs/msr_build_prompts/{model}/{variant}/{source}.log",
-    wildcard_constraints:
-        # the copyright benchmarks' prompts are made by copyright_prompts
-        source=r"(?!copyright\.)[A-Za-z0-9][A-Za-z0-9_.-]*",
     conda:
         "../envs/library.yaml"
     params:

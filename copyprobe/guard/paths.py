@@ -1,6 +1,6 @@
 """The guard's result paths, as patterns (rules/guard.smk, copyprobe.guard.study)."""
 
-PROMPTS = "results/prompts/{model}/main/copyright.{benchmark}.parquet"
+PROMPTS = "results/copyright/{benchmark}/prompts/{model}/main.parquet"
 DECISIONS = "results/copyright/{benchmark}/guard_decisions/{model}.parquet"
 TABLES = "results/copyright/guard/"
 TABLE2 = "results/copyright/guard/table2.md"

@@ -15,6 +15,7 @@ from copyprobe.msr.config import (
     msr_models,
     take_msr_settings,
 )
+from copyprobe.paths import PROMPTS
 from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
 
 
@@ -93,6 +94,8 @@ class MSRStudy(Study):
 
     name = "msr"
     interface = ("paths", "prompts")
+    prompts_prefix = ""  # the corpus sources
+    prompts_checkpoint = "msr_build_prompts"
     schema_file = "data/schema.yaml"
     commands = "copyprobe.msr.cli:add_commands"
     rule_file = "rules/msr.smk"
@@ -119,8 +122,9 @@ class MSRStudy(Study):
         spec["decoding"] = {**spec.get("decoding", {}), **v.get("decoding", {})}
         spec["msr"] = {**spec["msr"], **v.get("msr", {})}
 
-    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
-        return "msr_build_prompts" if source in cfg["sources"] else None
+    def prompts_table(self, source: str, wildcards: Mapping[str, str]) -> str:
+        return PROMPTS.format(model=wildcards["model"], variant=wildcards["variant"],
+                              source=source)
 
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {"datasets": list(cfg["datasets"])}

@@ -100,7 +100,7 @@ def test_the_study_runs_end_to_end(ran):
     assert [m["title"] for m in report["materials_without_original_notice"]] == ["Parser Guide"]
     assert report["images"] == 4  # 2 materials x (plain, with the generic footer)
     assert len(list((wd / "cache/copyright/images").glob("*.png"))) == 4
-    prompts = read_table(wd / "results/prompts/cascade/main/copyright.tiny.parquet", PROMPTS)
+    prompts = read_table(wd / "results/copyright/tiny/prompts/cascade/main.parquet", PROMPTS)
     assert prompts["request_id"].tolist() == man["request_id"].tolist()
 
     pooled = read_scored(wd / "results/copyright/tiny/scored.parquet")
