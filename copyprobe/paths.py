@@ -18,7 +18,8 @@ ENVIRONMENT_PAGE = "results/report/environment.html"
 REPORT_PAGE = "results/report/{page}.html"
 
 
-def shard_path(model: str, variant: str, source: str, index: int, count: int) -> str:
-    """The ``index``-th of ``count`` generation shards."""
-    return GENERATION_SHARD.format(model=model, variant=variant, source=source,
-                                   shard=f"{index:05d}-of-{count:05d}")
+def shard_path(model: str, variant: str, source: str, index: int, count: int,
+               pattern: str = GENERATION_SHARD) -> str:
+    """The ``index``-th of ``count`` generation shards (or of a shard's sidecar ``pattern``)."""
+    return pattern.format(model=model, variant=variant, source=source,
+                          shard=f"{index:05d}-of-{count:05d}")

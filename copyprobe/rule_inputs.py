@@ -140,14 +140,23 @@ class SharedInputs:
 
         from copyprobe.generation.shards import shard_count
 
-        source = wildcards.source
+        return self.shards_of(wildcards.model, wildcards.variant, wildcards.source)
+
+    def shards_of(self, model: str, variant: str, source: str,
+                  pattern: str = paths.GENERATION_SHARD) -> list[str]:
+        """The shard files (or a shard sidecar's, ``pattern``) of one (model, variant,
+        source), known once its prompts exist (the owner's checkpoint)."""
+        import pandas as pd
+
+        from copyprobe.generation.shards import shard_count
+
+        run = {"model": model, "variant": variant, "source": source}
         owner = self.prompts_owner(source)
         maker = getattr(self.checkpoints, owner.prompts_checkpoint)
-        prompts = maker.get(**owner.prompts_wildcards(source, wildcards)).output[0]
+        prompts = maker.get(**owner.prompts_wildcards(source, run)).output[0]
         n = shard_count(pd.read_parquet(prompts, columns=["status"]),
-                        self._model(wildcards).get("shard_size"))
-        return [paths.shard_path(wildcards.model, wildcards.variant, source, i, n)
-                for i in range(n)]
+                        self.config["models"][model].get("shard_size"))
+        return [paths.shard_path(model, variant, source, i, n, pattern) for i in range(n)]
 
     # ---- the environment table
     def environment_workflow_files(self, basedir: str) -> list[str]:

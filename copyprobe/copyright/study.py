@@ -159,8 +159,8 @@ class CopyrightStudy(Study):
     """The LVLM copyright-compliance benchmark: materials x notice forms x queries."""
 
     name = STUDY
-    interface = ("paths", "queries", "refusal", "analysis", "scored_table", "response_scoring",
-                 "metrics.embedding", "metrics.rouge")
+    interface = ("paths", "study", "queries", "refusal", "analysis", "scored_table",
+                 "response_scoring", "metrics.embedding", "metrics.rouge")
     prompts_prefix = COPYRIGHT_PREFIX
     prompts_checkpoint = "copyright_prompts"
     schema_file = "data/schema.yaml"

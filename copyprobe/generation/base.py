@@ -214,8 +214,11 @@ BACKENDS.declare("ocr_cascade", "copyprobe.generation.ocr_cascade:OCRCascadeBack
 #: every request through the copyright guard). A wrapper class
 #: has two class methods: ``wrap_identity(block, spec, identity) -> identity`` (what the
 #: wrapper adds to the cache identity, so a wrapped and a bare model never share answers) and
-#: ``wrap(block, spec, backend) -> Backend``. Declared, so a wrapper's module is imported only
-#: when a model uses it.
+#: ``wrap(block, spec, backend) -> Backend``, and ``records(block, spec, prompts) ->
+#: (DataFrame, TableSpec)``: what it recorded of the requests of a PROMPTS table (the guard:
+#: its decisions), which the generate job that made them writes as its output named after the
+#: wrapper, where a rule asks for it. Declared, so a wrapper's module is imported only when a
+#: model uses it.
 BACKEND_WRAPPERS: Registry[Any] = Registry("backend wrapper")
 
 
