@@ -136,10 +136,6 @@ class SharedInputs:
     def generation_shards(self, wildcards: Any) -> list[str]:
         """Shard files of one (model, variant, source), known once its prompts exist (the
         checkpoint of the study that makes them)."""
-        import pandas as pd
-
-        from copyprobe.generation.shards import shard_count
-
         return self.shards_of(wildcards.model, wildcards.variant, wildcards.source)
 
     def shards_of(self, model: str, variant: str, source: str,

@@ -31,8 +31,9 @@ def test_a_script_depends_on_what_it_imports_and_their_imports():
 def test_msr_and_copyright_scripts_share_no_study_module():
     # with the parts their rules name (the rules that run no model: model_parts(None), which
     # also leaves out the studies that only bring backend wrappers)
-    msr = set().union(*(deps(s) for s in ("msr_build_prompts", "msr_count_matches", "msr_compute_stats",
-                                          "msr_make_table", "msr_plot_figures")))
+    msr = set().union(*(deps(s) for s in ("msr_build_prompts", "msr_count_matches",
+                                          "msr_compute_stats", "msr_make_table",
+                                          "msr_plot_figures")))
     copyright_ = set().union(*(deps(s) for s in ("copyright_manifest", "copyright_prompts")),
                              *(deps(s, model_parts(None)) for s in ("copyright_score",
                                                                     "copyright_tables")))

@@ -247,7 +247,8 @@ def test_rule_groups(rules):
                  "extraction_table"):
         assert group(name) == "report", name
     for name in ("msr_curate", "msr_curation_report", "msr_build_prompts",
-                 "msr_count_matches", "msr_compute_stats", "merge_generations", "copyright_manifest",
+                 "msr_count_matches", "msr_compute_stats", "merge_generations",
+                 "copyright_manifest",
                  "copyright_prompts", "copyright_score", "copyright_score_merge",
                  "copyright_guard_decisions",
                  "extraction_documents", "extraction_stats"):

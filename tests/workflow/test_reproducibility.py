@@ -212,8 +212,8 @@ def test_changing_one_models_decoding_reruns_only_that_model(runs):
     jobs = _dry_run_with(runs[0], cfg)
     rules = {r for r, _ in _per_model(jobs, "smol-b")}
     # its answers in both studies and everything downstream; not its prompts or curation
-    assert {"generate", "merge_generations", "msr_count_matches", "msr_compute_stats", "msr_plot_figures",
-            "copyright_judge", "copyright_score"} <= rules
+    assert {"generate", "merge_generations", "msr_count_matches", "msr_compute_stats",
+            "msr_plot_figures", "copyright_judge", "copyright_score"} <= rules
     assert not rules & {"msr_curate", "msr_build_prompts", "copyright_prompts", "prepare_model"}
     generate = [w for r, w, _ in jobs if r == "generate"]
     assert sorted(w.split("source=")[1].split(",")[0] for w in generate) == [
@@ -265,9 +265,10 @@ def test_editing_a_copyright_module_reruns_no_msr_rule(runs):
     # so the scores, which import it too, are listed as following the judge
     assert {"copyright_judge", "environment"} == _rules_for(jobs, module)
     assert {"copyright_score", "copyright_tables"} <= planned
-    assert not planned & {"collect_corpus", "msr_curate", "msr_curation_report", "msr_build_prompts",
-                          "generate", "merge_generations", "msr_count_matches", "msr_compute_stats",
-                          "msr_plot_figures", "msr_plot_models", "msr_make_table", "prepare_model"}, jobs
+    assert not planned & {"collect_corpus", "msr_curate", "msr_curation_report",
+                          "msr_build_prompts", "generate", "merge_generations",
+                          "msr_count_matches", "msr_compute_stats", "msr_plot_figures",
+                          "msr_plot_models", "msr_make_table", "prepare_model"}, jobs
 
 
 def test_editing_a_backend_module_reruns_generation_of_its_models_only(runs):

@@ -218,12 +218,12 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
     rules = {rule for rule, _ in per_model}
     # generate's shard jobs (and the prepare_model step they need) are known only once the
     # prompts exist (msr_build_prompts is a checkpoint): a dry run lists the merge that waits.
-    assert {"msr_curate", "msr_curation_report", "msr_build_prompts", "merge_generations", "msr_count_matches",
-            "msr_compute_stats", "msr_plot_figures", "msr_plot_experiment", "msr_compare_settings",
-            "report_page"} <= rules <= {
+    assert {"msr_curate", "msr_curation_report", "msr_build_prompts", "merge_generations",
+            "msr_count_matches", "msr_compute_stats", "msr_plot_figures", "msr_plot_experiment",
+            "msr_compare_settings", "report_page"} <= rules <= {
         "prepare_model", "msr_curate", "msr_curation_report", "msr_build_prompts", "generate",
-        "merge_generations", "msr_count_matches", "msr_compute_stats", "msr_plot_figures", "msr_plot_experiment",
-        "msr_compare_settings", "report_page"}
+        "merge_generations", "msr_count_matches", "msr_compute_stats", "msr_plot_figures",
+        "msr_plot_experiment", "msr_compare_settings", "report_page"}
     assert ("report_page", "page=curation/smol-b") in per_model
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
 
@@ -231,8 +231,8 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
 # the environment table hashes the resolved config: a new model or variant remakes it (and
 # its report page); the tables' HTML pages for the report (rule report_page, one job per page;
 # a model's own page is its curation report's)
-AGGREGATES = ("msr_make_table", "msr_plot_models", "msr_make_sweep_table", "msr_make_comparison_table",
-              "environment", "all")
+AGGREGATES = ("msr_make_table", "msr_plot_models", "msr_make_sweep_table",
+              "msr_make_comparison_table", "environment", "all")
 AGGREGATE_PAGES = ("page=msr/msr_table", "page=msr/sweep_length", "page=msr/comparisons",
                    "page=environment")
 
@@ -247,7 +247,8 @@ def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
                and not (rule == "report_page" and w in AGGREGATE_PAGES)]
     assert per_run and all("variant=shots2" in w for _, w in per_run), jobs
     assert {rule for rule, _ in per_run} == {"msr_build_prompts", "merge_generations",
-                                              "msr_count_matches", "msr_compute_stats", "msr_plot_figures"}
+                                              "msr_count_matches", "msr_compute_stats",
+                                              "msr_plot_figures"}
     # one (model, variant) on the two sources of one dataset; corpus, curation and the model
     # file are the main run's; no experiment reads the new variant
     assert sorted(w for rule, w in per_run if rule == "msr_build_prompts") == [
