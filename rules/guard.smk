@@ -37,23 +37,26 @@ if guard_inputs.generated_models:
 
         ruleorder: copyright_guarded_generate_on_head > copyright_guarded_generate > generate_on_head
 
-    rule copyright_guard_decisions:
-        input:
-            shards=guard_inputs.decision_shards(shared),
-            library=library("copyright_guard_decisions", NO_MODEL),
-        output:
-            guard_paths.DECISIONS,
-        log:
-            "logs/copyright_guard_decisions/{benchmark}/{model}.log",
-        wildcard_constraints:
-            model=one_of(guard_inputs.generated_models),
-        localrule: True
-        conda:
-            "../envs/library.yaml"
-        params:
-            model=guard_inputs.model_main,
-        script:
-            "../workflow_scripts/copyright_guard_decisions.py"
+
+# The merge of a guarded model's decision shards (none without a guarded model that a
+# generate job runs).
+rule copyright_guard_decisions:
+    input:
+        shards=guard_inputs.decision_shards(shared),
+        library=library("copyright_guard_decisions", NO_MODEL),
+    output:
+        guard_paths.DECISIONS,
+    log:
+        "logs/copyright_guard_decisions/{benchmark}/{model}.log",
+    wildcard_constraints:
+        model=one_of(guard_inputs.generated_models),
+    localrule: True
+    conda:
+        "../envs/library.yaml"
+    params:
+        model=guard_inputs.model_main,
+    script:
+        "../workflow_scripts/copyright_guard_decisions.py"
 
 
 rule copyright_guard_tables:
