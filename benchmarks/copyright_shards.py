@@ -48,14 +48,14 @@ from copyprobe.artifacts import provenance, read_table, write_table
 from copyprobe.copyright.benchmark import build_benchmark
 from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
 from copyprobe.copyright.refusal import REFUSAL_VERDICTS
-from copyprobe.copyright.score import (
+from copyprobe.copyright.response_scoring import (
     SCORED_RUN,
     merge_scored,
     metric_settings,
     rule_only_verdicts,
     score_responses,
 )
-from copyprobe.copyright.scored import METRIC_COLUMNS
+from copyprobe.copyright.scored_table import METRIC_COLUMNS
 
 
 def make_inputs(folder: Path, n_materials: int, per_task: int, words: int, seed: int) -> None:

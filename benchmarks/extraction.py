@@ -81,7 +81,7 @@ def _windows(tok: Any, n: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
 
 def _run(engine: str, args: argparse.Namespace, queue: Any) -> None:
     from copyprobe.generation.base import Decoding
-    from copyprobe.generation.scoring import ScoreRequest
+    from copyprobe.generation.logprob_scoring import ScoreRequest
     from copyprobe.models import materialise
     from copyprobe.prompt import Prompt
 

@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from copyprobe.generation.hf import HFBackend  # noqa: E402
 from copyprobe.generation.llamacpp import LlamaCppBackend  # noqa: E402
-from copyprobe.generation.scoring import ScoreRequest, TokenScores  # noqa: E402
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores  # noqa: E402
 from copyprobe.models import materialise  # noqa: E402
 from copyprobe.sources.base import SOURCES  # noqa: E402
 

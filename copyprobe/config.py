@@ -110,14 +110,14 @@ def source_kind_params(schema: Mapping[str, Any] | None = None) -> dict[str, set
 def validate_config(config: Mapping[str, Any], schema_path: Path | None = None) -> dict[str, Any]:
     """Return a validated deep copy of ``config`` with defaults filled in, or raise ConfigError.
 
-    The schema (the core's and every study's), then each study's :meth:`~Study.expand`, the
+    The schema (the core's and every study's), then each study's :meth:`~Study.add_implied`, the
     shared checks, each study's :meth:`~Study.check`, and each source's kind params."""
     cfg: dict[str, Any] = _iso_dates(copy.deepcopy(dict(config)))
     registered = studies()
     schema = load_schema(schema_path) if schema_path is not None else compose_schema(registered)
     _first_error(_Validator(schema, format_checker=jsonschema.FormatChecker()), cfg)
     for study in registered:
-        study.expand(cfg)
+        study.add_implied(cfg)
     _shared_checks(cfg)
     for study in registered:
         study.check(cfg)

@@ -159,7 +159,7 @@ def describe(target: str) -> str:
 
 def backends() -> list[Entry]:
     from copyprobe.generation.base import BACKENDS, backend_facts
-    from copyprobe.generation.scoring import scoring_facts
+    from copyprobe.generation.logprob_scoring import scoring_facts
 
     out = []
     for decl in BACKENDS.declarations():

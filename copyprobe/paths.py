@@ -8,7 +8,8 @@ CORPUS = "results/corpus/{source}.parquet"
 CORPUS_SKIPPED = "results/corpus/{source}.skipped.parquet"
 CORPUS_MANIFEST = "results/corpus/{source}.manifest.parquet"
 MODEL_MANIFEST = "results/models/{model}.json"
-#: Any study's prompts (a study's sources may be named, e.g. ``copyright.<benchmark>``).
+#: The prompts of a corpus source (MSR's); a study that prompts otherwise keeps its own
+#: (copyright: copyprobe.copyright.paths.PROMPTS), and the generate rule asks its maker.
 PROMPTS = "results/prompts/{model}/{variant}/{source}.parquet"
 GENERATION_SHARD = "results/generations/{model}/{variant}/{source}/shards/{shard}.parquet"
 GENERATIONS = "results/generations/{model}/{variant}/{source}.parquet"
@@ -32,7 +33,8 @@ def membership_sets(cfg: Any, pairs: Any) -> list[str]:
     return list(dict.fromkeys(MEMBERSHIP_SETS.format(model=m, dataset=d) for m, d in pairs))
 
 
-def shard_path(model: str, variant: str, source: str, index: int, count: int) -> str:
-    """The ``index``-th of ``count`` generation shards."""
-    return GENERATION_SHARD.format(model=model, variant=variant, source=source,
-                                   shard=f"{index:05d}-of-{count:05d}")
+def shard_path(model: str, variant: str, source: str, index: int, count: int,
+               pattern: str = GENERATION_SHARD) -> str:
+    """The ``index``-th of ``count`` generation shards (or of a shard's sidecar ``pattern``)."""
+    return pattern.format(model=model, variant=variant, source=source,
+                          shard=f"{index:05d}-of-{count:05d}")

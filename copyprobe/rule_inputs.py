@@ -117,26 +117,42 @@ class SharedInputs:
     def generate_env(self, wildcards: Any) -> str:
         return backend_env(self._model(wildcards)["backend"])
 
+    def prompts_owner(self, source: str) -> Study:
+        """The study that makes the prompts table of a generation source: the one whose
+        ``prompts_prefix`` the source's name starts with, else, for a corpus source, the one
+        that makes the corpus sources' prompts."""
+        owners = {s.prompts_prefix: s for s in self.studies if s.prompts_prefix is not None}
+        for prefix, study in owners.items():
+            if prefix and source.startswith(prefix):
+                return study
+        if "" in owners and source in self.config["sources"]:
+            return owners[""]
+        raise ValueError(f"no study makes the prompts of source {source!r}")
+
+    def prompts_table(self, wildcards: Any) -> str:
+        """The prompts table a generate job reads: at the path of the study that makes it."""
+        return self.prompts_owner(wildcards.source).prompts_table(wildcards.source, wildcards)
+
     def generation_shards(self, wildcards: Any) -> list[str]:
         """Shard files of one (model, variant, source), known once its prompts exist (the
         checkpoint of the study that makes them)."""
+        return self.shards_of(wildcards.model, wildcards.variant, wildcards.source)
+
+    def shards_of(self, model: str, variant: str, source: str,
+                  pattern: str = paths.GENERATION_SHARD) -> list[str]:
+        """The shard files (or a shard sidecar's, ``pattern``) of one (model, variant,
+        source), known once its prompts exist (the owner's checkpoint)."""
         import pandas as pd
 
         from copyprobe.generation.shards import shard_count
 
-        source = wildcards.source
-        for study in self.studies:
-            made_by = study.claims_prompts(self.config, source)
-            if made_by is not None:
-                maker = getattr(self.checkpoints, made_by)
-                prompts = maker.get(**study.prompts_wildcards(source, wildcards)).output[0]
-                break
-        else:
-            raise ValueError(f"no study makes the prompts of source {source!r}")
+        run = {"model": model, "variant": variant, "source": source}
+        owner = self.prompts_owner(source)
+        maker = getattr(self.checkpoints, owner.prompts_checkpoint)
+        prompts = maker.get(**owner.prompts_wildcards(source, run)).output[0]
         n = shard_count(pd.read_parquet(prompts, columns=["status"]),
-                        self._model(wildcards).get("shard_size"))
-        return [paths.shard_path(wildcards.model, wildcards.variant, source, i, n)
-                for i in range(n)]
+                        self.config["models"][model].get("shard_size"))
+        return [paths.shard_path(model, variant, source, i, n, pattern) for i in range(n)]
 
     # ---- the environment table
     def environment_workflow_files(self, basedir: str) -> list[str]:

@@ -88,6 +88,15 @@ class Study:
     #: ``copyprobe list`` kind -> ``"module:function"`` returning the study's entries of that
     #: kind (:class:`copyprobe.listing.Entry`), listed after the core's
     listers: ClassVar[Mapping[str, str]] = {}
+    #: the study's interface: the modules of its package (``paths``, ``metrics.rouge``) that
+    #: another study may import; tests/test_layout.py checks that studies import nothing else
+    #: of each other
+    interface: ClassVar[tuple[str, ...]] = ()
+    #: the generation sources whose prompts tables the study makes (with its checkpoint
+    #: :attr:`prompts_checkpoint`): those whose name starts with this prefix
+    #: (``"copyright."``), or ``""``: the corpus sources (config ``sources``); None: none
+    prompts_prefix: ClassVar[str | None] = None
+    prompts_checkpoint: ClassVar[str | None] = None
 
     def schema(self) -> dict[str, Any]:
         """The study's schema fragment (empty without :attr:`schema_file`)."""
@@ -96,8 +105,8 @@ class Study:
         folder = Path(sys.modules[type(self).__module__].__file__ or ".").parent
         return yaml.safe_load((folder / self.schema_file).read_text(encoding="utf-8")) or {}
 
-    def expand(self, cfg: dict[str, Any]) -> None:
-        """Rewrite the config before any check (e.g. add the models a setting implies)."""
+    def add_implied(self, cfg: dict[str, Any]) -> None:
+        """Add what the config implies, before any check (e.g. the models a setting implies)."""
 
     def check(self, cfg: Mapping[str, Any]) -> None:
         """Raise :class:`copyprobe.config.ConfigError`, naming the key, for what the schema
@@ -116,14 +125,14 @@ class Study:
                   spec: dict[str, Any]) -> None:
         """Apply a run's overrides (its ``{variant}``) to a model's slice, in place."""
 
-    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
-        """The checkpoint (rule name) that makes prompts for the generation layer's
-        ``{source}``, when this study makes them; else None."""
-        return None
-
     def prompts_wildcards(self, source: str, wildcards: Mapping[str, str]) -> dict[str, str]:
-        """The wildcards of :meth:`claims_prompts`' checkpoint for a generation job's."""
+        """The wildcards of :attr:`prompts_checkpoint` for a generation job's."""
         return {key: wildcards[key] for key in wildcards.keys()}
+
+    def prompts_table(self, source: str, wildcards: Mapping[str, str]) -> str:
+        """The prompts table of a generation job's (model, variant, source), at the study's
+        own path (what :attr:`prompts_checkpoint` writes)."""
+        raise NotImplementedError(f"study {self.name!r} makes no prompts table")
 
     def extra_models(self, cfg: Mapping[str, Any], rules: set[str]) -> dict[str, Any]:
         """Model entries the study runs outside ``models`` (e.g. a judge), by a name for
@@ -137,6 +146,11 @@ class Study:
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         """The files the workflow's default target makes for this study."""
         return []
+
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        """The tables printed after a successful run that (re)made them: the rule that makes
+        each -> its Markdown file (the Snakefile's one ``onsuccess`` handler prints them)."""
+        return {}
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         """The report's HTML page (its path, under ``results/report/``) of each table that
@@ -173,6 +187,17 @@ STUDIES.declare("guard", "copyprobe.guard.study:GuardStudy", backend_wrappers=("
 STUDIES.declare("extraction", "copyprobe.extraction.study:ExtractionStudy")
 STUDIES.declare("longform", "copyprobe.longform.study:LongformStudy")
 STUDIES.declare("membership", "copyprobe.membership.study:MembershipStudy")
+
+
+def print_tables(registered: Iterable[Study], cfg: Mapping[str, Any],
+                 jobs_run: Iterable[tuple[str, Any]]) -> None:
+    """After a successful run, print (Markdown) each study's table whose rule ran
+    (:meth:`Study.printed_tables`), study by study."""
+    ran = {name for name, _ in jobs_run}
+    for study in registered:
+        for rule, table in study.printed_tables(cfg).items():
+            if rule in ran and Path(table).is_file():
+                print(f"\n{table}:\n\n{Path(table).read_text()}", flush=True)
 
 
 def studies() -> list[Study]:

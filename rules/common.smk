@@ -19,7 +19,7 @@ from copyprobe.snakemake_state import (
     jobs_run,
     jobs_to_run,
 )
-from copyprobe.studies import studies
+from copyprobe.studies import print_tables, studies
 
 # Snakemake has read the config files (keeping the last value of a key given twice): read them
 # again with copyprobe's loader, which stops at a duplicate key naming the file, line and key.

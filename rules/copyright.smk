@@ -1,6 +1,6 @@
 # The copyright-compliance study: each benchmark's manifest and rendered pages, the prompts of
-# every model in the study (run through the shared generation rules as the source
-# "copyright.<benchmark>", variant "main"), refusal verdicts, task-conditional scores, and the
+# every model in the study (results/copyright/<benchmark>/prompts/, run through the shared
+# generation rules as the source "copyright.<benchmark>", variant "main"), refusal verdicts, task-conditional scores, and the
 # paper's tables and figures under results/copyright/<benchmark>/.
 
 import copyprobe.copyright.paths as copyright_paths

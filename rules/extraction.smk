@@ -1,7 +1,7 @@
 # The extraction study: per (model, source) every window of the model's curated documents
 # scored (exact p_z, or a Monte Carlo estimate), per (model, dataset) the per-document table,
 # the D_pre vs D_post statistics and the figures, and one table across models. The documents
-# are MSR's curated D_pre / D_post tables (rule curate) and the shared corpus.
+# are MSR's curated D_pre / D_post tables (rule msr_curate) and the shared corpus.
 
 import copyprobe.extraction.paths as extraction_paths
 
@@ -92,7 +92,7 @@ rule extraction_stats:
 
 # The standard membership scores of a (model, dataset)'s documents, one teacher-forced pass
 # per document through the call cache, and D_pre vs D_post on them (statistics.membership_scores);
-# this table's rule and MSR's make_table read them.
+# this table's rule and MSR's msr_make_table read them.
 rule membership_sets:
     input:
         corpora=extraction_inputs.dataset_corpora,

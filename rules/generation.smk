@@ -1,10 +1,11 @@
 # Shared generation layer: one job per shard of a (model, variant, source)'s prompts, then a
-# merge. Any study's prompts table (results/prompts/...) runs through these rules.
+# merge. Any study's prompts table runs through these rules (each at its study's own path:
+# SharedInputs.prompts_owner).
 
 
 rule generate:
     input:
-        prompts=paths.PROMPTS,
+        prompts=shared.prompts_table,
         model=paths.MODEL_MANIFEST,
         library=library("generate", shared.model_registry_parts),
     output:

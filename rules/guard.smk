@@ -10,28 +10,58 @@ from copyprobe.guard.inputs import GuardInputs
 guard_inputs = GuardInputs(config)
 
 
+# A guarded model's generate jobs on a benchmark write the guard's decisions beside their shard
+# (output `guard`: the jobs that call the guard make them), merged per benchmark.
+if guard_inputs.generated_models:
+
+    use rule generate as copyright_guarded_generate with:
+        output:
+            paths.GENERATION_SHARD,
+            guard=guard_paths.DECISIONS_SHARD,
+        wildcard_constraints:
+            model=one_of(guard_inputs.generated_models),
+            source=r"copyright\.[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+    ruleorder: copyright_guarded_generate > generate
+
+    if set(guard_inputs.generated_models) & set(cpc.head_node_models(config)):
+
+        use rule copyright_guarded_generate as copyright_guarded_generate_on_head with:
+            wildcard_constraints:
+                model=one_of(
+                    set(guard_inputs.generated_models)
+                    & set(cpc.head_node_models(config))
+                ),
+                source=r"copyright\.[A-Za-z0-9][A-Za-z0-9_.-]*",
+            localrule: True
+
+        ruleorder: copyright_guarded_generate_on_head > copyright_guarded_generate > generate_on_head
+
+
+# The merge of a guarded model's decision shards (none without a guarded model that a
+# generate job runs).
 rule copyright_guard_decisions:
     input:
-        prompts=guard_paths.PROMPTS,
-        # after the generation, which stored every decision: read back, not checked again
-        generations=copyright_paths.GENERATIONS,
-        library=library("copyright_guard_decisions", shared.model_registry_parts),
+        shards=guard_inputs.decision_shards(shared),
+        library=library("copyright_guard_decisions", NO_MODEL),
     output:
         guard_paths.DECISIONS,
     log:
         "logs/copyright_guard_decisions/{benchmark}/{model}.log",
+    wildcard_constraints:
+        model=one_of(guard_inputs.generated_models),
     localrule: True
     conda:
         "../envs/library.yaml"
     params:
-        model=copyright_inputs.model_main,
+        model=guard_inputs.model_main,
     script:
         "../workflow_scripts/copyright_guard_decisions.py"
 
 
 rule copyright_guard_tables:
     input:
-        scored=copyright_inputs.all_scored,
+        scored=guard_inputs.all_scored,
         decisions=guard_inputs.all_decisions,
         library=library("copyright_guard_tables", NO_MODEL),
     output:
@@ -85,6 +115,29 @@ if guard_inputs.output_models:
             "../workflow_scripts/copyright_output_guard.py"
 
     ruleorder: copyright_output_guard > merge_generations
+
+    # An output-guarded model's decisions: no generate job ran its requests, so this rule
+    # decides them (the input side; the output check's findings are its checks table).
+    rule copyright_output_guard_decisions:
+        input:
+            prompts=guard_paths.PROMPTS,
+            generations=copyright_paths.GENERATIONS,
+            library=library(
+                "copyright_output_guard_decisions", shared.model_registry_parts
+            ),
+        output:
+            guard_paths.DECISIONS,
+        log:
+            "logs/copyright_output_guard_decisions/{benchmark}/{model}.log",
+        wildcard_constraints:
+            model=one_of(guard_inputs.output_models),
+        localrule: True
+        conda:
+            "../envs/library.yaml"
+        params:
+            model=guard_inputs.model_main,
+        script:
+            "../workflow_scripts/copyright_output_guard_decisions.py"
 
     rule copyright_guards_compared:
         input:

@@ -5,8 +5,7 @@
 
 import copyprobe.msr.paths as msr_paths
 
-from copyprobe.extraction.inputs import print_table as print_extraction_table
-from copyprobe.msr.inputs import MSRInputs, print_table
+from copyprobe.msr.inputs import MSRInputs
 from copyprobe.msr.study import all_comparisons, all_stats
 from copyprobe.msr.study import all_membership as msr_all_membership
 
@@ -18,87 +17,84 @@ wildcard_constraints:
     experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
-rule curate:
+rule msr_curate:
     input:
         paths.CORPUS,
-        library=library("curate"),
+        library=library("msr_curate"),
     output:
         msr_paths.CURATED,
     log:
-        "logs/curate/{model}/{source}.log",
+        "logs/msr_curate/{model}/{source}.log",
     conda:
         "../envs/library.yaml"
     params:
         curation=msr_inputs.curation_params,
     script:
-        "../workflow_scripts/curate.py"
+        "../workflow_scripts/msr_curate.py"
 
 
-rule curation_report:
+rule msr_curation_report:
     input:
         curated=msr_inputs.model_curated,
         corpora=msr_inputs.model_corpora,
-        library=library("curation_report"),
+        library=library("msr_curation_report"),
     output:
         table=msr_paths.CURATION_TABLE,
         md=msr_paths.CURATION_REPORT,
     log:
-        "logs/curation_report/{model}.log",
+        "logs/msr_curation_report/{model}.log",
     conda:
         "../envs/library.yaml"
     params:
         report=msr_inputs.curation_report_params,
     script:
-        "../workflow_scripts/curation_report.py"
+        "../workflow_scripts/msr_curation_report.py"
 
 
-checkpoint build_prompts:
+checkpoint msr_build_prompts:
     input:
         corpus=paths.CORPUS,
         curated=msr_paths.CURATED,
-        library=library("build_prompts"),
+        library=library("msr_build_prompts"),
     output:
         paths.PROMPTS,
     log:
-        "logs/build_prompts/{model}/{variant}/{source}.log",
-    wildcard_constraints:
-        # the copyright benchmarks' prompts are made by copyright_prompts
-        source=r"(?!copyright\.)[A-Za-z0-9][A-Za-z0-9_.-]*",
+        "logs/msr_build_prompts/{model}/{variant}/{source}.log",
     conda:
         "../envs/library.yaml"
     params:
         msr=msr_inputs.msr_params,
         cut_at=shared.cut_at,
     script:
-        "../workflow_scripts/build_prompts.py"
+        "../workflow_scripts/msr_build_prompts.py"
 
 
-rule count_matches:
+rule msr_count_matches:
     input:
         prompts=paths.PROMPTS,
         generations=paths.GENERATIONS,
-        library=library("count_matches"),
+        library=library("msr_count_matches"),
     output:
         msr_paths.MATCHES,
     log:
-        "logs/count_matches/{model}/{variant}/{source}.log",
+        "logs/msr_count_matches/{model}/{variant}/{source}.log",
     conda:
         "../envs/library.yaml"
     params:
         matching=msr_inputs.matching_params,
     script:
-        "../workflow_scripts/count_matches.py"
+        "../workflow_scripts/msr_count_matches.py"
 
 
-rule compute_stats:
+rule msr_compute_stats:
     input:
         matches=msr_inputs.dataset_matches,
         corpora=msr_inputs.dataset_corpora,
-        library=library("compute_stats"),
+        library=library("msr_compute_stats"),
     output:
         msr_paths.STATS,
     log:
-        "logs/compute_stats/{model}/{variant}/{dataset}.log",
+        "logs/msr_compute_stats/{model}/{variant}/{dataset}.log",
     conda:
         "../envs/library.yaml"
     params:
@@ -106,13 +102,13 @@ rule compute_stats:
         matching=msr_inputs.matching_params,
         settings=msr_inputs.run_settings,
     script:
-        "../workflow_scripts/compute_stats.py"
+        "../workflow_scripts/msr_compute_stats.py"
 
 
-rule plot_figures:
+rule msr_plot_figures:
     input:
         stats=msr_paths.STATS,
-        library=library("plot_figures"),
+        library=library("msr_plot_figures"),
     output:
         fk=report(
             msr_paths.FIGURE_FK,
@@ -148,17 +144,17 @@ rule plot_figures:
             },
         ),
     log:
-        "logs/plot_figures/{model}/{variant}/{dataset}.log",
+        "logs/msr_plot_figures/{model}/{variant}/{dataset}.log",
     conda:
         "../envs/report.yaml"
     script:
-        "../workflow_scripts/plot_figures.py"
+        "../workflow_scripts/msr_plot_figures.py"
 
 
-rule plot_models:
+rule msr_plot_models:
     input:
         stats=msr_inputs.dataset_models_stats,
-        library=library("plot_models"),
+        library=library("msr_plot_models"),
     output:
         report(
             msr_paths.MODELS_FIGURE,
@@ -168,20 +164,20 @@ rule plot_models:
             labels={"dataset": "{dataset}"},
         ),
     log:
-        "logs/plot_models/{dataset}.log",
+        "logs/msr_plot_models/{dataset}.log",
     localrule: True
     conda:
         "../envs/report.yaml"
     params:
         title="f_k per model on {dataset} (paper mode)",
     script:
-        "../workflow_scripts/plot_models.py"
+        "../workflow_scripts/msr_plot_models.py"
 
 
-rule plot_experiment:
+rule msr_plot_experiment:
     input:
         stats=msr_inputs.experiment_stats,
-        library=library("plot_experiment"),
+        library=library("msr_plot_experiment"),
     output:
         report(
             msr_paths.EXPERIMENT_FIGURE,
@@ -191,82 +187,82 @@ rule plot_experiment:
             labels={"experiment": "{experiment}", "model": "{model}"},
         ),
     log:
-        "logs/plot_experiment/{experiment}/{model}.log",
+        "logs/msr_plot_experiment/{experiment}/{model}.log",
     localrule: True
     conda:
         "../envs/report.yaml"
     params:
         experiment=msr_inputs.experiment_params,
     script:
-        "../workflow_scripts/plot_experiment.py"
+        "../workflow_scripts/msr_plot_experiment.py"
 
 
-rule make_sweep_table:
+rule msr_make_sweep_table:
     input:
         stats=msr_inputs.sweep_stats,
-        library=library("make_sweep_table"),
+        library=library("msr_make_sweep_table"),
     output:
         csv=msr_paths.SWEEP_CSV,
         md=msr_paths.SWEEP_MD,
     log:
-        "logs/make_sweep_table/{experiment}.log",
+        "logs/msr_make_sweep_table/{experiment}.log",
     localrule: True
     conda:
         "../envs/report.yaml"
     params:
         experiment=msr_inputs.experiment_params,
     script:
-        "../workflow_scripts/make_sweep_table.py"
+        "../workflow_scripts/msr_make_sweep_table.py"
 
 
-rule compare_settings:
+rule msr_compare_settings:
     input:
         stats=msr_inputs.experiment_stats,
-        library=library("compare_settings"),
+        library=library("msr_compare_settings"),
     output:
         msr_paths.COMPARISON,
     log:
-        "logs/compare_settings/{experiment}/{model}.log",
+        "logs/msr_compare_settings/{experiment}/{model}.log",
     localrule: True
     conda:
         "../envs/library.yaml"
     params:
         experiment=msr_inputs.experiment_params,
     script:
-        "../workflow_scripts/compare_settings.py"
+        "../workflow_scripts/msr_compare_settings.py"
 
 
-rule make_comparison_table:
+rule msr_make_comparison_table:
     input:
         comparisons=all_comparisons(config),
-        library=library("make_comparison_table"),
+        library=library("msr_make_comparison_table"),
     output:
         csv=msr_paths.COMPARISONS_CSV,
         md=msr_paths.COMPARISONS_MD,
     log:
-        "logs/make_comparison_table/all.log",
+        "logs/msr_make_comparison_table/all.log",
     localrule: True
     conda:
         "../envs/report.yaml"
     script:
-        "../workflow_scripts/make_comparison_table.py"
+        "../workflow_scripts/msr_make_comparison_table.py"
 
 
-rule make_table:
+rule msr_make_table:
     input:
         stats=all_stats(config),
         membership=msr_all_membership(config),
-        library=library("make_table"),
+        library=library("msr_make_table"),
     output:
         csv=msr_paths.TABLE_CSV,
         md=msr_paths.TABLE_MD,
     log:
-        "logs/make_table/all.log",
+        "logs/msr_make_table/all.log",
     localrule: True
     conda:
         "../envs/report.yaml"
     script:
-        "../workflow_scripts/make_table.py"
+        "../workflow_scripts/msr_make_table.py"
 
 
 # Attribution (msr.attribution): each run's generations against a span index (rules/spans.smk):
@@ -315,10 +311,3 @@ if config["msr"]["attribution"] is not None:
             attribution=msr_attribution_inputs.table_params(),
         script:
             "../workflow_scripts/msr_attribution_table.py"
-
-
-onsuccess:
-    # one handler for the workflow (Snakemake keeps the last defined): every study's table
-    _jobs = list(jobs_run(workflow))
-    print_table(_jobs)
-    print_extraction_table(_jobs)

@@ -18,21 +18,22 @@ def deps(script: str, select=None) -> set[str]:
 
 
 def test_a_script_depends_on_what_it_imports_and_their_imports():
-    got = deps("count_matches")
-    # imported by the script, by copyprobe.msr.scoring, and the packages on the way
-    assert {"copyprobe/__init__.py", "copyprobe/artifacts.py", "copyprobe/workflow.py",
-            "copyprobe/msr/scoring.py", "copyprobe/matching/__init__.py",
+    got = deps("msr_count_matches")
+    # imported by the script, by copyprobe.msr.match_scoring, and the packages on the way
+    assert {"copyprobe/__init__.py", "copyprobe/artifacts.py", "copyprobe/script_logging.py",
+            "copyprobe/msr/match_scoring.py", "copyprobe/matching/__init__.py",
             "copyprobe/matching/paper.py", "copyprobe/matching/words.py"} <= got
     assert not any(p.startswith(("copyprobe/generation/", "copyprobe/copyright/",
                                  "copyprobe/guard/")) for p in got), got
-    assert "workflow_scripts/count_matches.py" not in got  # Snakemake tracks the script
+    assert "workflow_scripts/msr_count_matches.py" not in got  # Snakemake tracks the script
 
 
 def test_msr_and_copyright_scripts_share_no_study_module():
     # with the parts their rules name (the rules that run no model: model_parts(None), which
     # also leaves out the studies that only bring backend wrappers)
-    msr = set().union(*(deps(s) for s in ("build_prompts", "count_matches", "compute_stats",
-                                          "make_table", "plot_figures")))
+    msr = set().union(*(deps(s) for s in ("msr_build_prompts", "msr_count_matches",
+                                          "msr_compute_stats", "msr_make_table",
+                                          "msr_plot_figures")))
     copyright_ = set().union(*(deps(s) for s in ("copyright_manifest", "copyright_prompts")),
                              *(deps(s, model_parts(None)) for s in ("copyright_score",
                                                                     "copyright_tables")))
@@ -82,7 +83,7 @@ def test_imports_in_functions_count_and_type_checking_imports_do_not(tmp_path):
 
 
 def test_paths_outside_relative_to_are_absolute_and_a_missing_script_is_named(tmp_path):
-    out = script_dependencies(SCRIPTS / "curate.py", relative_to=tmp_path)
+    out = script_dependencies(SCRIPTS / "msr_curate.py", relative_to=tmp_path)
     assert out and all(Path(p).is_absolute() and Path(p).is_file() for p in out)
     with pytest.raises(FileNotFoundError, match="nope.py"):
         script_dependencies(tmp_path / "nope.py")

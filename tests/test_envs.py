@@ -241,13 +241,14 @@ def test_rule_groups(rules):
     def group(name):
         return Path(rules[name]["conda"]).stem
 
-    for name in ("plot_figures", "plot_models", "plot_experiment", "make_table",
-                 "make_sweep_table", "make_comparison_table", "copyright_tables",
+    for name in ("msr_plot_figures", "msr_plot_models", "msr_plot_experiment", "msr_make_table",
+                 "msr_make_sweep_table", "msr_make_comparison_table", "copyright_tables",
                  "copyright_guard_tables", "report_page", "extraction_figures",
                  "extraction_table"):
         assert group(name) == "report", name
-    for name in ("curate", "curation_report", "build_prompts",
-                 "count_matches", "compute_stats", "merge_generations", "copyright_manifest",
+    for name in ("msr_curate", "msr_curation_report", "msr_build_prompts",
+                 "msr_count_matches", "msr_compute_stats", "merge_generations",
+                 "copyright_manifest",
                  "copyright_prompts", "copyright_score", "copyright_score_merge",
                  "copyright_guard_decisions",
                  "extraction_documents", "extraction_stats"):

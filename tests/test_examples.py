@@ -63,7 +63,7 @@ def test_live_example_plans_every_source_and_the_reports(tmp_path, workflow_copy
                          flags=re.MULTILINE)
     collected = {w for rule, w in planned if rule == "collect_corpus"}
     assert collected == {f"source={s}" for s in ("wiki_pre", "wiki_post", "oer_pre", "oer_post")}
-    assert "rule curation_report:" in out or "localrule curation_report:" in out
+    assert "rule msr_curation_report:" in out or "localrule msr_curation_report:" in out
 
 
 PAPER = ROOT / "config" / "paper" / "copyright.yaml"
@@ -145,7 +145,7 @@ def test_copyright_paper_example_plans_the_benchmark(tmp_path, workflow_copy):
         cwd=wd, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
-    prompts = set(re.findall(r"results/prompts/([\w.-]+)/main/copyright\.paper\.parquet", out))
+    prompts = set(re.findall(r"results/copyright/paper/prompts/([\w.-]+)/main\.parquet", out))
     assert prompts == set(load_config(PAPER)["models"])
     assert "copyright_manifest" in out and "collect_corpus" in out
 

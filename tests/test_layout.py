@@ -200,6 +200,52 @@ def test_the_layout_check_sees_a_study_import(tmp_path: Path) -> None:
     assert _imports(bad) == {"copyprobe.msr.analysis", "copyprobe.msr"}
 
 
+def study_interfaces() -> dict[str, set[str]]:
+    """Each study's interface (``Study.interface``), as module names."""
+    from copyprobe.studies import studies
+
+    return {s.name: {f"copyprobe.{s.name}.{m}" for m in s.interface} for s in studies()}
+
+
+def undeclared_study_imports(edges: dict[str, set[str]],
+                             interfaces: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each study module's imports of another study's modules that are not in that study's
+    interface."""
+    out = {}
+    for mod, targets in edges.items():
+        own = _package(mod)
+        if own not in STUDIES:
+            continue
+        bad = sorted(t for t in targets if _package(t) in STUDIES and _package(t) != own
+                     and t not in interfaces.get(_package(t), set()))
+        if bad:
+            out[mod] = bad
+    return out
+
+
+def test_a_study_imports_another_only_through_its_interface() -> None:
+    interfaces = study_interfaces()
+    assert set(interfaces) == set(STUDIES)
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    # every declared module exists, and is used by another study
+    declared = set().union(*interfaces.values())
+    assert declared - modules == set()
+    edges, _ = import_graph()
+    used = {t for m, ts in edges.items() for t in ts if _package(m) in STUDIES
+            and _package(t) != _package(m)}
+    assert declared - used == set()
+    assert undeclared_study_imports(edges, interfaces) == {}
+
+
+def test_the_interface_check_sees_an_undeclared_study_import() -> None:
+    edges = {"copyprobe.guard.compare": {"copyprobe.copyright.analysis",
+                                         "copyprobe.copyright.figures", "copyprobe.stats.common",
+                                         "copyprobe.guard.paths"},
+             "copyprobe.spans.find": {"copyprobe.msr.tables"}}
+    got = undeclared_study_imports(edges, {"copyright": {"copyprobe.copyright.analysis"}})
+    assert got == {"copyprobe.guard.compare": ["copyprobe.copyright.figures"]}
+
+
 @pytest.mark.parametrize("registry", ["backends", "sources", "backend wrappers", "studies"])
 def test_every_declared_part_exists_and_registers_under_its_name(registry: str) -> None:
     if registry == "backends":

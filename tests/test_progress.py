@@ -7,7 +7,7 @@ import io
 import logging
 
 from copyprobe.progress import Progress
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""copyprobe.workflow.setup_logging: an uncaught error in a workflow script is logged once."""
+"""copyprobe.script_logging.setup_logging: an uncaught error in a workflow script is logged once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 SCRIPT = """
 import sys
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 log = setup_logging(sys.argv[1] if len(sys.argv) > 1 else None)
 log.info("working")
 log.error("an error the script logs itself")

@@ -10,12 +10,12 @@ from copyprobe.copyright.attribution import (
 )
 from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
 from copyprobe.spans.workflow import open_index
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-a = dict(snakemake.params.attribution)  # noqa: F821
-inp = snakemake.input  # noqa: F821
-model = snakemake.wildcards.model  # noqa: F821
+log = setup_logging(snakemake.log[0])
+a = dict(snakemake.params.attribution)
+inp = snakemake.input
+model = snakemake.wildcards.model
 index = open_index(inp.index, unit=a["unit"])
 digest = index.digest
 try:
@@ -26,9 +26,9 @@ try:
 finally:
     index.close()
 meta = provenance("copyright_attribution", a, index_digest=digest)
-write_table(spans, snakemake.output.spans, SPANS, meta)  # noqa: F821
-write_table(att, snakemake.output.summary, COPYRIGHT_ATTRIBUTION, meta)  # noqa: F821
-write_text(snakemake.output.table, table_markdown(  # noqa: F821
+write_table(spans, snakemake.output.spans, SPANS, meta)
+write_table(att, snakemake.output.summary, COPYRIGHT_ATTRIBUTION, meta)
+write_text(snakemake.output.table, table_markdown(
     task_form_table([att]), benchmark=a["benchmark"], model=model,
     min_words=a["min_words"], index=a["index"]))
 ok = att[att["status"] == "ok"]

@@ -1,13 +1,16 @@
-"""Rule copyright_guard_decisions: what the guard did to each of a guarded model's requests on
-one benchmark (read from the decision store its generation filled)."""
+"""Rule copyright_guard_decisions: a guarded model's decisions on one benchmark, the tables its
+generate jobs wrote (one per shard), in the prompts' order."""
 
-from copyprobe.artifacts import PROMPTS, provenance, read_table, write_table
-from copyprobe.guard.backend import GUARD_DECISIONS, guard_decisions
-from copyprobe.workflow import setup_logging
+import pandas as pd
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-spec = dict(snakemake.params.model)  # noqa: F821
-df = guard_decisions(read_table(snakemake.input.prompts, PROMPTS), spec)  # noqa: F821
-write_table(df, snakemake.output[0], GUARD_DECISIONS,  # noqa: F821
+from copyprobe.artifacts import provenance, read_table, write_table
+from copyprobe.guard.backend import GUARD_DECISIONS
+from copyprobe.script_logging import setup_logging
+
+log = setup_logging(snakemake.log[0])
+spec = dict(snakemake.params.model)
+df = pd.concat([read_table(path, GUARD_DECISIONS) for path in snakemake.input.shards],
+               ignore_index=True)
+write_table(df, snakemake.output[0], GUARD_DECISIONS,
             provenance("copyright_guard_decisions", {"guard": spec["guard"]}))
 log.info("%s: %s", spec["name"], df["action"].value_counts().to_dict())

@@ -4,19 +4,19 @@ only on the rows the rules are unsure of)."""
 
 from copyprobe.artifacts import GENERATIONS, provenance, read_table, write_table
 from copyprobe.copyright.refusal import REFUSAL_VERDICTS, agreement, judge_responses
-from copyprobe.copyright.score import rule_only_verdicts
-from copyprobe.workflow import setup_logging
+from copyprobe.copyright.response_scoring import rule_only_verdicts
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-p = dict(snakemake.params.judge)  # noqa: F821
-gens = read_table(snakemake.input[0], GENERATIONS)  # noqa: F821
+log = setup_logging(snakemake.log[0])
+p = dict(snakemake.params.judge)
+gens = read_table(snakemake.input[0], GENERATIONS)
 if p["judge"] is None:
     out = rule_only_verdicts(gens)
     summary = {}
     log.info("no judge configured: rule detector only")
 else:
     judge = dict(p["judge"])
-    judge.setdefault("n_threads", snakemake.threads)  # noqa: F821
+    judge.setdefault("n_threads", snakemake.threads)
     responses = gens.assign(response=gens["text"].where(gens["status"] == "ok", None))
     out = judge_responses(responses, judge, p["cache_dir"], max_tokens=p["max_words"],
                           cascade=p["cascade"])
@@ -24,5 +24,5 @@ else:
     log.info("judge: %s; agreement with the rule detector: %s", summary,
              agreement(out["refusal_rule"].fillna(False), out["refusal_judge"]))
 settings = {"judge": p["judge"], "max_words": p["max_words"], "cascade": p["cascade"]}
-write_table(out, snakemake.output[0], REFUSAL_VERDICTS,  # noqa: F821
+write_table(out, snakemake.output[0], REFUSAL_VERDICTS,
             provenance("copyright_judge", settings, summary=summary))

@@ -4,16 +4,16 @@ query), its rendered pages and its build report."""
 from copyprobe.artifacts import CORPUS, provenance, read_table, write_json, write_table
 from copyprobe.copyright.benchmark import build_benchmark
 from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-spec = dict(snakemake.params.spec)  # noqa: F821
-corpora = [read_table(p, CORPUS) for p in snakemake.input.corpora]  # noqa: F821
-df, report = build_benchmark(corpora, spec, images_dir=snakemake.params.images_dir,  # noqa: F821
+log = setup_logging(snakemake.log[0])
+spec = dict(snakemake.params.spec)
+corpora = [read_table(p, CORPUS) for p in snakemake.input.corpora]
+df, report = build_benchmark(corpora, spec, images_dir=snakemake.params.images_dir,
                              names=spec["materials"])
-write_table(df, snakemake.output.manifest, COPYRIGHT_MANIFEST,  # noqa: F821
+write_table(df, snakemake.output.manifest, COPYRIGHT_MANIFEST,
             provenance("copyright_manifest", spec))
-write_json(snakemake.output.report, report)  # noqa: F821
+write_json(snakemake.output.report, report)
 log.info("%d rows (%d materials, %d images); rows per form %s", report["rows"],
          report["materials"], report["images"], report["rows_per_form"])
 for m in report["materials_without_original_notice"]:

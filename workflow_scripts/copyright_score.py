@@ -5,12 +5,12 @@ rows of the job's shard."""
 from copyprobe.artifacts import GENERATIONS, provenance, read_table, write_table
 from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
 from copyprobe.copyright.refusal import REFUSAL_VERDICTS
-from copyprobe.copyright.score import SCORED_RUN, metric_settings, score_responses
-from copyprobe.workflow import setup_logging
+from copyprobe.copyright.response_scoring import SCORED_RUN, metric_settings, score_responses
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-settings = metric_settings(snakemake.params.metrics)  # noqa: F821
-shard = getattr(snakemake.wildcards, "shard", None)  # noqa: F821
+log = setup_logging(snakemake.log[0])
+settings = metric_settings(snakemake.params.metrics)
+shard = getattr(snakemake.wildcards, "shard", None)
 used = {}
 
 
@@ -30,14 +30,14 @@ def embedder():
     return emb
 
 
-df = score_responses(read_table(snakemake.input.manifest, COPYRIGHT_MANIFEST),  # noqa: F821
-                     read_table(snakemake.input.generations, GENERATIONS),  # noqa: F821
-                     model=snakemake.wildcards.model,  # noqa: F821
-                     verdicts=read_table(snakemake.input.verdicts, REFUSAL_VERDICTS),  # noqa: F821
+df = score_responses(read_table(snakemake.input.manifest, COPYRIGHT_MANIFEST),
+                     read_table(snakemake.input.generations, GENERATIONS),
+                     model=snakemake.wildcards.model,
+                     verdicts=read_table(snakemake.input.verdicts, REFUSAL_VERDICTS),
                      bertscore=bertscore, embedder=embedder,
-                     source=snakemake.input.generations, shard=shard)  # noqa: F821
+                     source=snakemake.input.generations, shard=shard)
 extra = {} if shard is None else {"shard": shard}
-write_table(df, snakemake.output[0], SCORED_RUN,  # noqa: F821
+write_table(df, snakemake.output[0], SCORED_RUN,
             provenance("copyright_score", settings, metrics_used=used, **extra))
 log.info("%s%d responses, %d failed, %d judged", "" if shard is None else f"shard {shard}: ",
          len(df), (df["status"] != "ok").sum(), df["refused"].notna().sum())

@@ -8,14 +8,14 @@ import pandas as pd
 from copyprobe.artifacts import provenance, read_table, write_json, write_table
 from copyprobe.copyright.analysis import write_tables
 from copyprobe.copyright.figures import write_figures
-from copyprobe.copyright.score import SCORED_RUN, agreement_report
-from copyprobe.workflow import setup_logging
+from copyprobe.copyright.response_scoring import SCORED_RUN, agreement_report
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-stats = snakemake.params.statistics  # noqa: F821
-scored = pd.concat([read_table(p, SCORED_RUN) for p in snakemake.input.runs],  # noqa: F821
+log = setup_logging(snakemake.log[0])
+stats = snakemake.params.statistics
+scored = pd.concat([read_table(p, SCORED_RUN) for p in snakemake.input.runs],
                    ignore_index=True)
-out = snakemake.output  # noqa: F821
+out = snakemake.output
 write_table(scored, out.scored, SCORED_RUN,
             provenance("copyright_tables", {"models": sorted(scored["model"].unique())}))
 write_tables(scored, Path(out.tables[0]).parent, n_boot=stats["n_boot"], seed=stats["seed"])

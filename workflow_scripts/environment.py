@@ -4,12 +4,12 @@ from pathlib import Path
 
 from copyprobe.artifacts import provenance, write_table
 from copyprobe.environment import ENVIRONMENT, environment_table
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-inp, params = snakemake.input, snakemake.params  # noqa: F821
+log = setup_logging(snakemake.log[0])
+inp, params = snakemake.input, snakemake.params
 models = {Path(p).stem: p for p in inp.models}
 df = environment_table(params.facts, library=inp.library, workflow=inp.workflow,
                        config_sha256=params.config_sha256, models=models)
-write_table(df, snakemake.output[0], ENVIRONMENT, provenance("environment"))  # noqa: F821
+write_table(df, snakemake.output[0], ENVIRONMENT, provenance("environment"))
 log.info("%d rows: %s", len(df), df["kind"].value_counts().sort_index().to_dict())

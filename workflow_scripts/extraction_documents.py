@@ -5,13 +5,13 @@ import pandas as pd
 
 from copyprobe.artifacts import provenance, read_table, write_table
 from copyprobe.extraction.tables import WINDOWS, documents_spec, documents_table
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-a = dict(snakemake.params.analysis)  # noqa: F821
-windows = pd.concat([read_table(p, WINDOWS) for p in snakemake.input.windows])  # noqa: F821
-docs = documents_table(windows, model=snakemake.wildcards.model,  # noqa: F821
-                       dataset=snakemake.wildcards.dataset, ns=a["ns"], ps=a["ps"])  # noqa: F821
-write_table(docs, snakemake.output[0], documents_spec(a["ns"], a["ps"]),  # noqa: F821
+log = setup_logging(snakemake.log[0])
+a = dict(snakemake.params.analysis)
+windows = pd.concat([read_table(p, WINDOWS) for p in snakemake.input.windows])
+docs = documents_table(windows, model=snakemake.wildcards.model,
+                       dataset=snakemake.wildcards.dataset, ns=a["ns"], ps=a["ps"])
+write_table(docs, snakemake.output[0], documents_spec(a["ns"], a["ps"]),
             provenance("extraction_documents", a))
 log.info("%d documents: %s", len(docs), docs["split"].value_counts().to_dict())

@@ -8,26 +8,26 @@ from pathlib import Path
 
 from copyprobe.artifacts import CORPUS, CURATED, provenance, read_table, write_table
 from copyprobe.extraction.engine import score_with_model, window_unit
-from copyprobe.extraction.score import failure_report, read_documents, shard_documents
+from copyprobe.extraction.window_scoring import failure_report, read_documents, shard_documents
 from copyprobe.extraction.tables import WINDOWS
 from copyprobe.generation.base import backend_facts
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-spec = dict(snakemake.params.model)  # noqa: F821
-settings = dict(snakemake.params.extraction)  # noqa: F821
+log = setup_logging(snakemake.log[0])
+spec = dict(snakemake.params.model)
+settings = dict(snakemake.params.extraction)
 if not backend_facts(spec["backend"])["remote"]:
-    spec["n_threads"] = snakemake.threads  # noqa: F821
-manifest = json.loads(Path(snakemake.input.model).read_text())  # noqa: F821
-docs = read_documents(read_table(snakemake.input.corpus, CORPUS),  # noqa: F821
-                      read_table(snakemake.input.curated, CURATED))  # noqa: F821
-docs = shard_documents(docs, snakemake.wildcards.shard)  # noqa: F821
+    spec["n_threads"] = snakemake.threads
+manifest = json.loads(Path(snakemake.input.model).read_text())
+docs = read_documents(read_table(snakemake.input.corpus, CORPUS),
+                      read_table(snakemake.input.curated, CURATED))
+docs = shard_documents(docs, snakemake.wildcards.shard)
 df = score_with_model(docs, spec, manifest, settings)
 status = df["status"].value_counts().to_dict()
 unit = window_unit(spec, settings["method"])  # tokens, or words where the server has none
-write_table(df, snakemake.output[0], WINDOWS,  # noqa: F821
+write_table(df, snakemake.output[0], WINDOWS,
             provenance("extraction_score", settings, status=status, unit=unit,
-                       shard=snakemake.wildcards.shard))  # noqa: F821
+                       shard=snakemake.wildcards.shard))
 log.info("%d documents, windows (lengths in %s): %s", len(docs), unit, status)
 for row in df[df["status"] == "skipped"].itertuples():
     log.info("skipped %s: %s", row.doc_id, row.error)

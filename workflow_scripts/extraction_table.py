@@ -7,13 +7,13 @@ from pathlib import Path
 from copyprobe.artifacts import write_text
 from copyprobe.extraction.tables import extraction_table, table_markdown
 from copyprobe.membership.tables import sets_markdown
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-stats = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]  # noqa: F821
+log = setup_logging(snakemake.log[0])
+stats = [json.loads(Path(p).read_text()) for p in snakemake.input.stats]
 df = extraction_table(stats)
-Path(snakemake.output.csv).parent.mkdir(parents=True, exist_ok=True)  # noqa: F821
-df.to_csv(snakemake.output.csv, index=False)  # noqa: F821
-membership = [json.loads(Path(p).read_text()) for p in snakemake.input.membership]  # noqa: F821
-write_text(snakemake.output.md, table_markdown(df) + sets_markdown(membership))  # noqa: F821
+Path(snakemake.output.csv).parent.mkdir(parents=True, exist_ok=True)
+df.to_csv(snakemake.output.csv, index=False)
+membership = [json.loads(Path(p).read_text()) for p in snakemake.input.membership]
+write_text(snakemake.output.md, table_markdown(df) + sets_markdown(membership))
 log.info("%d rows", len(df))

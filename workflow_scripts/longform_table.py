@@ -8,33 +8,33 @@ from copyprobe.artifacts import read_table
 from copyprobe.copyright.analysis import to_markdown
 from copyprobe.longform import compare
 from copyprobe.longform.tables import DOCUMENTS, per_model
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-stats = snakemake.params.statistics  # noqa: F821
-docs = [read_table(p, DOCUMENTS) for p in snakemake.input.documents]  # noqa: F821
+log = setup_logging(snakemake.log[0])
+stats = snakemake.params.statistics
+docs = [read_table(p, DOCUMENTS) for p in snakemake.input.documents]
 rows = pd.concat(docs, ignore_index=True).to_dict("records") if docs else []
 table = per_model(rows, n_boot=stats["n_boot"], seed=stats["seed"]) if rows else pd.DataFrame()
-table.to_csv(snakemake.output.csv, index=False)  # noqa: F821
+table.to_csv(snakemake.output.csv, index=False)
 caption = (f"Per model, nv-recall (the share of a document written out near-verbatim, "
            f"docs/longform.md) over its documents: mean with its bootstrap interval "
            f"({stats['n_boot']} resamples), median, largest; documents whose every request "
            f"failed are counted but not measured.")
-with open(snakemake.output.md, "w", encoding="utf-8") as f:  # noqa: F821
+with open(snakemake.output.md, "w", encoding="utf-8") as f:
     f.write(to_markdown(table, caption))
 log.info("%d models", len(table))
 
-threshold = snakemake.params.pz_threshold  # noqa: F821
+threshold = snakemake.params.pz_threshold
 agreement = compare.from_files(pd.DataFrame(rows, columns=DOCUMENTS.columns),
-                               list(snakemake.input.blocks),  # noqa: F821
-                               list(snakemake.input.windows),  # noqa: F821
-                               snakemake.params.compared, threshold)  # noqa: F821
-agreement.to_csv(snakemake.output.agreement_csv, index=False)  # noqa: F821
+                               list(snakemake.input.blocks),
+                               list(snakemake.input.windows),
+                               snakemake.params.compared, threshold)
+agreement.to_csv(snakemake.output.agreement_csv, index=False)
 caption = (f"Per model that the extraction study scored on the same documents: the long-form "
            f"blocks' book words that lie in windows with exact p_z >= {threshold} (beside the "
            f"share of all book words in them, the rate by chance), and Spearman's rank "
            f"correlation across documents of nv-recall with mean log p_z per token "
            f"(docs/longform.md).")
-with open(snakemake.output.agreement_md, "w", encoding="utf-8") as f:  # noqa: F821
+with open(snakemake.output.agreement_md, "w", encoding="utf-8") as f:
     f.write(to_markdown(agreement, caption))
 log.info("%d models beside their p_z maps", len(agreement))

@@ -2,11 +2,11 @@
 
 from copyprobe.artifacts import GENERATIONS, provenance, read_table, write_table
 from copyprobe.generation.shards import merge_shards
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-df = merge_shards([read_table(p, GENERATIONS) for p in snakemake.input.shards])  # noqa: F821
-write_table(df, snakemake.output[0], GENERATIONS,  # noqa: F821
-            provenance("merge_generations", {"shards": len(snakemake.input.shards)}))  # noqa: F821
-log.info("%d shards, %d rows, %d failed", len(snakemake.input.shards), len(df),  # noqa: F821
+log = setup_logging(snakemake.log[0])
+df = merge_shards([read_table(p, GENERATIONS) for p in snakemake.input.shards])
+write_table(df, snakemake.output[0], GENERATIONS,
+            provenance("merge_generations", {"shards": len(snakemake.input.shards)}))
+log.info("%d shards, %d rows, %d failed", len(snakemake.input.shards), len(df),
          (df["status"] != "ok").sum())

@@ -6,11 +6,11 @@ import pandas as pd
 from copyprobe.artifacts import GENERATIONS, PROMPTS, provenance, read_table, write_table
 from copyprobe.msr.attribution import MSR_ATTRIBUTION, MSR_SPANS, attribute_run
 from copyprobe.spans.workflow import open_index
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-a = dict(snakemake.params.attribution)  # noqa: F821
-inp = snakemake.input  # noqa: F821
+log = setup_logging(snakemake.log[0])
+a = dict(snakemake.params.attribution)
+inp = snakemake.input
 generations = pd.concat([read_table(p, GENERATIONS) for p in inp.generations],
                         ignore_index=True)
 prompts = pd.concat([read_table(p, PROMPTS) for p in inp.prompts], ignore_index=True)
@@ -24,8 +24,8 @@ try:
 finally:
     index.close()
 meta = provenance("msr_attribution", a, index_digest=digest)
-write_table(spans, snakemake.output.spans, MSR_SPANS, meta)  # noqa: F821
-write_table(summary, snakemake.output.summary, MSR_ATTRIBUTION, meta)  # noqa: F821
+write_table(spans, snakemake.output.spans, MSR_SPANS, meta)
+write_table(summary, snakemake.output.summary, MSR_ATTRIBUTION, meta)
 ok = summary[summary["status"] == "ok"]
 log.info("%d generations (%d failed): %d spans, %d cross-document, %d post-to-pre leaks; "
          "median find %.1f ms", len(summary), len(summary) - len(ok), len(spans),

@@ -4,9 +4,9 @@ from pathlib import Path
 
 from copyprobe.artifacts import write_json
 from copyprobe.models import prepare
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-manifest = prepare(snakemake.params.model_file, Path(snakemake.params.cache_dir))  # noqa: F821
-log.info("model %s: %s", snakemake.wildcards.model, manifest)  # noqa: F821
-write_json(snakemake.output[0], manifest)  # noqa: F821
+log = setup_logging(snakemake.log[0])
+manifest = prepare(snakemake.params.model_file, Path(snakemake.params.cache_dir))
+log.info("model %s: %s", snakemake.wildcards.model, manifest)
+write_json(snakemake.output[0], manifest)

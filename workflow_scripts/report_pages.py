@@ -5,10 +5,10 @@ from pathlib import Path
 
 from copyprobe.artifacts import write_text
 from copyprobe.report_pages import environment_page, markdown_page
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-source, target = snakemake.input.table, snakemake.output[0]  # noqa: F821
+log = setup_logging(snakemake.log[0])
+source, target = snakemake.input.table, snakemake.output[0]
 kind = Path(source).suffix
 if kind == ".md":
     write_text(target, markdown_page(source))

@@ -1,9 +1,9 @@
 """Rule span_index: the index's manifest, written once every shard validates."""
 
 from copyprobe.spans.workflow import finalize
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-p = snakemake.params  # noqa: F821
+log = setup_logging(snakemake.log[0])
+p = snakemake.params
 finalize(p.out_dir, unit=p.unit, tokenizer=p.tokenizer)
-log.info("index %s: manifest %s", p.out_dir, snakemake.output[0])  # noqa: F821
+log.info("index %s: manifest %s", p.out_dir, snakemake.output[0])

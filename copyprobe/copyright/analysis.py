@@ -1,4 +1,4 @@
-"""The compliance benchmark's results from a SCORED table (copyprobe.copyright.scored).
+"""The compliance benchmark's results from a SCORED table (copyprobe.copyright.scored_table).
 
 Reference: docs/copyright.md.
 """
@@ -17,7 +17,7 @@ from scipy import stats as sps
 from copyprobe.artifacts import write_text
 from copyprobe.copyright.notices import NOTICE_FORMS
 from copyprobe.copyright.queries import BENIGN_TASKS, TASKS
-from copyprobe.copyright.scored import validate_scored
+from copyprobe.copyright.scored_table import validate_scored
 from copyprobe.stats.common import bootstrap_ci
 
 __all__ = [

@@ -243,7 +243,7 @@ def cmd_copyright_score(args: argparse.Namespace) -> dict:
     from copyprobe.artifacts import provenance, write_table
     from copyprobe.copyright.metrics.rouge import RougeL
     from copyprobe.copyright.responses import authors_json, write_authors_json
-    from copyprobe.copyright.score import (
+    from copyprobe.copyright.response_scoring import (
         SCORED_RUN,
         metric_settings,
         rule_only_verdicts,

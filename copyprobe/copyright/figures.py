@@ -1,4 +1,4 @@
-"""Figures of the compliance benchmark, drawn from a SCORED table (copyprobe.copyright.scored).
+"""Figures of the compliance benchmark, drawn from a SCORED table (copyprobe.copyright.scored_table).
 
 * :func:`fig6`: ROUGE-L distributions per notice form, one panel per model (box plots);
 * :func:`fig7`: per notice form and task, mean similarity and refusal rate of each model;
@@ -33,7 +33,7 @@ from copyprobe.copyright.analysis import (  # noqa: E402
     infringement_rows,
     sort_rows,
 )
-from copyprobe.copyright.scored import validate_scored  # noqa: E402
+from copyprobe.copyright.scored_table import validate_scored  # noqa: E402
 from copyprobe.store import atomic_write  # noqa: E402
 
 __all__ = ["fig6", "fig7", "fig8", "write_figures"]

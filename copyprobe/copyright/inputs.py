@@ -113,7 +113,7 @@ class CopyrightInputs:
     def score_gpus(self, wildcards: Any) -> int:
         """A GPU for a scoring job whose metrics run on CUDA (``bertscore.device`` or the
         embedding backend's ``device``), so that SLURM puts it on a GPU node."""
-        from copyprobe.copyright.score import metrics_use_gpu
+        from copyprobe.copyright.response_scoring import metrics_use_gpu
 
         return 1 if metrics_use_gpu(self.block["metrics"]) else 0
 
@@ -121,7 +121,7 @@ class CopyrightInputs:
     def score_env(self) -> str:
         """The scoring jobs' environment: the library's, or with CUDA metrics the GPU one
         (its PyTorch is PyPI's CUDA build; the library's is conda-forge's CPU build)."""
-        from copyprobe.copyright.score import metrics_use_gpu
+        from copyprobe.copyright.response_scoring import metrics_use_gpu
 
         gpu = metrics_use_gpu(self.block["metrics"])
         return f"../envs/{'generation-gpu' if gpu else 'library'}.yaml"

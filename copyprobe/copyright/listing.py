@@ -8,7 +8,7 @@ from copyprobe.copyright.metrics.embedding import EMBEDDERS
 from copyprobe.extras import PROVIDERS
 from copyprobe.listing import Entry, Metric, describe, metric_entries
 
-#: the benchmark's task metrics (copyprobe.copyright.score), with the modules computing them
+#: the benchmark's task metrics (copyprobe.copyright.response_scoring), with the modules computing them
 METRICS = (
     Metric("rouge-l", "ROUGE-L precision, recall, F1 with stemming (rouge-score's numbers)",
            "copyprobe.copyright.metrics.rouge", ("repetition", "extraction")),

@@ -1,12 +1,12 @@
 """The copyright study's result paths, as patterns: rules/copyright.smk's outputs and inputs
 name them, and copyprobe.copyright.study and copyprobe.copyright.inputs fill them in. Its
-prompts and generations are the shared ones (copyprobe.paths) of the source
-``copyright.<benchmark>``, variant ``main``."""
+prompts are its own (PROMPTS); its generations are the shared ones (copyprobe.paths) of the
+source ``copyright.<benchmark>``, variant ``main``."""
 
 BENCHMARK = "results/copyright/{benchmark}/"
 MANIFEST = "results/copyright/{benchmark}/manifest.parquet"
 MANIFEST_REPORT = "results/copyright/{benchmark}/manifest.report.json"
-PROMPTS = "results/prompts/{model}/{variant}/copyright.{benchmark}.parquet"
+PROMPTS = "results/copyright/{benchmark}/prompts/{model}/{variant}.parquet"
 GENERATIONS = "results/generations/{model}/main/copyright.{benchmark}.parquet"
 VERDICTS = "results/copyright/{benchmark}/verdicts/{model}.parquet"
 SCORED = "results/copyright/{benchmark}/scored/{model}.parquet"

@@ -1,5 +1,5 @@
 """Responses produced by any tool, read as a manifest and generations that
-:func:`copyprobe.copyright.score.score_responses` scores, and written back in the authors' format.
+:func:`copyprobe.copyright.response_scoring.score_responses` scores, and written back in the authors' format.
 
 Reference: docs/copyright.md.
 """

@@ -1,6 +1,6 @@
 """The copyright-compliance study as the core sees it (:class:`copyprobe.studies.Study`): its
-config block and checks, its targets, report pages, rule file and commands. Its prompts and
-generations are kept under the generation layer's ``{source}`` ``copyright.<benchmark>``."""
+config block and checks, its targets, report pages, rule file and commands. It makes the
+prompts of the generation layer's ``{source}`` ``copyright.<benchmark>``."""
 
 from __future__ import annotations
 
@@ -159,24 +159,28 @@ class CopyrightStudy(Study):
     """The LVLM copyright-compliance benchmark: materials x notice forms x queries."""
 
     name = STUDY
+    interface = ("paths", "study", "queries", "refusal", "analysis", "scored_table",
+                 "response_scoring", "metrics.embedding", "metrics.rouge")
+    prompts_prefix = COPYRIGHT_PREFIX
+    prompts_checkpoint = "copyright_prompts"
     schema_file = "data/schema.yaml"
     commands = "copyprobe.copyright.cli:add_commands"
     listers = {"metrics": "copyprobe.copyright.listing:metrics"}
     rule_file = "rules/copyright.smk"
     runs_models = True
 
-    def expand(self, cfg: dict[str, Any]) -> None:
+    def add_implied(self, cfg: dict[str, Any]) -> None:
         add_material_indexes(cfg)
 
     def check(self, cfg: Mapping[str, Any]) -> None:
         check_config(cfg)
 
-    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
-        return "copyright_prompts" if source.startswith(COPYRIGHT_PREFIX) else None
-
     def prompts_wildcards(self, source: str, wildcards: Mapping[str, str]) -> dict[str, str]:
         return {"model": wildcards["model"], "variant": wildcards["variant"],
                 "benchmark": source.removeprefix(COPYRIGHT_PREFIX)}
+
+    def prompts_table(self, source: str, wildcards: Mapping[str, str]) -> str:
+        return P.PROMPTS.format(**self.prompts_wildcards(source, wildcards))
 
     def extra_models(self, cfg: Mapping[str, Any], rules: set[str]) -> dict[str, Any]:
         judge = cfg[STUDY]["judge"]

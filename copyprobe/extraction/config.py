@@ -2,7 +2,7 @@
 settings a scoring job gets, and the checks the schema cannot make.
 
 Light on purpose (config validation imports it): nothing here loads an engine; which backends
-score is read from the registry's declarations (:mod:`copyprobe.generation.scoring`).
+score is read from the registry's declarations (:mod:`copyprobe.generation.logprob_scoring`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from copyprobe.config import ConfigError
-from copyprobe.generation.scoring import cannot_score_reason, scoring_facts
+from copyprobe.generation.logprob_scoring import cannot_score_reason, scoring_facts
 from copyprobe.studies import study_models
 
 STUDY = "extraction"

@@ -1,5 +1,5 @@
 """A model's scoring job, bound to its engine: the tokenizer windows are cut in, and the
-callables :func:`copyprobe.extraction.score.score_documents` takes (exact scores through the
+callables :func:`copyprobe.extraction.window_scoring.score_documents` takes (exact scores through the
 score runner, Monte Carlo samples through the generation runner), with the call cache under
 the config's ``cache_dir``. Shared by rule extraction_score and ``copyprobe
 extraction-map``; the model is loaded only when a request is not cached."""
@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from copyprobe.extraction.score import score_documents
+from copyprobe.extraction.window_scoring import score_documents
 from copyprobe.generation.base import BACKENDS, Decoding
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.runner import (
@@ -24,8 +24,8 @@ from copyprobe.generation.runner import (
     build_backend,
     run_generation,
 )
-from copyprobe.generation.score_runner import run_scoring
-from copyprobe.generation.scoring import Tokenizer, can_score, load_tokenizer
+from copyprobe.generation.logprob_runner import run_scoring
+from copyprobe.generation.logprob_scoring import Tokenizer, can_score, load_tokenizer
 from copyprobe.models import ModelFile
 
 

@@ -184,7 +184,7 @@ def plot_study_figures(paths: Sequence[str | Path], out: dict[str, str | Path],
     (``out``: paths for ``log_pz``, ``np_curves``, ``map``; ``settings``: ``ns``, ``ps``,
     ``headline``); the map's axis counts in the files' unit (tokens or words)."""
     from copyprobe.artifacts import read_table
-    from copyprobe.extraction.score import windows_unit
+    from copyprobe.extraction.window_scoring import windows_unit
     from copyprobe.extraction.tables import WINDOWS
 
     windows = pd.concat([read_table(p, WINDOWS) for p in paths])

@@ -4,8 +4,6 @@ curated tables (copyprobe.msr.paths.CURATED) and the shared corpus."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from copyprobe import config as cpc
@@ -61,12 +59,3 @@ class ExtractionInputs:
         """The (n,p) grid and headline, and the title's names."""
         return {**xc.analysis_settings(self.config), "model": wildcards.model,
                 "dataset": wildcards.dataset}
-
-
-def print_table(jobs_run: Iterable[tuple[str, Any]]) -> None:
-    """After a successful run that (re)made the study's table, print it (Markdown), as MSR's
-    is printed."""
-    if any(name == "extraction_table" for name, _ in jobs_run):
-        table = Path(P.TABLE_MD)
-        if table.is_file():
-            print(f"\n{table}:\n\n{table.read_text()}", flush=True)

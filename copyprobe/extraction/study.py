@@ -1,7 +1,7 @@
 """The extraction study as the core sees it (:class:`copyprobe.studies.Study`): its config
 block and checks, its keys of a model entry, its targets, report page, rule file and command.
 
-The study scores the curated D_pre / D_post documents of the MSR datasets (rule curate), so a
+The study scores the curated D_pre / D_post documents of the MSR datasets (rule msr_curate), so a
 model in it needs a cutoff; it makes no prompts for the generation layer (its Monte Carlo
 samples go through the generation runner inside its own scoring job)."""
 
@@ -64,6 +64,9 @@ class ExtractionStudy(Study):
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         return targets(cfg)
+
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        return {"extraction_table": P.TABLE_MD}
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         if not self.targets(cfg):

@@ -170,7 +170,7 @@ BACKENDS: Registry[type[Backend]] = Registry("backend")
 #   api_key_env       the variable holding its API key unless the model names another
 #                     (``api_key_env``); None: no key
 #   key_optional      honours ``api_key_optional: true`` (servers that need no key)
-#   scores            it can score a given continuation (copyprobe.generation.scoring): True,
+#   scores            it can score a given continuation (copyprobe.generation.logprob_scoring): True,
 #                     or "echo_logprobs" (only against a server that echoes prompt log-probs,
 #                     switched on by the model's echo_logprobs); score_paths: how;
 #                     score_moments: it sees the whole next-token distribution (Min-k%++)
@@ -214,8 +214,11 @@ BACKENDS.declare("ocr_cascade", "copyprobe.generation.ocr_cascade:OCRCascadeBack
 #: every request through the copyright guard). A wrapper class
 #: has two class methods: ``wrap_identity(block, spec, identity) -> identity`` (what the
 #: wrapper adds to the cache identity, so a wrapped and a bare model never share answers) and
-#: ``wrap(block, spec, backend) -> Backend``. Declared, so a wrapper's module is imported only
-#: when a model uses it.
+#: ``wrap(block, spec, backend) -> Backend``, and ``records(block, spec, prompts) ->
+#: (DataFrame, TableSpec)``: what it recorded of the requests of a PROMPTS table (the guard:
+#: its decisions), which the generate job that made them writes as its output named after the
+#: wrapper, where a rule asks for it. Declared, so a wrapper's module is imported only when a
+#: model uses it.
 BACKEND_WRAPPERS: Registry[Any] = Registry("backend wrapper")
 
 
@@ -234,7 +237,7 @@ def backend_facts(name: str) -> dict[str, Any]:
     """What is known about a backend without importing it: ``remote``, ``needs_model_file``,
     ``gpu``, ``key_optional`` (all False for a backend registered without a declaration),
     ``api_key_env`` (None) and ``price_factor`` (1.0; the Batch API bills half the list price). The keys it reads: :func:`backend_model_keys`; whether it scores:
-    :func:`copyprobe.generation.scoring.scoring_facts`."""
+    :func:`copyprobe.generation.logprob_scoring.scoring_facts`."""
     facts: dict[str, Any] = {"remote": False, "needs_model_file": False, "gpu": False,
                              "api_key_env": None, "key_optional": False, "price_factor": 1.0}
     facts.update({k: v for k, v in BACKENDS.facts(name).items()

@@ -24,7 +24,7 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe.generation.scoring import (
+from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
     TokenScores,
@@ -157,7 +157,7 @@ def _load_dir(model_file: ModelFile | None,
 
 
 class HFTokenizer:
-    """The :class:`~copyprobe.generation.scoring.Tokenizer` of a transformers tokenizer:
+    """The :class:`~copyprobe.generation.logprob_scoring.Tokenizer` of a transformers tokenizer:
     plain text, no special tokens added."""
 
     def __init__(self, tok: Any) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
-from copyprobe.generation.scoring import (
+from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
     TokenScores,
@@ -35,7 +35,7 @@ def _llama_class() -> Any:
 
 
 class LlamaTokenizer:
-    """The :class:`~copyprobe.generation.scoring.Tokenizer` of a ``Llama`` instance (a
+    """The :class:`~copyprobe.generation.logprob_scoring.Tokenizer` of a ``Llama`` instance (a
     ``vocab_only`` one loads no weights): plain text, no BOS, no special-token parsing."""
 
     def __init__(self, llm: Any) -> None:

@@ -37,7 +37,7 @@ from copyprobe.generation.openai_protocol import (
     redact,
     shorten,
 )
-from copyprobe.generation.scoring import (
+from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
     TokenScores,

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from copyprobe.generation.base import BackendError, Completion
-from copyprobe.generation.scoring import TokenScores
+from copyprobe.generation.logprob_scoring import TokenScores
 from copyprobe.prompt import Prompt
 
 __all__ = [

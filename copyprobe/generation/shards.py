@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from copyprobe.artifacts import GENERATIONS
-from copyprobe.generation.base import Decoding
+from copyprobe.generation.base import BACKEND_WRAPPERS, Decoding
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.runner import (
     GenerationSummary,
@@ -44,6 +44,16 @@ def merge_shards(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     if dup.any():
         raise ValueError(f"{int(dup.sum())} request(s) appear in more than one shard")
     return df
+
+
+def wrapper_records(prompts: pd.DataFrame, spec: Mapping[str, Any], shard: str,
+                    wrappers: Sequence[str]) -> dict[str, tuple[pd.DataFrame, Any]]:
+    """What each of ``wrappers`` (backend wrappers the model switches on) recorded of one
+    shard's requests, once the shard has run: wrapper -> (table, its TableSpec)."""
+    i, _ = parse_shard(shard)
+    part = shard_rows(prompts, spec.get("shard_size"))[i]
+    return {name: BACKEND_WRAPPERS.get(name).records(spec[name], spec, part)
+            for name in wrappers}
 
 
 def parse_shard(shard: str) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from copyprobe.generation.base import (
     Decoding,
 )
 from copyprobe.generation.openai_protocol import prepare_messages, scores_from_prompt_logprobs
-from copyprobe.generation.scoring import ScoreRequest, ScoringBackend, TokenScores, score_sequence
+from copyprobe.generation.logprob_scoring import ScoreRequest, ScoringBackend, TokenScores, score_sequence
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 

@@ -266,6 +266,12 @@ class GuardWrapper:
             guard = {**guard, "output_index_digest": output_index_digest(gspec)}
         return {**identity, "guard": guard}
 
+    @staticmethod
+    def records(block: Mapping[str, Any], spec: Mapping[str, Any],
+                prompts: pd.DataFrame) -> tuple[pd.DataFrame, TableSpec]:
+        """The decisions on the requests of ``prompts`` (:func:`guard_decisions`)."""
+        return guard_decisions(prompts, spec), GUARD_DECISIONS
+
     @classmethod
     def wrap(cls, block: Mapping[str, Any], spec: Mapping[str, Any],
              backend: Backend) -> GuardedBackend:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from copyprobe.artifacts import TableSpec, read_table, write_text
 from copyprobe.copyright.analysis import mean_ci, to_markdown, write_csv
-from copyprobe.copyright.scored import validate_scored
+from copyprobe.copyright.scored_table import validate_scored
 from copyprobe.guard.output import BLOCK_FINISH_REASON, TRUNCATE_FINISH_REASON
 from copyprobe.guard.study import (  # noqa: F401 (the rows' rules, re-exported)
     BENCHMARK_INDEX,
@@ -247,7 +247,7 @@ def read_compared_inputs(scored: Iterable[str | os.PathLike[str]],
     pooled scored rows with ``benchmark``, ``rights`` and each answer's ``finish_reason``, the
     decisions and the output checks, each with ``benchmark``."""
     from copyprobe.artifacts import GENERATIONS
-    from copyprobe.copyright.score import SCORED_RUN
+    from copyprobe.copyright.response_scoring import SCORED_RUN
     from copyprobe.guard.backend import GUARD_DECISIONS
 
     frames = []

@@ -15,7 +15,7 @@ import pandas as pd
 
 from copyprobe.artifacts import write_text
 from copyprobe.copyright.analysis import refusal_counts, sort_rows, to_markdown, write_csv
-from copyprobe.copyright.scored import validate_scored
+from copyprobe.copyright.scored_table import validate_scored
 from copyprobe.stats.common import bootstrap_ci
 
 COMPONENTS = ("notice", "status", "risk")

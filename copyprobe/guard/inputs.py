@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from copyprobe import config as cpc
 from copyprobe.copyright import paths as CP
+from copyprobe.copyright.study import copyright_source
 from copyprobe.guard import paths as P
 from copyprobe.guard import study as S
 from copyprobe.guard.study import compared_rows, guard_pairs, output_sources
@@ -21,6 +23,29 @@ class GuardInputs:
         """The decision sidecar of every guarded model of the pairs, on every benchmark."""
         return [P.DECISIONS.format(benchmark=b, model=m)
                 for b in self.config["copyright"]["benchmarks"] for m in guard_pairs(self.config)]
+
+    def all_scored(self, wildcards: Any) -> list[str]:
+        """Every benchmark's pooled scored table (the guard's tables span benchmarks)."""
+        return [CP.POOLED.format(benchmark=b) for b in self.config["copyright"]["benchmarks"]]
+
+    def model_main(self, wildcards: Any) -> dict[str, Any]:
+        """A guarded model's slice (its variant main: the copyright study runs no variants)."""
+        return cpc.run_slice(self.config, wildcards.model, cpc.MAIN)
+
+    @property
+    def generated_models(self) -> list[str]:
+        """The guarded models whose generate jobs call the guard (the others, output-guarded,
+        get their answers from the output check)."""
+        return sorted(set(guard_pairs(self.config)) - set(self.output_models))
+
+    def decision_shards(self, shared: Any) -> Any:
+        """The input function of a guarded model's decisions on a benchmark: the tables its
+        generate jobs wrote, one per shard (``shared``: the shared rules' inputs, which know
+        the shards)."""
+        def shards(wildcards: Any) -> list[str]:
+            return shared.shards_of(wildcards.model, cpc.MAIN,
+                                    copyright_source(wildcards.benchmark), P.DECISIONS_SHARD)
+        return shards
 
     def tables_params(self, wildcards: Any) -> dict[str, Any]:
         """Guarded models and their bases, their guard blocks, each benchmark's rights."""

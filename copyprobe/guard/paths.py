@@ -1,7 +1,10 @@
 """The guard's result paths, as patterns (rules/guard.smk, copyprobe.guard.study)."""
 
-PROMPTS = "results/prompts/{model}/main/copyright.{benchmark}.parquet"
+PROMPTS = "results/copyright/{benchmark}/prompts/{model}/main.parquet"
 DECISIONS = "results/copyright/{benchmark}/guard_decisions/{model}.parquet"
+#: The decisions on one generation shard's requests, written by the generate job that made
+#: them (its output named ``guard``), merged into DECISIONS.
+DECISIONS_SHARD = "results/generations/{model}/{variant}/{source}/guard/{shard}.parquet"
 TABLES = "results/copyright/guard/"
 TABLE2 = "results/copyright/guard/table2.md"
 #: The guard's Markdown tables, by name (TABLE_NAMES), and the report's page of each.

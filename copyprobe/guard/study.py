@@ -236,7 +236,7 @@ class GuardStudy(Study):
     rule_file = "rules/guard.smk"
     commands = "copyprobe.guard.cli:add_commands"
 
-    def expand(self, cfg: dict[str, Any]) -> None:
+    def add_implied(self, cfg: dict[str, Any]) -> None:
         expand_ablations(cfg)
 
     def check(self, cfg: Mapping[str, Any]) -> None:

@@ -26,7 +26,7 @@ def _read(path: str, flag: str) -> Any:
 def _model(args: argparse.Namespace) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(name, entry, longform block) from --model-config: one model entry, or a workflow
     config (its ``models``, one chosen by --model, and its ``longform`` block)."""
-    from copyprobe.extraction.cli import model_entry
+    from copyprobe.config import model_entry
 
     data = _read(args.model_config, "--model-config")
     if not (isinstance(data, dict) and isinstance(data.get("models"), dict)):

@@ -94,7 +94,7 @@ def load_model(path: str, flag: str, cache_dir: Path) -> Any:
     """A model-config file validated as a workflow's model entry (schema, backend keys, model
     file, scoring capability), its model file prepared; errors name the flag and file."""
     from copyprobe.config import ConfigError, model_entry, model_slice, validate_config
-    from copyprobe.generation.scoring import cannot_score_reason
+    from copyprobe.generation.logprob_scoring import cannot_score_reason
     from copyprobe.membership.engine import Model
     from copyprobe.models import prepare
 

@@ -17,8 +17,8 @@ from copyprobe.artifacts import TableSpec
 from copyprobe.generation.base import BACKENDS
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.runner import backend_identity
-from copyprobe.generation.score_runner import ScoreResult, run_scoring
-from copyprobe.generation.scoring import ScoreRequest, Tokenizer, load_tokenizer, scoring_facts
+from copyprobe.generation.logprob_runner import ScoreResult, run_scoring
+from copyprobe.generation.logprob_scoring import ScoreRequest, Tokenizer, load_tokenizer, scoring_facts
 from copyprobe.membership.scores import KS, document_scores, loss
 from copyprobe.models import ModelFile
 

@@ -82,7 +82,7 @@ def score_date_split(docs: pd.DataFrame, spec: Mapping[str, Any], manifest: Mapp
     other splits left out) in one cached teacher-forced pass and compare D_pre with D_post
     (:func:`compare_date_split`, settings from the config's ``statistics``). A model that
     cannot score a given text gets ``{"skipped": reason}`` and an empty table."""
-    from copyprobe.generation.scoring import cannot_score_reason
+    from copyprobe.generation.logprob_scoring import cannot_score_reason
     from copyprobe.membership.engine import SCORES, Model, score_table
 
     reason = cannot_score_reason(str(spec["name"]), spec)

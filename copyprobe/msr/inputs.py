@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from copyprobe import config as cpc
@@ -84,14 +82,6 @@ class MSRInputs:
         return [P.STATS.format(model=m, variant=v, dataset=e["dataset"])
                 for m in cpx.experiment_models(self.config, wildcards.experiment)
                 for v in cpx.experiment_variants(e)]
-
-
-def print_table(jobs_run: Iterable[tuple[str, Any]]) -> None:
-    """After a successful run that (re)made the results table, print it (Markdown)."""
-    if any(name == "make_table" for name, _ in jobs_run):
-        table = Path(P.TABLE_MD)
-        if table.is_file():
-            print(f"\n{table}:\n\n{table.read_text()}", flush=True)
 
 
 class AttributionInputs:

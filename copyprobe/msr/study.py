@@ -16,6 +16,7 @@ from copyprobe.msr.config import (
     msr_models,
     take_msr_settings,
 )
+from copyprobe.paths import PROMPTS
 from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
 
 
@@ -99,13 +100,16 @@ class MSRStudy(Study):
     """Many-Shot Regurgitation: D_pre vs D_post per model, variants and experiments."""
 
     name = "msr"
+    interface = ("paths", "prompts")
+    prompts_prefix = ""  # the corpus sources
+    prompts_checkpoint = "msr_build_prompts"
     schema_file = "data/schema.yaml"
     commands = "copyprobe.msr.cli:add_commands"
     rule_file = "rules/msr.smk"
     runs_models = True
     default_for_models = True
 
-    def expand(self, cfg: dict[str, Any]) -> None:
+    def add_implied(self, cfg: dict[str, Any]) -> None:
         expand_index_corpora(cfg)
 
     def check(self, cfg: Mapping[str, Any]) -> None:
@@ -125,14 +129,18 @@ class MSRStudy(Study):
         spec["decoding"] = {**spec.get("decoding", {}), **v.get("decoding", {})}
         spec["msr"] = {**spec["msr"], **v.get("msr", {})}
 
-    def claims_prompts(self, cfg: Mapping[str, Any], source: str) -> str | None:
-        return "build_prompts" if source in cfg["sources"] else None
+    def prompts_table(self, source: str, wildcards: Mapping[str, str]) -> str:
+        return PROMPTS.format(model=wildcards["model"], variant=wildcards["variant"],
+                              source=source)
 
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {"datasets": list(cfg["datasets"])}
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         return targets(cfg)
+
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        return {"msr_make_table": P.TABLE_MD}
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         return report_pages(cfg)

@@ -20,7 +20,7 @@ from copyprobe.copyright.analysis import (
     to_markdown,
     write_tables,
 )
-from copyprobe.copyright.scored import SCORED, ScoredTableError, read_scored, validate_scored
+from copyprobe.copyright.scored_table import SCORED, ScoredTableError, read_scored, validate_scored
 
 BOOT = {"n_boot": 400, "seed": 0}
 _VERDICT = {"yes": True, "no": False}

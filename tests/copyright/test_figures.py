@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from copyprobe.copyright.figures import fig6, fig7, fig8, write_figures
-from copyprobe.copyright.scored import ScoredTableError
+from copyprobe.copyright.scored_table import ScoredTableError
 
 # The row builder of the analysis tests (tests are not a package: load it by path).
 _spec = importlib.util.spec_from_file_location("_cr_rows", Path(__file__).with_name(

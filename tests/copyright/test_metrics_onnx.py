@@ -15,7 +15,7 @@ import pytest
 from copyprobe.copyright.metrics.bertscore import BertScorer, bert_scorer
 from copyprobe.copyright.metrics.embedding import Embedder
 from copyprobe.copyright.metrics.onnx_runtime import Batches, cached_model, make_session
-from copyprobe.copyright.score import metric_settings
+from copyprobe.copyright.response_scoring import metric_settings
 
 WORDS = ["the", "keeper", "climbed", "stairs", "every", "evening", "to", "light", "a", "great",
          "lamp", "before", "fishing", "boats", "came", "home", "while", "storms", "rolled",

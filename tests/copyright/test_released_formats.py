@@ -23,7 +23,7 @@ from copyprobe.artifacts import read_meta, read_table
 from copyprobe.cli import main
 from copyprobe.copyright.benchmark import build_benchmark
 from copyprobe.copyright.manifest import ManifestError
-from copyprobe.copyright.score import SCORED_RUN
+from copyprobe.copyright.response_scoring import SCORED_RUN
 from copyprobe.sources import build_source
 from copyprobe.sources.base import SourceError
 

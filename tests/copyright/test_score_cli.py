@@ -12,7 +12,7 @@ import pytest
 
 from copyprobe.artifacts import GENERATIONS, read_meta, read_table, write_table
 from copyprobe.cli import main
-from copyprobe.copyright.score import SCORED_RUN
+from copyprobe.copyright.response_scoring import SCORED_RUN
 
 MATERIAL = ("The harbour master kept a log of every ship. Each entry named the tide. "
             "The log filled three shelves by winter.")

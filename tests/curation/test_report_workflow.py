@@ -1,4 +1,4 @@
-"""The curate and curation_report rules in a real Snakemake run (no model is called: the
+"""The msr_curate and msr_curation_report rules in a real Snakemake run (no model is called: the
 report needs only the corpus and the curated tables)."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _run(wd: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_reports_are_in_the_default_target(wd):
     out = _run(wd, "--dry-run").stdout
-    jobs = re.findall(r"rule curation_report:\n(?:.*\n)*?\s+wildcards: model=(\S+)", out)
+    jobs = re.findall(r"rule msr_curation_report:\n(?:.*\n)*?\s+wildcards: model=(\S+)", out)
     assert sorted(jobs) == ["m1", "m2"]
 
 
@@ -75,7 +75,7 @@ def test_curation_report_rule_writes_parquet_and_markdown(wd):
     assert rep.loc["post", "kept"] == 4
     assert rep.loc["post", "cross_split_duplicates"] == 1
     meta = read_meta(r / "curation/m1.parquet")
-    assert meta["step"] == "curation_report" and meta["params"]["cutoff"] == "2024-06-30"
+    assert meta["step"] == "msr_curation_report" and meta["params"]["cutoff"] == "2024-06-30"
     md = (r / "curation/m1.md").read_text()
     assert "| late/local:l_leak | post | early/local:e1 | pre | near |" in md
     # the second model's cutoff (2012-06-30) puts e0..e2 in D_pre and e3, the late ones and

@@ -64,7 +64,7 @@ def test_the_workflow_map_counts_in_the_unit_its_window_files_state(tmp_path):
     from copyprobe.artifacts import provenance, write_table
     from copyprobe.extraction.figures import plot_study_figures
     from copyprobe.artifacts import read_meta
-    from copyprobe.extraction.score import merge_window_files, windows_unit
+    from copyprobe.extraction.window_scoring import merge_window_files, windows_unit
     from copyprobe.extraction.tables import WINDOWS
 
     w = windows_table()

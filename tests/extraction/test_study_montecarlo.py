@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from copyprobe.extraction.score import WindowJob, is_hit, mc_log_pz, score_monte_carlo
+from copyprobe.extraction.window_scoring import WindowJob, is_hit, mc_log_pz, score_monte_carlo
 from copyprobe.extraction.windows import Window
 
 MC = {"n": 1, "p": 0.5, "alpha": 0.05, "batch": 10, "max_samples": 40}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from copyprobe.extraction.score import merge_window_shards, shard_documents, shard_of
+from copyprobe.extraction.window_scoring import merge_window_shards, shard_documents, shard_of
 
 
 def test_shards_split_documents_stably_and_merge_back():
@@ -29,7 +29,7 @@ def test_shards_split_documents_stably_and_merge_back():
 
 
 def test_a_job_with_too_many_failed_windows_fails_naming_the_errors():
-    from copyprobe.extraction.score import failure_report
+    from copyprobe.extraction.window_scoring import failure_report
 
     w = pd.DataFrame({"status": ["scored"] * 18 + ["failed", "failed", "skipped"],
                       "error_class": [""] * 18 + ["RateLimitError", "RateLimitError", "TooShort"],

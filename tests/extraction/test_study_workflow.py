@@ -63,7 +63,7 @@ def test_the_workflow_plans_the_study_and_stops_at_a_bad_setting(wd):
     # llama.cpp model is scored, the API model on Monte Carlo writes why it is skipped
     plan = _jobs(_dry_run(wd, {**_config(datasets=["two"]),
                                "statistics": {"membership_scores": True}}))
-    assert plan == {"collect_corpus": 2, "prepare_model": 2, "curate": 4, "environment": 1,
+    assert plan == {"collect_corpus": 2, "prepare_model": 2, "msr_curate": 4, "environment": 1,
                     "extraction_score": 4, "extraction_merge": 4,
                     "extraction_documents": 2, "extraction_stats": 2, "membership_sets": 2,
                     "extraction_figures": 2, "extraction_table": 1, "report_page": 2,

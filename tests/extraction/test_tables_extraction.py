@@ -81,7 +81,11 @@ def test_stats_summary_and_the_table():
 
 def test_the_workflow_prints_the_table_it_remade(tmp_path, monkeypatch, capsys):
     from copyprobe.extraction import paths as P
-    from copyprobe.extraction.inputs import print_table
+    from copyprobe.extraction.study import ExtractionStudy
+    from copyprobe.studies import print_tables
+
+    def print_table(jobs):
+        print_tables([ExtractionStudy()], {}, jobs)
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / P.TABLE_MD).parent.mkdir(parents=True)

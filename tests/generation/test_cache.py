@@ -123,3 +123,44 @@ def test_a_paid_answer_cached_by_an_earlier_version_is_still_hit(tmp_path):
                                  decoding=decoding, cache=GenerationCache(tmp_path))
     assert summary.cache_hits == 1 and summary.model_calls == 0
     assert df["text"].tolist() == ["paid for once"] and df["from_cache"].tolist() == [True]
+
+
+def test_keys_made_before_the_module_renames_still_find_their_answers(tmp_path):
+    # Values computed by the code before the scoring modules and the copyright prompts moved
+    # (a guarded model's generation key, through its config slice; a log-prob scoring key): a
+    # cached answer stored then is served without a model call.
+    import pandas as pd
+
+    from copyprobe.generation.logprob_runner import score_key
+    from copyprobe.generation.logprob_scoring import ScoreRequest
+    from copyprobe.generation.runner import backend_identity, run_generation
+
+    spec = {"name": "g", "backend": "openai", "model_id": "gpt-4o-mini-2024-07-18",
+            "guard": {"policy": "block"}, "cache_dir": str(tmp_path)}
+    identity = backend_identity(spec, None)
+    prompt = Prompt("chat", messages=({"role": "user",
+                                       "content": "Recite the opening of a book."},))
+    decoding = Decoding(temperature=0.2, max_tokens=512)
+    k = cache_key(backend="openai", identity=identity, decoding=decoding, prompt=prompt)
+    assert k == "944a084b87a986adf4f40d956a6af9fa814814ebdf838e8e5fc640ba8afc53c8"
+    assert score_key(backend="llamacpp",
+                     identity={"model_id": "m.gguf", "weights_sha256": "abc", "n_ctx": 512},
+                     request=ScoreRequest(context_ids=(1, 2, 3), target_ids=(4, 5)),
+                     path="tokens") == (
+        "ca97f4443958d83db240a5ae53b7aaeb69087d2b27723f7301fefee68a74ff25")
+    record = {"text": "cached before", "prompt_tokens": 9, "completion_tokens": 2,
+              "finish_reason": "stop", "latency_s": 0.5, "created_at": "2026-11-01T00:00:00+00:00"}
+    old = tmp_path / k[:2] / f"{k}.json"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+
+    def no_backend():
+        raise AssertionError("a cached request must not load or call the backend")
+
+    prompts = pd.DataFrame([{"request_id": "r1", "status": "ready", "prompt": prompt.to_json(),
+                             "reference": None}])
+    df, summary = run_generation(prompts, model="g", backend_name="openai", identity=identity,
+                                 backend_factory=no_backend, decoding=decoding,
+                                 cache=GenerationCache(tmp_path))
+    assert summary.cache_hits == 1 and summary.model_calls == 0
+    assert df["text"].tolist() == ["cached before"]

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from copyprobe.generation.llamacpp import LlamaCppBackend
-from copyprobe.generation.scoring import ScoreRequest, TokenScores
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from copyprobe.generation.base import BackendError, Decoding
-from copyprobe.generation.scoring import ScoreRequest, TokenScores, load_tokenizer
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores, load_tokenizer
 from copyprobe.prompt import Prompt
 
 pytestmark = pytest.mark.slow

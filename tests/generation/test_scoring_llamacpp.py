@@ -10,7 +10,7 @@ import pytest
 
 from copyprobe.generation.base import BackendError, Decoding
 from copyprobe.generation.llamacpp import LlamaCppBackend
-from copyprobe.generation.scoring import ScoreRequest, TokenScores, load_tokenizer
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores, load_tokenizer
 from copyprobe.prompt import Prompt
 
 pytestmark = pytest.mark.slow

@@ -19,8 +19,8 @@ from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.limits import RetryPolicy, default_concurrency
 from copyprobe.generation.openai_api import OpenAIBackend, server_root
 from copyprobe.generation.openai_protocol import read_echo_scores
-from copyprobe.generation.score_runner import run_scoring
-from copyprobe.generation.scoring import ScoreRequest, TokenScores, load_tokenizer
+from copyprobe.generation.logprob_runner import run_scoring
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores, load_tokenizer
 from copyprobe.prompt import Prompt
 
 MIT = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this "

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from copyprobe.generation.base import BackendError
-from copyprobe.generation.scoring import ScoreRequest, TokenScores
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores
 from copyprobe.generation.vllm_backend import VLLMBackend, scores_from_request_output
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt

@@ -396,7 +396,7 @@ def test_the_rules_files_are_read_by_their_paths(table, tmp_path):
     """read_compared_inputs takes benchmark and model from the paths and joins each answer's
     finish reason onto the scored rows: the same table as from the frames."""
     from copyprobe.artifacts import GENERATIONS, write_table
-    from copyprobe.copyright.score import SCORED_RUN
+    from copyprobe.copyright.response_scoring import SCORED_RUN
     from copyprobe.guard.backend import GUARD_DECISIONS
     from copyprobe.guard.compare import read_compared_inputs
 

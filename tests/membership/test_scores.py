@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from copyprobe.generation.scoring import TokenScores, logit_scores, logit_scores_and_moments
+from copyprobe.generation.logprob_scoring import TokenScores, logit_scores, logit_scores_and_moments
 from copyprobe.membership.scores import (
     document_scores,
     lowest_k_mean,

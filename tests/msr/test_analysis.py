@@ -8,7 +8,7 @@ import pytest
 from copyprobe.artifacts import MATCHES, to_table
 from copyprobe.cli import main
 from copyprobe.msr.analysis import SCHEMA_VERSION, _small_sample, analyse, compare_settings
-from copyprobe.msr.scoring import score
+from copyprobe.msr.match_scoring import score
 from copyprobe.msr.tables import table_rows, to_markdown
 from copyprobe.prompt import Prompt
 

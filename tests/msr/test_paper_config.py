@@ -95,11 +95,11 @@ def test_a_dry_run_of_the_paper_needs_no_key_no_file_and_sends_no_request(paper_
     assert proc.returncode == 0, out[-4000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M))
     # 3 models x 2 datasets (main) + shots 3 x 2 models + temperature 2 + input length 4
-    assert counts["compute_stats"] == "18"
+    assert counts["msr_compute_stats"] == "18"
     assert counts["collect_corpus"] == "3"
     # shots: two models; input length and temperature: gpt-3.5
-    assert counts["plot_experiment"] == "4" and counts["make_sweep_table"] == "2"
-    assert counts["compare_settings"] == "1" and counts["plot_models"] == "2"
+    assert counts["msr_plot_experiment"] == "4" and counts["msr_make_sweep_table"] == "2"
+    assert counts["msr_compare_settings"] == "1" and counts["msr_plot_models"] == "2"
     assert "results/figures/wikipedia_fk_models.png" in out
     assert "results/tables/sweep_input_length.csv" in out
     assert "results/comparisons/temperature/gpt-3.5-turbo-1106.json" in out

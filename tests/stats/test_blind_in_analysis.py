@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from copyprobe.msr.analysis import analyse
-from copyprobe.msr.scoring import score
+from copyprobe.msr.match_scoring import score
 from copyprobe.prompt import Prompt
 from copyprobe.stats import blind_baseline
 

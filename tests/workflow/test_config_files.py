@@ -45,7 +45,7 @@ def dry_run(wd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def planned(proc: subprocess.CompletedProcess) -> set[tuple[str, str]]:
-    """(model, dataset) of every planned compute_stats job of the main variant."""
+    """(model, dataset) of every planned msr_compute_stats job of the main variant."""
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     text = proc.stdout + proc.stderr
     return set(re.findall(r"results/stats/([^/\s]+)/main/([^/\s]+)\.json", text))

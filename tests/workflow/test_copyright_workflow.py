@@ -17,8 +17,8 @@ import yaml
 
 from copyprobe.artifacts import PROMPTS, read_meta, read_table
 from copyprobe.copyright.manifest import COPYRIGHT_MANIFEST
-from copyprobe.copyright.scored import read_scored
-from copyprobe.copyright.score import SCORED_RUN
+from copyprobe.copyright.scored_table import read_scored
+from copyprobe.copyright.response_scoring import SCORED_RUN
 
 pytestmark = pytest.mark.slow
 
@@ -90,7 +90,7 @@ def test_the_study_runs_end_to_end(ran):
     counts = planned(first)
     assert counts["copyright_manifest"] == 2 and counts["copyright_tables"] == 2
     assert counts["copyright_guard_tables"] == 1 and counts["copyright_guard_decisions"] == 2
-    assert "build_prompts" not in counts and "make_table" not in counts  # no MSR study here
+    assert "msr_build_prompts" not in counts and "msr_make_table" not in counts  # no MSR study here
     man = read_table(wd / "results/copyright/tiny/manifest.parquet", COPYRIGHT_MANIFEST)
     # harbour: 3 forms; parser has no notice: no text_original rows; 4 tasks x 1 query;
     # the 4 benign tasks only without a notice
@@ -100,7 +100,7 @@ def test_the_study_runs_end_to_end(ran):
     assert [m["title"] for m in report["materials_without_original_notice"]] == ["Parser Guide"]
     assert report["images"] == 4  # 2 materials x (plain, with the generic footer)
     assert len(list((wd / "cache/copyright/images").glob("*.png"))) == 4
-    prompts = read_table(wd / "results/prompts/cascade/main/copyright.tiny.parquet", PROMPTS)
+    prompts = read_table(wd / "results/copyright/tiny/prompts/cascade/main.parquet", PROMPTS)
     assert prompts["request_id"].tolist() == man["request_id"].tolist()
 
     pooled = read_scored(wd / "results/copyright/tiny/scored.parquet")

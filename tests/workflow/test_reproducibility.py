@@ -160,7 +160,7 @@ def _plan(proc: subprocess.CompletedProcess) -> list[tuple[str, str, str]]:
     return jobs
 
 
-AGGREGATES = {"make_table", "plot_models", "copyright_tables", "environment", "all"}
+AGGREGATES = {"msr_make_table", "msr_plot_models", "copyright_tables", "environment", "all"}
 # and the report's HTML pages of the tables they remake (rule report_page, one job per page;
 # a model's own page is its curation report's)
 AGGREGATE_PAGES = {"page=msr/msr_table", "page=environment",
@@ -199,7 +199,7 @@ def test_adding_a_model_plans_only_its_jobs_and_the_aggregates(runs):
     cfg["models"]["smol-c"] = {**cfg["models"]["smol"], "cutoff": "2024-08-31"}
     jobs = _dry_run_with(runs[0], cfg)
     per_model = _per_model(jobs, "smol-c")
-    assert {"curate", "build_prompts", "copyright_prompts", "prepare_model"} <= {
+    assert {"msr_curate", "msr_build_prompts", "copyright_prompts", "prepare_model"} <= {
         r for r, _ in per_model}
     assert ("report_page", "page=curation/smol-c") in per_model
     assert {r for r, _, _ in jobs} & AGGREGATES == AGGREGATES
@@ -212,9 +212,9 @@ def test_changing_one_models_decoding_reruns_only_that_model(runs):
     jobs = _dry_run_with(runs[0], cfg)
     rules = {r for r, _ in _per_model(jobs, "smol-b")}
     # its answers in both studies and everything downstream; not its prompts or curation
-    assert {"generate", "merge_generations", "count_matches", "compute_stats", "plot_figures",
-            "copyright_judge", "copyright_score"} <= rules
-    assert not rules & {"curate", "build_prompts", "copyright_prompts", "prepare_model"}
+    assert {"generate", "merge_generations", "msr_count_matches", "msr_compute_stats",
+            "msr_plot_figures", "copyright_judge", "copyright_score"} <= rules
+    assert not rules & {"msr_curate", "msr_build_prompts", "copyright_prompts", "prepare_model"}
     generate = [w for r, w, _ in jobs if r == "generate"]
     assert sorted(w.split("source=")[1].split(",")[0] for w in generate) == [
         "controls", "copyright.tiny", "wiki"]
@@ -241,14 +241,14 @@ def test_editing_a_matching_module_reruns_the_rules_that_import_it(runs):
     module = "copyprobe/matching/words.py"
     jobs = _edited(runs[0], module)
     direct = _rules_for(jobs, module)
-    # count_matches scores with it (the MSR statistics, figures and tables import it too, but
+    # msr_count_matches scores with it (the MSR statistics, figures and tables import it too, but
     # Snakemake names one reason per job: theirs is the new matches); the environment table
     # hashes every module
-    assert direct == {"count_matches", "environment"}
+    assert direct == {"msr_count_matches", "environment"}
     planned = {r for r, _, _ in jobs}
-    assert {"count_matches", "compute_stats", "make_table"} <= planned
+    assert {"msr_count_matches", "msr_compute_stats", "msr_make_table"} <= planned
     # no generation, no prompts, and no rule of the copyright study
-    assert not planned & {"generate", "merge_generations", "build_prompts", "curate",
+    assert not planned & {"generate", "merge_generations", "msr_build_prompts", "msr_curate",
                           "collect_corpus", "prepare_model", "copyright_manifest",
                           "copyright_prompts", "copyright_judge", "copyright_score",
                           "copyright_tables"}, jobs
@@ -265,9 +265,10 @@ def test_editing_a_copyright_module_reruns_no_msr_rule(runs):
     # so the scores, which import it too, are listed as following the judge
     assert {"copyright_judge", "environment"} == _rules_for(jobs, module)
     assert {"copyright_score", "copyright_tables"} <= planned
-    assert not planned & {"collect_corpus", "curate", "curation_report", "build_prompts",
-                          "generate", "merge_generations", "count_matches", "compute_stats",
-                          "plot_figures", "plot_models", "make_table", "prepare_model"}, jobs
+    assert not planned & {"collect_corpus", "msr_curate", "msr_curation_report",
+                          "msr_build_prompts", "generate", "merge_generations",
+                          "msr_count_matches", "msr_compute_stats", "msr_plot_figures",
+                          "msr_plot_models", "msr_make_table", "prepare_model"}, jobs
 
 
 def test_editing_a_backend_module_reruns_generation_of_its_models_only(runs):

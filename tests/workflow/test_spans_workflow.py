@@ -154,7 +154,7 @@ def test_only_the_changed_shard_is_built_again(ran):
     c = wd / "docs" / "c.txt"
     c.write_text(c.read_text().replace("cc7 ", "cz7 "))  # the same length: the same cuts
     out = snakemake(wd, "results/spans/msr-ix/index.json")
-    assert "collect_corpus" in out and "build_prompts" not in out
+    assert "collect_corpus" in out and "msr_build_prompts" not in out
     expected = {name: "built" if name == changed else "reused" for name in holder}
     assert shard_logs(wd, "msr-ix") == expected
     from copyprobe.spans.workflow import open_index

@@ -214,16 +214,16 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
                  and not (rule == "report_page" and w in AGGREGATE_PAGES)]
     assert per_model and all("model=smol-b" in w or w == "page=curation/smol-b"
                              for _, w in per_model), jobs
-    assert ("make_table", "") in jobs
+    assert ("msr_make_table", "") in jobs
     rules = {rule for rule, _ in per_model}
     # generate's shard jobs (and the prepare_model step they need) are known only once the
-    # prompts exist (build_prompts is a checkpoint): a dry run lists the merge that waits.
-    assert {"curate", "curation_report", "build_prompts", "merge_generations", "count_matches",
-            "compute_stats", "plot_figures", "plot_experiment", "compare_settings",
-            "report_page"} <= rules <= {
-        "prepare_model", "curate", "curation_report", "build_prompts", "generate",
-        "merge_generations", "count_matches", "compute_stats", "plot_figures", "plot_experiment",
-        "compare_settings", "report_page"}
+    # prompts exist (msr_build_prompts is a checkpoint): a dry run lists the merge that waits.
+    assert {"msr_curate", "msr_curation_report", "msr_build_prompts", "merge_generations",
+            "msr_count_matches", "msr_compute_stats", "msr_plot_figures", "msr_plot_experiment",
+            "msr_compare_settings", "report_page"} <= rules <= {
+        "prepare_model", "msr_curate", "msr_curation_report", "msr_build_prompts", "generate",
+        "merge_generations", "msr_count_matches", "msr_compute_stats", "msr_plot_figures",
+        "msr_plot_experiment", "msr_compare_settings", "report_page"}
     assert ("report_page", "page=curation/smol-b") in per_model
     assert not any(rule == "collect_corpus" for rule, _ in jobs)
 
@@ -231,8 +231,8 @@ def test_adding_a_model_schedules_only_its_jobs(workdir, first_run):
 # the environment table hashes the resolved config: a new model or variant remakes it (and
 # its report page); the tables' HTML pages for the report (rule report_page, one job per page;
 # a model's own page is its curation report's)
-AGGREGATES = ("make_table", "plot_models", "make_sweep_table", "make_comparison_table",
-              "environment", "all")
+AGGREGATES = ("msr_make_table", "msr_plot_models", "msr_make_sweep_table",
+              "msr_make_comparison_table", "environment", "all")
 AGGREGATE_PAGES = ("page=msr/msr_table", "page=msr/sweep_length", "page=msr/comparisons",
                    "page=environment")
 
@@ -246,13 +246,14 @@ def test_adding_a_variant_schedules_only_its_jobs(workdir, first_run):
     per_run = [(rule, w) for rule, w in jobs if rule not in AGGREGATES
                and not (rule == "report_page" and w in AGGREGATE_PAGES)]
     assert per_run and all("variant=shots2" in w for _, w in per_run), jobs
-    assert {rule for rule, _ in per_run} == {"build_prompts", "merge_generations",
-                                              "count_matches", "compute_stats", "plot_figures"}
+    assert {rule for rule, _ in per_run} == {"msr_build_prompts", "merge_generations",
+                                              "msr_count_matches", "msr_compute_stats",
+                                              "msr_plot_figures"}
     # one (model, variant) on the two sources of one dataset; corpus, curation and the model
     # file are the main run's; no experiment reads the new variant
-    assert sorted(w for rule, w in per_run if rule == "build_prompts") == [
+    assert sorted(w for rule, w in per_run if rule == "msr_build_prompts") == [
         "model=smol, variant=shots2, source=controls", "model=smol, variant=shots2, source=wiki"]
-    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"make_table", "environment", "all"}
+    assert {rule for rule, _ in jobs} & set(AGGREGATES) == {"msr_make_table", "environment", "all"}
     assert {w for rule, w in jobs if rule == "report_page"} == {"page=msr/msr_table",
                                                                  "page=environment"}
 

@@ -20,7 +20,7 @@ from copyprobe.copyright.refusal import (
     rule_decision,
     rule_refusal,
 )
-from copyprobe.copyright.scored import SCORED
+from copyprobe.copyright.scored_table import SCORED
 from copyprobe.generation.shards import parse_shard
 
 ROUGE_TASKS = ("repetition", "extraction")

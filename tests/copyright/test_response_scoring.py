@@ -15,7 +15,7 @@ from copyprobe.copyright.benchmark import benchmark_queries, build_benchmark, ma
 from copyprobe.copyright.metrics.rouge import rouge_l
 from copyprobe.copyright.queries import BENIGN_TASKS, TASKS, own_seeds
 from copyprobe.copyright.refusal import REFUSAL_VERDICTS
-from copyprobe.copyright.score import (
+from copyprobe.copyright.response_scoring import (
     SCORED_RUN,
     ScoringError,
     agreement_report,
@@ -27,7 +27,7 @@ from copyprobe.copyright.score import (
     score_responses,
     shard_rows,
 )
-from copyprobe.copyright.scored import validate_scored
+from copyprobe.copyright.scored_table import validate_scored
 from copyprobe.prompt import Prompt
 
 TEXT = ("The lighthouse keeper wrote every night. His logbook filled with storms. "

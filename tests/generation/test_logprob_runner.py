@@ -11,8 +11,8 @@ import pytest
 from copyprobe.generation.base import BackendError
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.llamacpp import LlamaCppBackend
-from copyprobe.generation.score_runner import run_scoring, score_key
-from copyprobe.generation.scoring import ScoreRequest, TokenScores
+from copyprobe.generation.logprob_runner import run_scoring, score_key
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores
 from copyprobe.prompt import Prompt
 
 pytestmark = pytest.mark.slow

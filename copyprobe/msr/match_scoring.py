@@ -28,7 +28,7 @@ def score(prompts: pd.DataFrame, generations: pd.DataFrame, *, k_min: int,
     if missing:
         raise ValueError(f"generations refer to unknown request_id(s): {sorted(missing)[:5]}")
     rows = []
-    progress = Progress(len(generations), "count_matches")
+    progress = Progress(len(generations), "msr_count_matches")
     for g in generations.itertuples(index=False):
         p = ready.loc[g.request_id]
         row = {"model": p["model"], "source": p["source"], "doc_id": p["doc_id"],

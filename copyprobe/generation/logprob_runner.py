@@ -14,7 +14,7 @@ from typing import Any
 from copyprobe.generation.base import Backend, BackendError
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.generation.limits import RetryPolicy
-from copyprobe.generation.scoring import ScoreRequest, TokenScores
+from copyprobe.generation.logprob_scoring import ScoreRequest, TokenScores
 from copyprobe.progress import Progress
 from copyprobe.store import content_key
 

@@ -1,6 +1,6 @@
 """Scoring the windows of documents: curated documents -> the model's tokenizer -> windows ->
-exact scores (one :class:`~copyprobe.generation.scoring.ScoreRequest` per window, through
-:func:`~copyprobe.generation.score_runner.run_scoring`) or a Monte Carlo estimate (sampled
+exact scores (one :class:`~copyprobe.generation.logprob_scoring.ScoreRequest` per window, through
+:func:`~copyprobe.generation.logprob_runner.run_scoring`) or a Monte Carlo estimate (sampled
 continuations through :func:`~copyprobe.generation.runner.run_generation`) -> the WINDOWS
 table, one row per window.
 
@@ -22,7 +22,7 @@ from copyprobe.extraction.discoverability import pz_threshold
 from copyprobe.extraction.montecarlo import MCResult, SequentialTest, run_sequential
 from copyprobe.extraction.tables import WINDOWS
 from copyprobe.extraction.windows import Window, WindowSpec, cut_windows, skip_reason
-from copyprobe.generation.scoring import ScoreRequest, Tokenizer
+from copyprobe.generation.logprob_scoring import ScoreRequest, Tokenizer
 from copyprobe.generation.shards import parse_shard
 from copyprobe.prompt import Prompt
 
