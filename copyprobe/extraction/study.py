@@ -46,6 +46,8 @@ class ExtractionStudy(Study):
     rule_file = "rules/extraction.smk"
     commands = "copyprobe.extraction.cli:add_commands"
     runs_models = True
+    #: what the longform study reads: its config's windows, the window tables, the p_z measures
+    interface = ("config", "tables", "discoverability")
 
     def check(self, cfg: Mapping[str, Any]) -> None:
         xc.check_config(cfg)
