@@ -6,6 +6,7 @@
 import copyprobe.msr.paths as msr_paths
 
 from copyprobe.extraction.inputs import print_table as print_extraction_table
+from copyprobe.membership.inputs import print_tables as print_membership_tables
 from copyprobe.msr.inputs import MSRInputs, print_table
 from copyprobe.msr.study import all_comparisons, all_stats
 
@@ -320,3 +321,4 @@ onsuccess:
     _jobs = list(jobs_run(workflow))
     print_table(_jobs)
     print_extraction_table(_jobs)
+    print_membership_tables(_jobs)
