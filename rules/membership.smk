@@ -34,6 +34,8 @@ rule membership_documents:
 # outputs of a failed job; its checkpoints (results/membership/{run}/.checkpoints, not an
 # output) let the rerun resume, and its log says whether it did.
 rule membership_train:
+    wildcard_constraints:
+        run=membership_inputs.trained(),
     input:
         documents=membership_paths.DOCUMENTS,
         base=membership_inputs.base_manifest,
@@ -58,6 +60,31 @@ rule membership_train:
         base=membership_inputs.base_params,
     script:
         "../workflow_scripts/membership_train.py"
+
+
+# A model trained elsewhere (a run with truth: Hubble's, or one given canaries): its truth
+# becomes the run's plan and its entry the run's model.yaml; nothing is trained.
+rule membership_given:
+    wildcard_constraints:
+        run=membership_inputs.given(),
+    input:
+        documents=membership_paths.DOCUMENTS,
+        truth=membership_inputs.truth,
+        library=library("membership_given"),
+    output:
+        plan=membership_paths.PLAN,
+        record=membership_paths.RECORD,
+        model_yaml=membership_paths.MODEL_YAML,
+    log:
+        "logs/membership_given/{run}.log",
+    localrule: True
+    conda:
+        "../envs/library.yaml"
+    params:
+        run=membership_inputs.run_params,
+        base=membership_inputs.base_params,
+    script:
+        "../workflow_scripts/membership_given.py"
 
 
 rule membership_score:

@@ -10,7 +10,11 @@ from typing import Any
 import copyprobe.config as cpc
 import copyprobe.paths as paths
 from copyprobe.membership import paths as P
-from copyprobe.membership.runs import runs, uses_gpu
+from copyprobe.rule_inputs import one_of
+from copyprobe.membership.runs import given_runs, runs, trained_runs, uses_gpu
+
+#: a wildcard constraint no name matches
+NOTHING = r"(?!)"
 
 
 class MembershipInputs:
@@ -25,6 +29,17 @@ class MembershipInputs:
 
     def base_manifest(self, wildcards: Any) -> str:
         return paths.MODEL_MANIFEST.format(model=self._run(wildcards)["model"])
+
+    def trained(self) -> str:
+        """The wildcard constraint of the runs that train (none: matches nothing)."""
+        return one_of(trained_runs(self.config)) or NOTHING
+
+    def given(self) -> str:
+        """The wildcard constraint of the runs of models trained elsewhere."""
+        return one_of(given_runs(self.config)) or NOTHING
+
+    def truth(self, wildcards: Any) -> str:
+        return self._run(wildcards)["truth"]
 
     def run_params(self, wildcards: Any) -> dict[str, Any]:
         return self._run(wildcards)

@@ -47,12 +47,50 @@ def check_config(cfg: Mapping[str, Any]) -> None:
             raise ConfigError(f"{key}.model: {run['model']!r} is not a models entry")
         if run["source"] not in cfg.get("sources", {}):
             raise ConfigError(f"{key}.source: {run['source']!r} is not a sources entry")
+        if run.get("truth") is not None:
+            continue  # trained elsewhere: scored as it is
         try:
             hf_spec({"name": run["model"], **cfg["models"][run["model"]]}, f"{key}.model")
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         if len(set(run["repeats"])) != len(run["repeats"]):
             raise ConfigError(f"{key}.repeats: {run['repeats']}: a level given twice")
+
+
+def trained_runs(cfg: Mapping[str, Any]) -> list[str]:
+    """The runs that train their model (the others give a ``truth`` of a model trained
+    elsewhere)."""
+    return [name for name, run in runs(cfg).items() if run.get("truth") is None]
+
+
+def given_runs(cfg: Mapping[str, Any]) -> list[str]:
+    return [name for name, run in runs(cfg).items() if run.get("truth") is not None]
+
+
+#: keys of a workflow model entry that are no part of a model config
+_WORKFLOW_KEYS = ("studies", "cutoff", "name", "cache_dir", "variant")
+
+
+def given_model(name: str, spec: Mapping[str, Any], truth: pd.DataFrame, truth_path: str,
+                out: Path) -> dict[str, Any]:
+    """A run of a model trained elsewhere: its truth as the run's plan, its entry as
+    model.yaml (written last) and a record saying nothing was trained."""
+    import yaml
+
+    from copyprobe.artifacts import write_json, write_text
+    from copyprobe.membership.insertion import plan_digest, write_plan
+
+    plan = truth[["doc_id", "member", "repeats"]].assign(
+        member=lambda d: d["member"].astype(bool), repeats=lambda d: d["repeats"].astype(int))
+    write_plan(plan, out / "insertion.parquet", truth=truth_path)
+    entry = {k: v for k, v in spec.items() if k not in _WORKFLOW_KEYS and v is not None}
+    record = {"outcome": "given", "base_model": name, "truth": truth_path,
+              "plan_digest": plan_digest(plan), "steps": None, "seconds": None,
+              "settings": {}}
+    write_json(out / "train.json", record)
+    write_text(out / "model.yaml", f"# {name} as configured (trained elsewhere); the truth is "
+               f"{truth_path}\n" + yaml.safe_dump({name: entry}, sort_keys=False))
+    return record
 
 
 def uses_gpu(spec: Mapping[str, Any]) -> bool:
@@ -156,7 +194,9 @@ def _num(x: Any) -> str:
 
 
 def _p(di: Mapping[str, Any]) -> str:
-    return "undefined" if di.get("p_value") is None else f"{di['p_value']:.3g}"
+    if di.get("p_value") is None:
+        return f"undefined ({di['error']})" if di.get("error") else "undefined"
+    return f"{di['p_value']:.3g}"
 
 
 def result_markdown(run: str, result: Mapping[str, Any], record: Mapping[str, Any]) -> str:
@@ -165,11 +205,15 @@ def result_markdown(run: str, result: Mapping[str, Any], record: Mapping[str, An
     levels = list(result.get("by_repeats", {}))
     head = ["measure", "AUC (95% CI)", *(f"AUC, seen {lv}x" for lv in levels), "TPR@1%FPR",
             "AUC - blind"]
+    n = result["n_members"] + result["n_nonmembers"]
+    how = (f"{record.get('base_model')} trained elsewhere, {result['n_members']} of {n} "
+           f"documents members by {record.get('truth')}"
+           if record.get("outcome") == "given" else
+           f"{record.get('base_model')} fine-tuned on {result['n_members']} of {n} documents "
+           f"(a random split, seed {record.get('settings', {}).get('seed')}), "
+           f"{record.get('steps')} steps in {record.get('seconds')} s")
     lines = [f"## Membership against the truth: run {run}", "",
-             f"{record.get('base_model')} fine-tuned on {result['n_members']} of "
-             f"{result['n_members'] + result['n_nonmembers']} documents (a random split, "
-             f"seed {record.get('settings', {}).get('seed')}), {record.get('steps')} steps "
-             f"in {record.get('seconds')} s; scored on {result.get('model')}.", "",
+             f"{how}; scored as {result.get('model')}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, s in result["measures"].items():
         ci = s.get("auc_ci")
