@@ -34,8 +34,6 @@ rule membership_documents:
 # outputs of a failed job; its checkpoints (results/membership/{run}/.checkpoints, not an
 # output) let the rerun resume, and its log says whether it did.
 rule membership_train:
-    wildcard_constraints:
-        run=membership_inputs.trained(),
     input:
         documents=membership_paths.DOCUMENTS,
         base=membership_inputs.base_manifest,
@@ -49,6 +47,8 @@ rule membership_train:
         "logs/membership_train/{run}.log",
     benchmark:
         "logs/benchmarks/membership_train/{run}.tsv"
+    wildcard_constraints:
+        run=membership_inputs.trained(),
     conda:
         membership_inputs.env
     threads: membership_inputs.train_threads
@@ -65,8 +65,6 @@ rule membership_train:
 # A model trained elsewhere (a run with truth: Hubble's, or one given canaries): its truth
 # becomes the run's plan and its entry the run's model.yaml; nothing is trained.
 rule membership_given:
-    wildcard_constraints:
-        run=membership_inputs.given(),
     input:
         documents=membership_paths.DOCUMENTS,
         truth=membership_inputs.truth,
@@ -77,6 +75,8 @@ rule membership_given:
         model_yaml=membership_paths.MODEL_YAML,
     log:
         "logs/membership_given/{run}.log",
+    wildcard_constraints:
+        run=membership_inputs.given(),
     localrule: True
     conda:
         "../envs/library.yaml"
