@@ -1,6 +1,7 @@
-"""A ground-truth run through Snakemake on a tiny setting: 40 control documents of about 30
-words, SmolLM2-135M (transformers from its GGUF) LoRA-trained for a few steps, then scored
-against the truth. The artifacts: the plan, the model files with their sha256, the loss
+"""A ground-truth run through Snakemake on a tiny setting: 30 control documents of about 30
+words (10 members, 20 non-members: the fewest dataset inference and its halving need),
+SmolLM2-135M (transformers from its GGUF) LoRA-trained for 15 steps, then scored against the
+truth. The artifacts: the plan, the model files with their sha256, the loss
 curve, train.json, a model.yaml that the scoring rule consumes (and that still loads after the
 folder is moved), the result tables and the table printed at the end. A training job killed
 part-way leaves no model.yaml, and the rerun resumes from its checkpoint."""
@@ -27,7 +28,8 @@ from copyprobe.models import sha256_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-RUN = {"model": "smollm2", "source": "docs", "words": 30, "repeats": [1, 2], "lora": True,
+RUN = {"model": "smollm2", "source": "docs", "words": 30, "member_fraction": 1 / 3,
+       "repeats": [1, 2], "lora": True,
        "lr": 3e-3, "max_tokens": 40, "checkpoint_every": 2}
 
 
@@ -43,7 +45,7 @@ def snakemake(wd: Path, *args: str, env: dict[str, str] | None = None,
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory, workflow_copy):
-    wd = workflow_copy(tmp_path_factory.mktemp("membership-wf"), documents=40, folder="docs")
+    wd = workflow_copy(tmp_path_factory.mktemp("membership-wf"), documents=30, folder="docs")
     cfg = {"cache_dir": str(wd / "cache"),
            "sources": {"docs": {"kind": "local", "path": "docs"}},
            "membership": {"runs": {"tiny": RUN}, "scoring": {"n_boot": 100, "fpr_halvings": 20,
@@ -60,14 +62,14 @@ def test_the_trained_model_is_an_artifact(ran):
     wd, _ = ran
     run = wd / "results/membership/tiny"
     record = json.loads((run / "train.json").read_text())
-    assert record["outcome"] == "trained" and record["steps"] == 30  # 10 x 1 + 10 x 2
+    assert record["outcome"] == "trained" and record["steps"] == 15  # 5 x 1 + 5 x 2
     assert record["files"] == {name: sha256_file(run / "model" / name)
                                for name in record["files"]}
     assert {"model.safetensors", "config.json"} <= set(record["files"])
-    assert [r["step"] for r in record["loss_curve"]] == list(range(1, 31))
+    assert [r["step"] for r in record["loss_curve"]] == list(range(1, 16))
     assert record["settings"]["lora"] and record["settings"]["lr"] == 3e-3
     plan = read_plan(run / "insertion.parquet", record["plan_digest"])
-    assert plan["member"].sum() == 20 and sorted(plan["repeats"].unique()) == [0, 1, 2]
+    assert plan["member"].sum() == 10 and sorted(plan["repeats"].unique()) == [0, 1, 2]
     entry = yaml.safe_load((run / "model.yaml").read_text())
     assert entry == {"smollm2-inserted": {"backend": "hf", "model_id": "./model",
                                           "dtype": "float32", "n_threads": 2}}
@@ -121,11 +123,11 @@ def test_a_killed_training_job_leaves_no_model_and_the_rerun_resumes(ran):
     proc.wait()
     assert not (run / "model.yaml").exists() and not (run / "train.json").exists()
     step = int(sorted((run / ".checkpoints").glob("*/step-*"))[-1].name.split("-")[1])
-    assert 2 <= step < 30
+    assert 2 <= step < 15
     snakemake(wd, "--rerun-incomplete")
     record = json.loads((run / "train.json").read_text())
     assert record["outcome"] == "resumed" and record["resumed_from_step"] >= step
     assert f"resumed from step {record['resumed_from_step']}" in (
         wd / "logs/membership_train/tiny.log").read_text()
-    assert [r["step"] for r in record["loss_curve"]] == list(range(1, 31))
+    assert [r["step"] for r in record["loss_curve"]] == list(range(1, 16))
     assert pd.notna(read_table(run / "result.parquet", RESULT)["auc"]).any()
