@@ -233,13 +233,15 @@ def result_markdown(run: str, result: Mapping[str, Any], record: Mapping[str, An
         lines.append(f"False-positive rate: p < 0.05 in {fpr['rate']:.3f} of "
                      f"{fpr['halvings']} random halvings of the non-members (it should be "
                      "about 0.05 or below).")
-    blind = result["blind_auc"]
-    if blind is not None and abs(blind - 0.5) >= 0.25:
-        lines.append(f"Warning: the blind baseline is {blind:.2f}, far from the 0.5 a random "
-                     "split gives: the members' texts differ from the non-members'.")
+    blind, bci = result["blind_auc"], result.get("blind_auc_ci")
+    off = blind is not None and (abs(blind - 0.5) >= 0.25
+                                 or (bci is not None and not bci[0] <= 0.5 <= bci[1]))
+    if off:
+        lines.append(f"Warning: the blind baseline is {blind:.2f}, not the 0.5 a random split "
+                     "gives: the members' texts differ from the non-members'.")
     else:
-        lines.append("The split is random, so the blind baseline is about 0.5: a measure's AUC "
-                     "above it is membership, not a difference of text.")
+        lines.append("The blind baseline is consistent with 0.5, as a random split gives: a "
+                     "measure's AUC above it is membership, not a difference of text.")
     if result["small_sample_warning"]:
         lines.append(result["small_sample_warning"])
     lines += ["", "Answer: " + answer(result)]

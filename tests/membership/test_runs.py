@@ -69,7 +69,7 @@ def test_a_set_too_small_is_refused_before_the_model_is_read(tmp_path):
         score_run(docs, truth, str(tmp_path / "absent.yaml"), {}, tmp_path)
 
 
-def _result(blind: float) -> dict:
+def _result(blind: float, ci: tuple = (0.3, 0.7)) -> dict:
     stats = {"auc": 0.9, "auc_ci": [0.8, 1.0], "tpr_at_1pct_fpr": 0.3,
              "tpr_at_0.1pct_fpr": 0.3, "auc_minus_blind": 0.4, "n_members": 20,
              "n_nonmembers": 20}
@@ -77,7 +77,7 @@ def _result(blind: float) -> dict:
             "measures": {"loss": stats},
             "by_repeats": {"1": {"loss": {"auc": 0.8, "auc_ci": [0.6, 1.0], "n_members": 10}},
                            "4": {"loss": {"auc": 1.0, "auc_ci": [1.0, 1.0], "n_members": 10}}},
-            "blind_auc": blind, "blind_auc_ci": [0.3, 0.7], "small_sample_warning": "",
+            "blind_auc": blind, "blind_auc_ci": list(ci), "small_sample_warning": "",
             "dataset_inference": {"p_value": 0.001,
                                   "false_positive_rate": {"rate": 0.04, "halvings": 200}},
             "dataset_inference_nonmember_halves": {"p_value": 0.6}}
@@ -92,7 +92,10 @@ def test_the_result_table_and_its_markdown():
     assert "| loss | 0.90 [0.80, 1.00] | 0.80 | 1.00 | 0.30 | 0.40 |" in md
     assert "members against non-members p = 0.001" in md
     assert "one half of the non-members against the other p = 0.6" in md
-    assert "0.040 of 200 random halvings" in md and "the blind baseline is about 0.5" in md
+    assert "0.040 of 200 random halvings" in md and "consistent with 0.5" in md
     assert "Answer: the best measure, loss, separates members from non-members with AUC 0.90" \
         in md
     assert "Warning: the blind baseline is 0.90" in result_markdown("r", _result(0.9), record)
+    # near 0.5 but its interval excludes it
+    assert "Warning: the blind baseline is 0.70" in result_markdown(
+        "r", _result(0.7, (0.55, 0.85)), record)
