@@ -124,6 +124,7 @@ def test_a_killed_training_job_leaves_no_model_and_the_rerun_resumes(ran):
     assert not (run / "model.yaml").exists() and not (run / "train.json").exists()
     step = int(sorted((run / ".checkpoints").glob("*/step-*"))[-1].name.split("-")[1])
     assert 2 <= step < 15
+    snakemake(wd, "--unlock")  # the killed Snakemake left its lock
     snakemake(wd, "--rerun-incomplete")
     record = json.loads((run / "train.json").read_text())
     assert record["outcome"] == "resumed" and record["resumed_from_step"] >= step
