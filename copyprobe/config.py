@@ -385,4 +385,10 @@ def model_entry(path: str, flag: str = "--model-config") -> tuple[str, dict[str,
     if not isinstance(data, dict) or "backend" not in data:
         raise SystemExit(f"copyprobe: {flag} {p}: expected a model entry with a "
                          "'backend' (e.g. backend: llamacpp, model_file: {path: m.gguf})")
-    return name, dict(data)
+    data = dict(data)
+    # a model_id of "./x" or "../x" is a folder relative to the model-config file's own
+    # (membership-train writes model_id: ./model), so the two can be moved together
+    mid = data.get("model_id")
+    if isinstance(mid, str) and mid.startswith(("./", "../")):
+        data["model_id"] = str((p.parent / mid).resolve())
+    return name, data

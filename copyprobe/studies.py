@@ -149,7 +149,8 @@ class Study:
 
     def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
         """The tables printed after a successful run that (re)made them: the rule that makes
-        each -> its Markdown file (the Snakefile's one ``onsuccess`` handler prints them)."""
+        each -> its Markdown file, ``{wildcard}`` placeholders filled from each job that ran
+        (the Snakefile's one ``onsuccess`` handler prints them)."""
         return {}
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
@@ -193,11 +194,14 @@ def print_tables(registered: Iterable[Study], cfg: Mapping[str, Any],
                  jobs_run: Iterable[tuple[str, Any]]) -> None:
     """After a successful run, print (Markdown) each study's table whose rule ran
     (:meth:`Study.printed_tables`), study by study."""
-    ran = {name for name, _ in jobs_run}
+    jobs = list(jobs_run)
     for study in registered:
-        for rule, table in study.printed_tables(cfg).items():
-            if rule in ran and Path(table).is_file():
-                print(f"\n{table}:\n\n{Path(table).read_text()}", flush=True)
+        for rule, pattern in study.printed_tables(cfg).items():
+            tables = dict.fromkeys(pattern.format(**dict(wildcards or {}))
+                                   for name, wildcards in jobs if name == rule)
+            for table in tables:
+                if Path(table).is_file():
+                    print(f"\n{table}:\n\n{Path(table).read_text()}", flush=True)
 
 
 def studies() -> list[Study]:

@@ -116,12 +116,14 @@ with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
     out = {}
     for r in w.rules:
         env = r.conda_env
-        if callable(env):  # by model, or by source for a rule without {model}
-            by = "model" if "model" in r.wildcard_names else "source"
+        if callable(env):  # by model, by run for a membership rule, else by source
+            by = ("model" if "model" in r.wildcard_names
+                  else "run" if "run" in r.wildcard_names else "source")
+            names = (w.config["membership"]["runs"] if by == "run" else w.config[by + "s"])
             env = {name: env(SimpleNamespace(**{"model": "m", "benchmark": "b",
                                                 "variant": "main", "source": "s",
                                                 "shard": "00000-of-00001", by: name}))
-                   for name in w.config[by + "s"]}
+                   for name in names}
         out[r.name] = {"conda": env, "dir": os.path.dirname(r.snakefile), "script": r.script,
                        "local": r.name in w._localrules,
                        "constraints": dict(r.wildcard_constraints)}

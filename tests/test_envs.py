@@ -199,8 +199,12 @@ def workflow_dir(tmp_path_factory, workflow_copy) -> Path:
 def rules(workflow_dir, workflow_rules) -> dict:
     judge = {"backend": "hf", "model_id": "org/judge"}
     # sharded scoring: the merge rule is defined too
+    # ground-truth runs: a GGUF base and an hf one, both trained on the CPU
+    runs = {"on-gguf": {"model": "cpu", "source": "docs"},
+            "on-hf": {"model": "gpu", "source": "docs"}}
     return workflow_rules(workflow_dir, _config(copyright={"judge": judge,
-                                                           "scoring": {"shards": 2}}))
+                                                           "scoring": {"shards": 2}},
+                                                membership={"runs": runs}))
 
 
 def _resolve(rule: dict, path: str) -> Path:
@@ -269,6 +273,9 @@ def test_generation_environment_follows_the_backend(rules):
                      "api-local": "generation-cpu"}
     assert {Path(p).stem for p in rules["copyright_judge"]["conda"].values()} == {
         "generation-gpu"}
+    # a ground-truth run trains where its base's device_map puts it (none: the CPU)
+    assert {r: Path(p).stem for r, p in rules["membership_train"]["conda"].items()} == {
+        "on-gguf": "generation-cpu", "on-hf": "generation-cpu"}
 
 
 def test_rule_only_judge_runs_in_the_library_environment(workflow_dir, workflow_rules):

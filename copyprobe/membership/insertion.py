@@ -114,21 +114,25 @@ def read_plan(path: str | Path, expected_digest: str | None = None) -> pd.DataFr
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+def cut_to_words(text: str, words: int) -> str:
+    """``text``'s first whole sentences, as many as bring the count nearest ``words`` words
+    (whitespace collapsed)."""
+    kept: list[str] = []
+    count = 0
+    for sentence in _SENTENCE_END.split(" ".join(text.split())):
+        n = len(sentence.split())
+        if kept and abs(count + n - words) > abs(count - words):
+            break
+        kept.append(sentence)
+        count += n
+    return " ".join(kept)
+
+
 def control_documents(folder: str | Path, words: int = 120) -> pd.DataFrame:
     """The invented control documents of ``folder`` (its metadata.csv's files, in order) as
-    ``doc_id`` (the file's stem) and ``text``: its first whole sentences, as many as bring the
-    count nearest to ``words`` words."""
+    ``doc_id`` (the file's stem) and ``text``: :func:`cut_to_words` of each."""
     folder = Path(folder)
-    rows = []
-    for name in pd.read_csv(folder / "metadata.csv")["file"]:
-        text = " ".join((folder / name).read_text(encoding="utf-8").split())
-        kept: list[str] = []
-        count = 0
-        for sentence in _SENTENCE_END.split(text):
-            n = len(sentence.split())
-            if kept and abs(count + n - words) > abs(count - words):
-                break
-            kept.append(sentence)
-            count += n
-        rows.append({"doc_id": Path(name).stem, "text": " ".join(kept)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"doc_id": Path(name).stem,
+                          "text": cut_to_words((folder / name).read_text(encoding="utf-8"),
+                                               words)}
+                         for name in pd.read_csv(folder / "metadata.csv")["file"]])

@@ -1,8 +1,11 @@
-"""The membership study as the core sees it (:class:`copyprobe.studies.Study`): for now its
-command (``membership-score``), whose model-config files are validated as model entries
-that list the study; it runs no workflow jobs of its own."""
+"""The membership study as the core sees it (:class:`copyprobe.studies.Study`): its commands
+(membership-score, -train, -canaries) and its ``membership.runs`` block, whose ground-truth
+runs (train, then score against the truth) the workflow makes (rules/membership.smk)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from copyprobe.studies import STUDIES, Study
 
@@ -13,5 +16,26 @@ class MembershipStudy(Study):
 
     name = "membership"
     schema_file = "data/schema.yaml"
+    rule_file = "rules/membership.smk"
     commands = "copyprobe.membership.commands:add_commands"
     runs_models = True
+
+    def check(self, cfg: Mapping[str, Any]) -> None:
+        from copyprobe.membership.runs import check_config
+
+        check_config(cfg)
+
+    def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
+        runs = cfg.get("membership", {}).get("runs", {})
+        return {"membership": sorted(runs)} if runs else {}
+
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        from copyprobe.membership import paths as P
+
+        return {"membership_score": P.RESULT_MD, "membership_given": P.RESULT_MD}
+
+    def targets(self, cfg: Mapping[str, Any]) -> list[str]:
+        from copyprobe.membership import paths as P
+
+        return [p.format(run=r) for r in cfg.get("membership", {}).get("runs", {})
+                for p in (P.RESULT_MD, P.RESULT_TABLE)]

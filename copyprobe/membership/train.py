@@ -307,9 +307,9 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
 
 def model_yaml(base_name: str, spec: Mapping[str, Any], out: Path,
                record: Mapping[str, Any]) -> str:
-    """The trained model's entry (``hf`` backend, the model folder by absolute path)."""
-    entry: dict[str, Any] = {"backend": "hf", "model_id": str((out / MODEL_DIR).resolve()),
-                             "dtype": "float32"}
+    """The trained model's entry (``hf`` backend; the model folder as ``./model``, relative
+    to model.yaml's own folder, so that the folder can be moved or copied whole)."""
+    entry: dict[str, Any] = {"backend": "hf", "model_id": f"./{MODEL_DIR}", "dtype": "float32"}
     for k in ("n_threads", "device_map", "batch_size"):
         if spec.get(k) is not None:
             entry[k] = spec[k]

@@ -84,3 +84,25 @@ def test_a_killed_run_leaves_no_model_and_the_rerun_resumes_then_reuses(tmp_path
     captured = capsys.readouterr()
     assert json.loads(captured.out)["outcome"] == "reused"
     assert "reused the completed run" in captured.err
+
+
+def test_model_yaml_names_its_model_relative_to_itself(tmp_path):
+    """model.yaml says ``model_id: ./model``; read from anywhere, that is the folder beside
+    it, so the output folder can be moved or copied whole."""
+    import yaml
+
+    from copyprobe.config import model_entry
+    from copyprobe.membership.train import model_yaml
+
+    text = model_yaml("base", {"backend": "llamacpp", "n_threads": 2}, tmp_path,
+                      {"plan_digest": "a" * 64, "key": "b" * 64})
+    assert yaml.safe_load(text) == {"base-inserted": {"backend": "hf", "model_id": "./model",
+                                                      "dtype": "float32", "n_threads": 2}}
+    for folder in (tmp_path / "run", tmp_path / "moved" / "deeper"):
+        folder.mkdir(parents=True)
+        (folder / "model.yaml").write_text(text)
+        name, entry = model_entry(str(folder / "model.yaml"))
+        assert (name, entry["model_id"]) == ("base-inserted", str((folder / "model").resolve()))
+    # a Hub id or an absolute path is left as it is
+    (tmp_path / "hub.yaml").write_text("m: {backend: hf, model_id: org/model}\n")
+    assert model_entry(str(tmp_path / "hub.yaml"))[1]["model_id"] == "org/model"

@@ -1,0 +1,18 @@
+"""The membership study's result paths, as patterns: rules/membership.smk's outputs and inputs
+name them, and copyprobe.membership.study fills them in. A run's folder is what
+``membership-train --out`` writes, so ``model.yaml`` is a model config like the command's."""
+
+RUN = "results/membership/{run}"
+#: The run's documents (doc_id, text), cut as the run's ``words`` says.
+DOCUMENTS = RUN + "/documents.parquet"
+#: membership-train's outputs (copyprobe.membership.train): plan, weights, record, config.
+PLAN = RUN + "/insertion.parquet"
+MODEL_DIR = RUN + "/model"
+RECORD = RUN + "/train.json"
+MODEL_YAML = RUN + "/model.yaml"
+#: Every document's membership scores on the trained model (membership-score's table).
+SCORES = RUN + "/scores.parquet"
+#: Each measure against the truth, per duplication level (Parquet, Markdown, JSON).
+RESULT_TABLE = RUN + "/result.parquet"
+RESULT_MD = RUN + "/result.md"
+RESULT_JSON = RUN + "/result.json"

@@ -1,0 +1,27 @@
+"""Rule membership_score: every membership score of the run's documents on its trained model,
+each against the truth (copyprobe.membership.runs): scores, the result table (Parquet and
+Markdown) and the whole result (JSON)."""
+
+import json
+from pathlib import Path
+
+from copyprobe.artifacts import provenance, read_table, write_json, write_table, write_text
+from copyprobe.membership.cli import read_truth
+from copyprobe.membership.engine import SCORES
+from copyprobe.membership.runs import DOCUMENTS, RESULT, result_markdown, result_table, score_run
+from copyprobe.workflow import setup_logging
+
+log = setup_logging(snakemake.log[0])  # noqa: F821
+inp, out = snakemake.input, snakemake.output  # noqa: F821
+scoring = dict(snakemake.params.scoring)  # noqa: F821
+run = snakemake.wildcards.run  # noqa: F821
+docs = read_table(inp.documents, DOCUMENTS)
+truth = read_truth(inp.plan, docs)
+table, result = score_run(docs, truth, inp.model_yaml, scoring, Path(scoring["cache_dir"]))
+record = json.loads(Path(inp.record).read_text())
+meta = provenance("membership_score", scoring, run=run, model_config=inp.model_yaml)
+write_table(table, out.scores, SCORES, meta)
+write_table(result_table(run, result), out.table, RESULT, meta)
+write_json(out.json, result)
+write_text(out.md, result_markdown(run, result, record))
+log.info("run %s: %d documents scored", run, len(table))
