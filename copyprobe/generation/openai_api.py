@@ -113,7 +113,7 @@ import aiohttp
 import openai
 
 from copyprobe import __version__ as _copyprobe_version
-from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.generation.base import Backend, BackendError, Completion, Decoding
 from copyprobe.generation.limits import default_request_timeout
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
@@ -178,7 +178,6 @@ def _env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme.lower())
 
 
-@BACKENDS.register("openai")
 class OpenAIBackend(Backend, ScoringBackend):
     """One model behind the OpenAI API or an OpenAI-compatible server."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.studies import STUDIES, PlannedRequests, Study, study_models
+from copyprobe.studies import PlannedRequests, Study, study_models
 
 STUDY = "longform"
 
@@ -24,7 +24,6 @@ def runs(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
             if cfg["models"][m].get("sources") is None or s in cfg["models"][m]["sources"]]
 
 
-@STUDIES.register(STUDY)
 class LongformStudy(Study):
     """How much of a whole document a chat model writes out, near-verbatim."""
 

@@ -4,10 +4,9 @@ that list the study; it runs no workflow jobs of its own."""
 
 from __future__ import annotations
 
-from copyprobe.studies import STUDIES, Study
+from copyprobe.studies import Study
 
 
-@STUDIES.register("membership")
 class MembershipStudy(Study):
     """Membership scores, their detection against a known truth, and dataset inference."""
 

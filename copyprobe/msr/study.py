@@ -15,7 +15,7 @@ from copyprobe.msr.config import (
     msr_models,
     take_msr_settings,
 )
-from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
+from copyprobe.studies import PlannedRequests, ReportPage, Study
 
 
 def experiments_of(cfg: Mapping[str, Any], kind: str) -> list[str]:
@@ -87,7 +87,6 @@ def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
     return {page: p for page, p in pages.items() if p.table in made}
 
 
-@STUDIES.register("msr")
 class MSRStudy(Study):
     """Many-Shot Regurgitation: D_pre vs D_post per model, variants and experiments."""
 
