@@ -1,5 +1,5 @@
 """The OpenAI API backend: the official API or any OpenAI-compatible server (vLLM, llama.cpp
-server, LiteLLM, ...), through the official ``openai`` package.
+server, LiteLLM, ...), over HTTP with httpx2.
 
 Config slice (``models.<name>`` with ``backend: openai``):
 
@@ -49,26 +49,19 @@ Errors become :class:`~copyprobe.generation.base.BackendError` with the classes 
 paths; this module maps the transports' own errors (timeouts, refused or dropped
 connections, untrusted certificates) to the same classes.
 
-Retries belong to the runner: both clients are built with ``max_retries=0``.
+Retries belong to the runner: the backend never retries on its own.
 
 A chat answer whose ``content`` is null but which carries a ``refusal`` string returns the
 refusal text as the completion (it is what the model said); ``content`` null without a refusal
 is an empty text when a ``finish_reason`` is present, else ``MalformedResponse``.
 
-Two transports. The synchronous path (:meth:`OpenAIBackend.generate`) goes through the SDK's
-``create``. The concurrent path (:meth:`OpenAIBackend.agenerate`, used by the runner) posts the
-same JSON body with aiohttp, the transport behind the SDK's own ``openai[aiohttp]`` option:
-at 32 requests in flight it costs ~0.3 ms of CPU per request where the SDK's default async
-client costs ~2 ms, and one process's CPU is what bounds a run of tens of thousands of calls.
-Both paths map statuses and bodies through :func:`map_status_error` and ``_parse``, so an
-answer or an error reads the same whichever path carried it. The aiohttp session is bound to
-the event loop that first uses it (a new one is made when a later ``asyncio.run`` uses the
-backend); call ``await backend.aclose()`` before that loop ends.
-
-Both paths verify TLS against the same trust store: the SDK transport's default context
-(``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else the system's CA bundle). A certificate that
-does not verify is a permanent ``TLSError`` (retrying cannot fix a trust store), so a run
-against a host behind an unknown CA fails fast, with the variable to set named.
+One HTTP stack, httpx2 (the guard proxy's and the openai SDK's; chosen by
+``benchmarks/http_clients.py``, docs/benchmarks.md): :meth:`OpenAIBackend.generate` posts with
+its client, :meth:`OpenAIBackend.agenerate` (the runner's concurrent path) the same JSON body
+with its async client, bound to the event loop that first uses it (call ``await
+backend.aclose()`` before that loop ends). Both verify TLS against httpx2's trust store
+(``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else the system's); a certificate that does not
+verify is a permanent ``TLSError`` naming the variable to set.
 
 A ``base_url`` carrying credentials (``user:password@``) is refused: credentials belong in the
 environment variable, not in a config file that ends up in Snakemake's metadata.
@@ -104,13 +97,11 @@ import logging
 import socket
 import ssl
 import threading
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import aiohttp
-import openai
+import httpx2
 
 from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import Backend, BackendError, Completion, Decoding
@@ -137,14 +128,18 @@ from copyprobe.generation.scoring import (
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
-try:  # the transport library of the installed openai release
-    import httpcore2 as _httpcore
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover - older openai releases use httpx
-    import httpcore as _httpcore  # type: ignore[no-redef]
-    import httpx as _httpx  # type: ignore[no-redef]
-
 log = logging.getLogger(__name__)
+
+#: what a request through httpx2 can raise besides an HTTP status (mapped by _transport_error)
+_TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.InvalidURL)
+
+
+def _openai_version() -> str:
+    """The installed openai SDK's version, which enters the identity (so the cache keys of
+    answers stored before the HTTP stack changed stay as they were)."""
+    from importlib.metadata import version
+
+    return version("openai")
 
 __all__ = ["OpenAIBackend", "ServerTokenizer", "server_root"]
 
@@ -153,8 +148,8 @@ _INVALID = object()
 
 
 def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
-    """The certificate verification failure behind ``exc`` (its cause or context chain, or
-    aiohttp's ``certificate_error``), if any."""
+    """The certificate verification failure behind ``exc`` (its cause or context chain), if
+    any."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -164,18 +159,8 @@ def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | Non
         seen.add(id(e))
         if isinstance(e, ssl.SSLCertVerificationError):
             return e
-        todo += [e.__cause__, e.__context__, getattr(e, "certificate_error", None)]
+        todo += [e.__cause__, e.__context__]
     return None
-
-
-def _env_proxy(url: str) -> str | None:
-    """The proxy the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) names for
-    ``url``, or None."""
-    parts = urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
-    if parts.hostname and urllib.request.proxy_bypass_environment(parts.hostname, proxies):
-        return None
-    return proxies.get(parts.scheme.lower())
 
 
 class OpenAIBackend(Backend, ScoringBackend):
@@ -214,7 +199,6 @@ class OpenAIBackend(Backend, ScoringBackend):
         self.max_tokens_param = max_tokens_param
         self.server_sampling_params = server_sampling_params
         self.echo_logprobs = echo_logprobs
-        self._http_client: Any = None
         self._tokenizer: ServerTokenizer | None = None
         if base_url and "@" in urlsplit(base_url).netloc:  # user:password@host
             raise BackendError(f"base_url {self.base_url} carries credentials (user:password@); "
@@ -222,9 +206,9 @@ class OpenAIBackend(Backend, ScoringBackend):
                                permanent=True, error_class="ConfigError")
         self._api_key = read_key(api_key_env, api_key_optional, self.base_url)
         self._lock = threading.Lock()
-        self._client: openai.OpenAI | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx2.Client | None = None
+        self._aclient: httpx2.AsyncClient | None = None
+        self._aclient_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model_id={self.model_id!r}, base_url={self.base_url!r})"
@@ -240,7 +224,7 @@ class OpenAIBackend(Backend, ScoringBackend):
             "model_id": spec["model_id"],
             "base_url": normalize_base_url(spec.get("base_url")),
             "revision": spec.get("revision", ""),
-            "openai": openai.__version__,
+            "openai": _openai_version(),
         }
         if spec.get("server_sampling_params"):
             identity["server_sampling_params"] = True
@@ -260,41 +244,31 @@ class OpenAIBackend(Backend, ScoringBackend):
                    server_sampling_params=bool(spec.get("server_sampling_params", False)),
                    echo_logprobs=bool(spec.get("echo_logprobs", False)))
 
-    # -- clients -----------------------------------------------------------------------------
-    def _timeout(self) -> openai.Timeout:
-        return openai.Timeout(self.request_timeout, connect=min(10.0, self.request_timeout))
+    # -- clients (httpx2: one HTTP stack for both paths) ---------------------------------------
+    def _client_options(self) -> dict[str, Any]:
+        # TLS: httpx2's default trust store (SSL_CERT_FILE / SSL_CERT_DIR, else the system's);
+        # HTTP(S)_PROXY / NO_PROXY from the environment; no pool limit: the runner bounds
+        # the requests in flight
+        return {"base_url": self._client_base_url,
+                "timeout": httpx2.Timeout(self.request_timeout,
+                                          connect=min(10.0, self.request_timeout)),
+                "headers": {"Authorization": f"Bearer {self._api_key}",
+                            "User-Agent": f"copyprobe/{_copyprobe_version}"},
+                "limits": httpx2.Limits(max_connections=None, max_keepalive_connections=None)}
 
-    def _sync_client(self) -> openai.OpenAI:
+    def _sync_client(self) -> httpx2.Client:
         with self._lock:
             if self._client is None:
-                self._client = openai.OpenAI(base_url=self._client_base_url,
-                                             api_key=self._api_key, max_retries=0,
-                                             timeout=self._timeout())
+                self._client = httpx2.Client(**self._client_options())
             return self._client
 
-    def _async_session(self) -> aiohttp.ClientSession:
+    def _async_client(self) -> httpx2.AsyncClient:
         loop = asyncio.get_running_loop()
-        if self._session is None or self._session_loop is not loop or self._session.closed:
-            # connections of a session made in another (finished) loop cannot be reused.
-            # TLS: the SDK transport's trust store, so both paths accept the same certificates
-            # (loading it costs ~60 ms, so only for https; True: aiohttp's default context,
-            # should a redirect lead to https)
-            tls: ssl.SSLContext | bool = (
-                _httpcore.default_ssl_context()
-                if urlsplit(self._client_base_url).scheme.lower() == "https" else True)
-            self._session = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._api_key}",
-                         "User-Agent": f"copyprobe/{_copyprobe_version}"},
-                timeout=aiohttp.ClientTimeout(total=None,
-                                              connect=min(10.0, self.request_timeout),
-                                              sock_read=self.request_timeout),
-                # no pool limit: the runner bounds the requests in flight
-                connector=aiohttp.TCPConnector(limit=0, ssl=tls),
-                # HTTP(S)_PROXY / NO_PROXY as the SDK's client honours them, read once here:
-                # aiohttp's trust_env would look them up in a thread for every request
-                proxy=_env_proxy(self._client_base_url))
-            self._session_loop = loop
-        return self._session
+        if self._aclient is None or self._aclient_loop is not loop or self._aclient.is_closed:
+            # connections made in another (finished) loop cannot be reused
+            self._aclient = httpx2.AsyncClient(**self._client_options())
+            self._aclient_loop = loop
+        return self._aclient
 
     def _url(self, endpoint: Endpoint) -> str:
         return (self._client_base_url.rstrip("/")
@@ -351,8 +325,7 @@ class OpenAIBackend(Backend, ScoringBackend):
                             error_class="ConnectionError", unreachable=True)
 
     def _tls_error(self, cert_error: ssl.SSLCertVerificationError, where: str) -> BackendError:
-        inner = getattr(cert_error, "certificate_error", cert_error)  # aiohttp wraps it
-        detail = shorten(redact(str(getattr(inner, "verify_message", None) or inner),
+        detail = shorten(redact(str(getattr(cert_error, "verify_message", None) or cert_error),
                                  self._api_key))
         return BackendError(f"{where}: the server's TLS certificate is not "
                             f"trusted ({detail}); if it is signed by a private CA, set "
@@ -374,60 +347,16 @@ class OpenAIBackend(Backend, ScoringBackend):
         if any(isinstance(e, ConnectionRefusedError) for e in chain) or \
                 errno.ECONNREFUSED in errnos:
             return "connection refused"
-        if any(isinstance(e, aiohttp.ClientConnectorDNSError | socket.gaierror) for e in chain):
+        if any(isinstance(e, socket.gaierror) for e in chain):
             return "host name not found"
         if errnos & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
             return "no route to host"
-        if any(isinstance(e, aiohttp.ConnectionTimeoutError | _httpx.ConnectTimeout)
-               for e in chain):
+        if any(isinstance(e, httpx2.ConnectTimeout) for e in chain):
             return f"no connection within {min(10.0, self.request_timeout):g} s"
         for e in chain:
-            if isinstance(e, aiohttp.ClientConnectorError | _httpx.ConnectError):
+            if isinstance(e, httpx2.ConnectError):
                 return str(getattr(e, "strerror", None) or e)
         return None
-
-    def _map_exception(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
-        where = self._where(endpoint)
-        if (cert_error := _certificate_error(exc)) is not None:
-            return self._tls_error(cert_error, self._where(endpoint))
-        if (cause := self._connect_failure(exc)) is not None:
-            return self._unreachable(where, cause, exc.__cause__ or exc)
-        if isinstance(exc, openai.APITimeoutError):
-            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
-                                error_class="Timeout")
-        if isinstance(exc, openai.APIConnectionError | _httpx.TransportError):
-            cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
-            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-            detail = shorten(redact(detail, self._api_key))
-            return BackendError(f"{where}: connection failed ({detail})",
-                                error_class="ConnectionError")
-        if isinstance(exc, openai.APIStatusError):
-            return map_status_error(exc.status_code, exc.body, exc.response.headers,
-                                    key=self._api_key, where=where)
-        if isinstance(exc, openai.APIResponseValidationError):
-            detail = shorten(redact(str(exc), self._api_key))
-            return BackendError(f"{where}: invalid response ({detail})",
-                                error_class="MalformedResponse", status_code=exc.status_code)
-        return BackendError(f"{where}: {type(exc).__name__}: "
-                            f"{shorten(redact(str(exc), self._api_key))}",
-                            permanent=True, error_class="OpenAIError")
-
-    def _map_aiohttp_error(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
-        where = self._where(endpoint)
-        if (cert_error := _certificate_error(exc)) is not None:
-            return self._tls_error(cert_error, self._where(endpoint))
-        if (cause := self._connect_failure(exc)) is not None:
-            return self._unreachable(where, cause, exc)
-        if isinstance(exc, TimeoutError):  # aiohttp's read timeouts
-            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
-                                error_class="Timeout")
-        detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
-        if isinstance(exc, aiohttp.InvalidURL):
-            return BackendError(f"{where}: invalid URL ({detail})", permanent=True,
-                                error_class="ConfigError")
-        # refused, reset, dropped or truncated answers, unreadable HTTP
-        return BackendError(f"{where}: connection failed ({detail})",
-                            error_class="ConnectionError")
 
     def _parse(self, endpoint: Endpoint, status: int, content: bytes,
                headers: Mapping[str, str] | None = None) -> Completion:
@@ -456,49 +385,48 @@ class OpenAIBackend(Backend, ScoringBackend):
             raise malformed("has no choices")
         return read_choice(obj, chat=endpoint == "chat", where=where, status=status)
 
-    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
-        endpoint, params = self.request_params(prompt, decoding, sample_index)
-        client = self._sync_client()
-        error: BackendError | None = None
-        try:
-            if endpoint == "chat":
-                raw = client.chat.completions.with_raw_response.create(**params)
-            else:
-                raw = client.completions.with_raw_response.create(**params)
-            response = raw.http_response
-            status, content, headers = response.status_code, response.content, response.headers
-        except (openai.OpenAIError, _httpx.TransportError) as exc:
-            error = self._map_exception(exc, endpoint)
-        if error is not None:
-            # raised outside the except block: no __context__ pointing at the SDK exception,
-            # whose request object carries the Authorization header
-            log.debug("%s", error)
-            raise error
-        return self._parse(endpoint, status, content, headers)
-
-    async def agenerate(self, prompt: Prompt, decoding: Decoding,
-                        sample_index: int = 0) -> Completion:
-        """The concurrent path: the same JSON body as the SDK's ``create``, posted with
-        aiohttp (see the module notes). Errors are mapped from the status and body exactly as
-        for the synchronous path."""
+    def _body(self, prompt: Prompt, decoding: Decoding, sample_index: int) -> tuple[
+            Endpoint, dict[str, Any]]:
+        """(endpoint, JSON body): the parameters with ``extra_body`` merged in, as sent."""
         endpoint, params = self.request_params(prompt, decoding, sample_index)
         body = {k: v for k, v in params.items() if k != "extra_body"}
         body.update(params.get("extra_body") or {})
-        session = self._async_session()
-        error: BackendError | None = None
-        try:
-            async with session.post(self._url(endpoint), json=body) as response:
-                content = await response.read()
-                status, headers = response.status, response.headers
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            error = self._map_aiohttp_error(exc, endpoint)
-        if error is None and not 200 <= status < 300:
-            error = map_status_error(status, json_or_text(content), headers,
-                                     key=self._api_key, where=self._where(endpoint))
+        return endpoint, body
+
+    def _answer(self, endpoint: Endpoint, response: httpx2.Response | None,
+                error: BackendError | None) -> Completion:
+        if error is None and response is not None and not 200 <= response.status_code < 300:
+            error = map_status_error(response.status_code, json_or_text(response.content),
+                                     response.headers, key=self._api_key,
+                                     where=self._where(endpoint))
         if error is not None:
+            # raised outside the except block: no __context__ pointing at the transport's
+            # exception, whose request object carries the Authorization header
             log.debug("%s", error)
             raise error
-        return self._parse(endpoint, status, content, headers)
+        assert response is not None
+        return self._parse(endpoint, response.status_code, response.content, response.headers)
+
+    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
+        endpoint, body = self._body(prompt, decoding, sample_index)
+        response, error = None, None
+        try:
+            response = self._sync_client().post(self._url(endpoint), json=body)
+        except _TRANSPORT_ERRORS as exc:
+            error = self._transport_error(exc, self._where(endpoint))
+        return self._answer(endpoint, response, error)
+
+    async def agenerate(self, prompt: Prompt, decoding: Decoding,
+                        sample_index: int = 0) -> Completion:
+        """The concurrent path: the same request as :meth:`generate`, through the same
+        HTTP stack's async client."""
+        endpoint, body = self._body(prompt, decoding, sample_index)
+        response, error = None, None
+        try:
+            response = await self._async_client().post(self._url(endpoint), json=body)
+        except _TRANSPORT_ERRORS as exc:
+            error = self._transport_error(exc, self._where(endpoint))
+        return self._answer(endpoint, response, error)
 
     # -- scoring (echo + prompt log-probs) ------------------------------------------------------
     @classmethod
@@ -519,25 +447,14 @@ class OpenAIBackend(Backend, ScoringBackend):
     def detokenize(self, ids: Sequence[int]) -> str:
         return self.server_tokenizer().detokenize(ids)
 
-    def _http(self) -> Any:
-        with self._lock:
-            if self._http_client is None:
-                # the SDK's transport library, with the same trust store and proxy variables
-                self._http_client = _httpx.Client(
-                    timeout=_httpx.Timeout(self.request_timeout,
-                                           connect=min(10.0, self.request_timeout)),
-                    headers={"Authorization": f"Bearer {self._api_key}",
-                             "User-Agent": f"copyprobe/{_copyprobe_version}"})
-            return self._http_client
-
     def post_json(self, url: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` to ``url`` (a URL of this server) and return the answer's JSON; errors
         are classified as for generation (``map_status_error``, transport errors)."""
         where = f"{self.model_id} at {normalize_base_url(url)}"
         error: BackendError | None = None
         try:
-            response = self._http().post(url, json=dict(body))
-        except _httpx.TransportError as exc:
+            response = self._sync_client().post(url, json=dict(body))
+        except _TRANSPORT_ERRORS as exc:
             error = self._transport_error(exc, where)
         if error is None and not 200 <= response.status_code < 300:
             error = map_status_error(response.status_code, json_or_text(response.content),
@@ -557,10 +474,14 @@ class OpenAIBackend(Backend, ScoringBackend):
             return self._tls_error(cert_error, where)
         if (cause := self._connect_failure(exc)) is not None:
             return self._unreachable(where, cause, exc)
-        if isinstance(exc, _httpx.TimeoutException):
+        if isinstance(exc, httpx2.TimeoutException):
             return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
                                 error_class="Timeout")
         detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
+        if isinstance(exc, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
+            return BackendError(f"{where}: invalid URL ({detail})", permanent=True,
+                                error_class="ConfigError")
+        # refused, reset, dropped or truncated answers, unreadable HTTP
         return BackendError(f"{where}: connection failed ({detail})",
                             error_class="ConnectionError")
 
@@ -639,31 +560,25 @@ class OpenAIBackend(Backend, ScoringBackend):
 
     # -- cleanup -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close the aiohttp session (call from the loop that used it)."""
-        session, self._session, self._session_loop = self._session, None, None
-        if session is not None:
-            await session.close()
+        """Close the async client (call from the loop that used it)."""
+        client, self._aclient, self._aclient_loop = self._aclient, None, None
+        if client is not None:
+            await client.aclose()
 
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
-            http, self._http_client = self._http_client, None
         if client is not None:
             client.close()
-        if http is not None:
-            http.close()
-        session, loop = self._session, self._session_loop
-        self._session = self._session_loop = None
-        if session is None or loop is None or session.closed:
+        aclient, loop = self._aclient, self._aclient_loop
+        self._aclient = self._aclient_loop = None
+        if aclient is None or loop is None or aclient.is_closed:
             return
-        if loop.is_closed():
-            # its loop is gone, so the session cannot be closed by awaiting; let it go
-            # (aiohttp warns about its connector when it is collected)
-            session.detach()
-        elif loop.is_running():
-            loop.call_soon_threadsafe(lambda: loop.create_task(session.close()))
-        else:
-            loop.run_until_complete(session.close())
+        if loop.is_running():
+            loop.call_soon_threadsafe(lambda: loop.create_task(aclient.aclose()))
+        elif not loop.is_closed():
+            loop.run_until_complete(aclient.aclose())
+        # a client whose loop is gone cannot be closed by awaiting: its connections go with it
 
 
 def server_root(base_url: str) -> str:
