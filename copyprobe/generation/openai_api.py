@@ -1,5 +1,5 @@
 """The OpenAI API backend: the official API or any OpenAI-compatible server (vLLM, llama.cpp
-server, LiteLLM, ...), over HTTP with httpx2.
+server, LiteLLM, ...), over HTTP (httpx2 for single calls, aiohttp for concurrent ones).
 
 Config slice (``models.<name>`` with ``backend: openai``):
 
@@ -55,13 +55,16 @@ A chat answer whose ``content`` is null but which carries a ``refusal`` string r
 refusal text as the completion (it is what the model said); ``content`` null without a refusal
 is an empty text when a ``finish_reason`` is present, else ``MalformedResponse``.
 
-One HTTP stack, httpx2 (the guard proxy's and the openai SDK's; chosen by
-``benchmarks/http_clients.py``, docs/benchmarks.md): :meth:`OpenAIBackend.generate` posts with
-its client, :meth:`OpenAIBackend.agenerate` (the runner's concurrent path) the same JSON body
-with its async client, bound to the event loop that first uses it (call ``await
-backend.aclose()`` before that loop ends). Both verify TLS against httpx2's trust store
-(``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else the system's); a certificate that does not
-verify is a permanent ``TLSError`` naming the variable to set.
+Two transports, each chosen by ``benchmarks/http_clients.py`` (docs/benchmarks.md). The
+synchronous path (:meth:`OpenAIBackend.generate`, scoring, ``/tokenize``) posts with httpx2,
+the stack of the guard proxy and of the openai SDK. The concurrent path
+(:meth:`OpenAIBackend.agenerate`, used by the runner) posts the same JSON body with aiohttp,
+which costs a third to a quarter of httpx2's CPU per request and keeps the runner near the
+ideal rate at 32-64 requests in flight. Both map statuses and bodies through
+:func:`map_status_error` and ``_parse``. The aiohttp session is bound to the event loop that
+first uses it; call ``await backend.aclose()`` before that loop ends. Both verify TLS
+against httpx2's trust store (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else the system's); a
+certificate that does not verify is a permanent ``TLSError`` naming the variable to set.
 
 A ``base_url`` carrying credentials (``user:password@``) is refused: credentials belong in the
 environment variable, not in a config file that ends up in Snakemake's metadata.
@@ -97,10 +100,13 @@ import logging
 import socket
 import ssl
 import threading
+import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import aiohttp
+import httpcore2
 import httpx2
 
 from copyprobe import __version__ as _copyprobe_version
@@ -148,8 +154,8 @@ _INVALID = object()
 
 
 def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
-    """The certificate verification failure behind ``exc`` (its cause or context chain), if
-    any."""
+    """The certificate verification failure behind ``exc`` (its cause or context chain, or
+    aiohttp's ``certificate_error``), if any."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -159,8 +165,20 @@ def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | Non
         seen.add(id(e))
         if isinstance(e, ssl.SSLCertVerificationError):
             return e
-        todo += [e.__cause__, e.__context__]
+        todo += [e.__cause__, e.__context__, getattr(e, "certificate_error", None)]
     return None
+
+
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) names for
+    ``url``, or None."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if parts.hostname and urllib.request.proxy_bypass_environment(parts.hostname, proxies):
+        return None
+    return proxies.get(parts.scheme.lower())
+
+
 
 
 class OpenAIBackend(Backend, ScoringBackend):
@@ -207,8 +225,8 @@ class OpenAIBackend(Backend, ScoringBackend):
         self._api_key = read_key(api_key_env, api_key_optional, self.base_url)
         self._lock = threading.Lock()
         self._client: httpx2.Client | None = None
-        self._aclient: httpx2.AsyncClient | None = None
-        self._aclient_loop: asyncio.AbstractEventLoop | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model_id={self.model_id!r}, base_url={self.base_url!r})"
@@ -244,31 +262,46 @@ class OpenAIBackend(Backend, ScoringBackend):
                    server_sampling_params=bool(spec.get("server_sampling_params", False)),
                    echo_logprobs=bool(spec.get("echo_logprobs", False)))
 
-    # -- clients (httpx2: one HTTP stack for both paths) ---------------------------------------
-    def _client_options(self) -> dict[str, Any]:
-        # TLS: httpx2's default trust store (SSL_CERT_FILE / SSL_CERT_DIR, else the system's);
-        # HTTP(S)_PROXY / NO_PROXY from the environment; no pool limit: the runner bounds
-        # the requests in flight
-        return {"base_url": self._client_base_url,
-                "timeout": httpx2.Timeout(self.request_timeout,
-                                          connect=min(10.0, self.request_timeout)),
-                "headers": {"Authorization": f"Bearer {self._api_key}",
-                            "User-Agent": f"copyprobe/{_copyprobe_version}"},
-                "limits": httpx2.Limits(max_connections=None, max_keepalive_connections=None)}
-
+    # -- clients -----------------------------------------------------------------------------
     def _sync_client(self) -> httpx2.Client:
+        """httpx2 (the guard proxy's and the openai SDK's stack): TLS from its trust store
+        (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else the system's), ``HTTP(S)_PROXY`` /
+        ``NO_PROXY`` from the environment."""
         with self._lock:
             if self._client is None:
-                self._client = httpx2.Client(**self._client_options())
+                self._client = httpx2.Client(
+                    base_url=self._client_base_url,
+                    timeout=httpx2.Timeout(self.request_timeout,
+                                           connect=min(10.0, self.request_timeout)),
+                    headers=self._headers())
             return self._client
 
-    def _async_client(self) -> httpx2.AsyncClient:
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}",
+                "User-Agent": f"copyprobe/{_copyprobe_version}"}
+
+    def _async_session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        if self._aclient is None or self._aclient_loop is not loop or self._aclient.is_closed:
-            # connections made in another (finished) loop cannot be reused
-            self._aclient = httpx2.AsyncClient(**self._client_options())
-            self._aclient_loop = loop
-        return self._aclient
+        if self._session is None or self._session_loop is not loop or self._session.closed:
+            # connections of a session made in another (finished) loop cannot be reused.
+            # TLS: httpx2's trust store, so both paths accept the same certificates
+            # (loading it costs ~60 ms, so only for https; True: aiohttp's default context,
+            # should a redirect lead to https)
+            tls: ssl.SSLContext | bool = (
+                httpcore2.default_ssl_context()
+                if urlsplit(self._client_base_url).scheme.lower() == "https" else True)
+            self._session = aiohttp.ClientSession(
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=None,
+                                              connect=min(10.0, self.request_timeout),
+                                              sock_read=self.request_timeout),
+                # no pool limit: the runner bounds the requests in flight
+                connector=aiohttp.TCPConnector(limit=0, ssl=tls),
+                # HTTP(S)_PROXY / NO_PROXY as httpx2 honours them, read once here:
+                # aiohttp's trust_env would look them up in a thread for every request
+                proxy=_env_proxy(self._client_base_url))
+            self._session_loop = loop
+        return self._session
 
     def _url(self, endpoint: Endpoint) -> str:
         return (self._client_base_url.rstrip("/")
@@ -325,7 +358,8 @@ class OpenAIBackend(Backend, ScoringBackend):
                             error_class="ConnectionError", unreachable=True)
 
     def _tls_error(self, cert_error: ssl.SSLCertVerificationError, where: str) -> BackendError:
-        detail = shorten(redact(str(getattr(cert_error, "verify_message", None) or cert_error),
+        inner = getattr(cert_error, "certificate_error", cert_error)  # aiohttp wraps it
+        detail = shorten(redact(str(getattr(inner, "verify_message", None) or inner),
                                  self._api_key))
         return BackendError(f"{where}: the server's TLS certificate is not "
                             f"trusted ({detail}); if it is signed by a private CA, set "
@@ -347,16 +381,34 @@ class OpenAIBackend(Backend, ScoringBackend):
         if any(isinstance(e, ConnectionRefusedError) for e in chain) or \
                 errno.ECONNREFUSED in errnos:
             return "connection refused"
-        if any(isinstance(e, socket.gaierror) for e in chain):
+        if any(isinstance(e, aiohttp.ClientConnectorDNSError | socket.gaierror) for e in chain):
             return "host name not found"
         if errnos & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
             return "no route to host"
-        if any(isinstance(e, httpx2.ConnectTimeout) for e in chain):
+        if any(isinstance(e, aiohttp.ConnectionTimeoutError | httpx2.ConnectTimeout)
+               for e in chain):
             return f"no connection within {min(10.0, self.request_timeout):g} s"
         for e in chain:
-            if isinstance(e, httpx2.ConnectError):
+            if isinstance(e, aiohttp.ClientConnectorError | httpx2.ConnectError):
                 return str(getattr(e, "strerror", None) or e)
         return None
+
+    def _map_aiohttp_error(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
+        where = self._where(endpoint)
+        if (cert_error := _certificate_error(exc)) is not None:
+            return self._tls_error(cert_error, self._where(endpoint))
+        if (cause := self._connect_failure(exc)) is not None:
+            return self._unreachable(where, cause, exc)
+        if isinstance(exc, TimeoutError):  # aiohttp's read timeouts
+            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
+                                error_class="Timeout")
+        detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
+        if isinstance(exc, aiohttp.InvalidURL):
+            return BackendError(f"{where}: invalid URL ({detail})", permanent=True,
+                                error_class="ConfigError")
+        # refused, reset, dropped or truncated answers, unreadable HTTP
+        return BackendError(f"{where}: connection failed ({detail})",
+                            error_class="ConnectionError")
 
     def _parse(self, endpoint: Endpoint, status: int, content: bytes,
                headers: Mapping[str, str] | None = None) -> Completion:
@@ -418,15 +470,25 @@ class OpenAIBackend(Backend, ScoringBackend):
 
     async def agenerate(self, prompt: Prompt, decoding: Decoding,
                         sample_index: int = 0) -> Completion:
-        """The concurrent path: the same request as :meth:`generate`, through the same
-        HTTP stack's async client."""
+        """The concurrent path: the same JSON body as :meth:`generate`, posted with aiohttp
+        (see the module notes). Errors are mapped from the status and body exactly as for the
+        synchronous path."""
         endpoint, body = self._body(prompt, decoding, sample_index)
-        response, error = None, None
+        session = self._async_session()
+        error: BackendError | None = None
         try:
-            response = await self._async_client().post(self._url(endpoint), json=body)
-        except _TRANSPORT_ERRORS as exc:
-            error = self._transport_error(exc, self._where(endpoint))
-        return self._answer(endpoint, response, error)
+            async with session.post(self._url(endpoint), json=body) as response:
+                content = await response.read()
+                status, headers = response.status, response.headers
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            error = self._map_aiohttp_error(exc, endpoint)
+        if error is None and not 200 <= status < 300:
+            error = map_status_error(status, json_or_text(content), headers,
+                                     key=self._api_key, where=self._where(endpoint))
+        if error is not None:
+            log.debug("%s", error)
+            raise error
+        return self._parse(endpoint, status, content, headers)
 
     # -- scoring (echo + prompt log-probs) ------------------------------------------------------
     @classmethod
@@ -560,25 +622,28 @@ class OpenAIBackend(Backend, ScoringBackend):
 
     # -- cleanup -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close the async client (call from the loop that used it)."""
-        client, self._aclient, self._aclient_loop = self._aclient, None, None
-        if client is not None:
-            await client.aclose()
+        """Close the aiohttp session (call from the loop that used it)."""
+        session, self._session, self._session_loop = self._session, None, None
+        if session is not None:
+            await session.close()
 
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
         if client is not None:
             client.close()
-        aclient, loop = self._aclient, self._aclient_loop
-        self._aclient = self._aclient_loop = None
-        if aclient is None or loop is None or aclient.is_closed:
+        session, loop = self._session, self._session_loop
+        self._session = self._session_loop = None
+        if session is None or loop is None or session.closed:
             return
-        if loop.is_running():
-            loop.call_soon_threadsafe(lambda: loop.create_task(aclient.aclose()))
-        elif not loop.is_closed():
-            loop.run_until_complete(aclient.aclose())
-        # a client whose loop is gone cannot be closed by awaiting: its connections go with it
+        if loop.is_closed():
+            # its loop is gone, so the session cannot be closed by awaiting; let it go
+            # (aiohttp warns about its connector when it is collected)
+            session.detach()
+        elif loop.is_running():
+            loop.call_soon_threadsafe(lambda: loop.create_task(session.close()))
+        else:
+            loop.run_until_complete(session.close())
 
 
 def server_root(base_url: str) -> str:

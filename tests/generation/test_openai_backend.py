@@ -560,8 +560,8 @@ def test_parse_edge_cases(backend: OpenAIBackend) -> None:
 
 
 # -- cache keys --------------------------------------------------------------------------------
-#: The key of one openai request, computed before the backend moved to one HTTP stack (httpx2
-#: for both paths instead of the SDK and aiohttp), with openai 3.63.0 in the identity.
+#: The key of one openai request, computed before the synchronous path left the openai SDK for
+#: httpx2, with openai 3.63.0 in the identity.
 OPENAI_KEY_BEFORE = "f0a39e55b7f31dda1cb24128cfe003b9850a0ccba538cb496e8b402d15bffbb1"
 
 
@@ -588,7 +588,7 @@ def test_an_answer_cached_before_the_http_stack_changed_is_still_served(
     pinned = {**identity, "openai": "3.63.0"}
     assert cache_key(backend="openai", identity=pinned, decoding=decoding, prompt=prompt,
                      sample_index=1) == OPENAI_KEY_BEFORE
-    # an answer stored under the key main wrote is served, and the server is never asked
+    # an answer stored under the key main wrote is served without asking the server
     key = cache_key(backend="openai", identity=identity, decoding=decoding, prompt=prompt,
                     sample_index=1)
     cache = GenerationCache(tmp_path / "cache")
