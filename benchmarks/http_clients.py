@@ -1,7 +1,8 @@
 """Benchmark of the HTTP clients a model-server call could use: requests per second, latency
 and the client's CPU per request, against ``benchmarks/loopback_server.py`` (an asyncio
 OpenAI-compatible server in its own process, a fixed answer after ``--latency`` seconds) at
-concurrency 1, 8 and 64, the candidates side by side (prints figures; nothing is asserted).
+concurrency 1, 8 and 64, the candidates side by side (prints figures; nothing is asserted);
+then the synchronous clients (one request at a time): ``httpx2.Client`` and ``openai.OpenAI``.
 
 Candidates, each posting the same chat request: ``httpx2`` (``httpx2.AsyncClient``, the guard
 proxy's upstream client and the transport of the openai SDK), ``aiohttp``
@@ -111,6 +112,36 @@ async def measure(make: Callable, base: str, concurrency: int, n: int) -> dict[s
             "p95_ms": 1e3 * q[18], "cpu_ms": 1e3 * cpu / n}
 
 
+def measure_sync(name: str, base: str, n: int) -> dict[str, float]:
+    if name == "httpx2":
+        import httpx2
+
+        client = httpx2.Client(headers=HEADERS, timeout=60)
+
+        def post() -> None:
+            r = client.post(f"{base}/chat/completions", json=BODY)
+            r.raise_for_status()
+            r.json()
+    else:
+        import openai
+
+        client = openai.OpenAI(base_url=base, api_key="not-needed", max_retries=0)
+
+        def post() -> None:
+            client.chat.completions.create(**BODY)
+    post()
+    latencies = []
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        post()
+        latencies.append(time.perf_counter() - t)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    client.close()
+    return {"rps": n / wall, "p50_ms": 1e3 * statistics.median(latencies),
+            "cpu_ms": 1e3 * cpu / n}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=600)
@@ -131,6 +162,8 @@ def main() -> None:
                 print(f"  c={level:<3} {name:<11} {r['rps']:8.0f} req/s  p50 {r['p50_ms']:6.2f} "
                       f"ms  p95 {r['p95_ms']:6.2f} ms  client CPU {r['cpu_ms']:5.2f} ms/req",
                       file=sys.stderr, flush=True)
+        sync = {name: measure_sync(name, base, args.requests)
+                for name in ("httpx2", "openai-sdk")}
     finally:
         server.terminate()
         server.wait()
@@ -148,6 +181,9 @@ def main() -> None:
     for level in map(int, args.levels.split(",")):
         cells = [f"{r['p50_ms']:.1f} / {r['p95_ms']:.1f}" for lv, n, r in rows if lv == level]
         print(f"| {level} | " + " | ".join(cells) + " |")
+    print("\nsynchronous, one request at a time: req/s, p50 ms, client CPU ms per request")
+    for name, r in sync.items():
+        print(f"  {name:<11} {r['rps']:8.0f}  {r['p50_ms']:6.2f}  {r['cpu_ms']:5.2f}")
 
 
 if __name__ == "__main__":
