@@ -145,9 +145,10 @@ class OCREngine(Protocol):
 
 
 OCR_ENGINES: Registry[type] = Registry("OCR engine")
+OCR_ENGINES.declare("rapidocr", "copyprobe.ocr:RapidOCREngine")
+OCR_ENGINES.declare("paddleocr", "copyprobe.ocr:PaddleOCREngine")
 
 
-@OCR_ENGINES.register("rapidocr")
 class RapidOCREngine:
     """RapidOCR as :func:`read_image` runs it (see the module text). Tested."""
 
@@ -170,7 +171,6 @@ class RapidOCREngine:
             return read_image(data)
 
 
-@OCR_ENGINES.register("paddleocr")
 class PaddleOCREngine:
     """PaddleOCR 3.x with local model folders. **Untested**: no test runs it on real models
     (PaddleOCR downloads them at first use; none are available offline), so it is not a

@@ -6,6 +6,7 @@ name modules and classes that really exist."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -262,30 +263,41 @@ def test_every_declared_part_exists_and_registers_under_its_name(registry: str) 
     names = reg.names()
     assert names
     for name in names:
-        # get() imports the declared module, whose @register decorator must agree with the
-        # declaration (else ValueError / LookupError)
+        # get() imports the declared module and takes the attribute the declaration names
         obj = reg.get(name)
         assert isinstance(obj, type), name
         assert f"{obj.__module__}:{obj.__qualname__}" == reg._declared[name].target
 
 
-def test_registry_declarations_are_checked_when_imported() -> None:
+def test_a_registry_entry_is_declared_once_and_imported_on_first_use() -> None:
+    import subprocess
+    import sys
+
     from copyprobe.registry import Registry
 
     reg: Registry[type] = Registry("part")
     reg.declare("decoder", "json:JSONDecoder", fast=True)
     assert "decoder" in reg and reg.facts("decoder") == {"fast": True}
-    with pytest.raises(LookupError, match="declared in json, which does not register it"):
-        reg.get("decoder")
-    reg.declare("other", "collections:OrderedDict")
-    with pytest.raises(ValueError, match="declared as collections:OrderedDict"):
-        reg.register("other")(dict)
-    with pytest.raises(KeyError, match="unknown part 'nope'; known: decoder, other"):
+    import json
+
+    assert reg.get("decoder") is json.JSONDecoder
+    with pytest.raises(ValueError, match="'decoder' is registered twice"):
+        reg.register("decoder")(dict)
+    with pytest.raises(ValueError, match="'decoder' is registered twice"):
+        reg.declare("decoder", "json:JSONEncoder")
+    reg.declare("gone", "json:NoSuchDecoder")
+    with pytest.raises(LookupError, match="declared as json:NoSuchDecoder, which json does not"):
+        reg.get("gone")
+    with pytest.raises(KeyError, match="unknown part 'nope'; known: decoder, gone"):
         reg.get("nope")
-    # a module imported before its declaration ran: the declaration accepts what it names
-    reg.register("early")(dict)
-    reg.declare("early", "builtins:dict")
-    assert reg.get("early") is dict
-    with pytest.raises(ValueError, match="'late' is declared as builtins:list, not builtins:dict"):
-        reg.register("late")(dict)
-        reg.declare("late", "builtins:list")
+    # nothing in the package registers a declared part a second time
+    doubles = [str(p) for p in PACKAGE.rglob("*.py")
+               if re.search(r"^@[A-Z_]+\.register\(", p.read_text(), re.M)]
+    assert doubles == []
+    # a declared backend's module is imported by get(), not by naming the registry
+    code = ("import sys; from copyprobe.generation.base import BACKENDS; "
+            "assert 'copyprobe.generation.openai_api' not in sys.modules; "
+            "BACKENDS.facts('openai'); "
+            "assert 'copyprobe.generation.openai_api' not in sys.modules; "
+            "BACKENDS.get('openai'); assert 'copyprobe.generation.openai_api' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from copyprobe.config import NAME_RE, ConfigError, check_backend, check_model_entry
 from copyprobe.copyright import paths as P
-from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study, study_models
+from copyprobe.studies import PlannedRequests, ReportPage, Study, study_models
 
 STUDY = "copyright"
 #: The generation layer's ``{source}`` of a copyright benchmark is this prefix + its name.
@@ -154,7 +154,6 @@ def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
     return pages
 
 
-@STUDIES.register("copyright")
 class CopyrightStudy(Study):
     """The LVLM copyright-compliance benchmark: materials x notice forms x queries."""
 

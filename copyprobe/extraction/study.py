@@ -13,7 +13,7 @@ from typing import Any
 from copyprobe.extraction import config as xc
 from copyprobe.extraction import paths as P
 from copyprobe.paths import membership_sets
-from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
+from copyprobe.studies import PlannedRequests, ReportPage, Study
 
 
 def figures(cfg: Mapping[str, Any]) -> list[str]:
@@ -37,7 +37,6 @@ def targets(cfg: Mapping[str, Any]) -> list[str]:
     return [P.TABLE_CSV, P.TABLE_MD, *figures(cfg)]
 
 
-@STUDIES.register("extraction")
 class ExtractionStudy(Study):
     """Exact extraction probabilities, (n,p)-discoverability and extraction maps."""
 

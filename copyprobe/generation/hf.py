@@ -17,13 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from copyprobe.generation.base import (
-    BACKENDS,
-    BackendError,
-    BatchedBackend,
-    Completion,
-    Decoding,
-)
+from copyprobe.generation.base import BackendError, BatchedBackend, Completion, Decoding
 from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
@@ -175,7 +169,6 @@ class HFTokenizer:
                                    clean_up_tokenization_spaces=False))
 
 
-@BACKENDS.register("hf")
 class HFBackend(BatchedBackend, ScoringBackend):
     name = "hf"
     score_paths = ("one_pass", "stepwise")

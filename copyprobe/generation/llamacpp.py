@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.generation.base import Backend, BackendError, Completion, Decoding
 from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
     ScoringBackend,
@@ -51,7 +51,6 @@ class LlamaTokenizer:
         return bytes(self.llm.detokenize(list(ids))).decode("utf-8", errors="replace")
 
 
-@BACKENDS.register("llamacpp")
 class LlamaCppBackend(Backend, ScoringBackend):
     name = "llamacpp"
     score_paths = ("one_pass", "stepwise")

@@ -91,7 +91,6 @@ def to_text_prompt(prompt: Prompt) -> Prompt:
     return Prompt("chat", messages=tuple(messages))
 
 
-@BACKENDS.register("ocr_cascade")
 class OCRCascadeBackend(Backend):
     """OCR for the images, then a text model: named as what it is, never a VLM."""
 

@@ -1,5 +1,5 @@
 """The OpenAI API backend: the official API or any OpenAI-compatible server (vLLM, llama.cpp
-server, LiteLLM, ...), through the official ``openai`` package.
+server, LiteLLM, ...), over HTTP (httpx2 for single calls, aiohttp for concurrent ones).
 
 Reference: docs/backends.md (and docs/benchmarks.md for the figures).
 """
@@ -19,10 +19,11 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import aiohttp
-import openai
+import httpcore2
+import httpx2
 
 from copyprobe import __version__ as _copyprobe_version
-from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
+from copyprobe.generation.base import Backend, BackendError, Completion, Decoding
 from copyprobe.generation.limits import default_request_timeout
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
@@ -46,14 +47,18 @@ from copyprobe.generation.logprob_scoring import (
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
-try:  # the transport library of the installed openai release
-    import httpcore2 as _httpcore
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover - older openai releases use httpx
-    import httpcore as _httpcore  # type: ignore[no-redef]
-    import httpx as _httpx  # type: ignore[no-redef]
-
 log = logging.getLogger(__name__)
+
+#: what a request through httpx2 can raise besides an HTTP status (mapped by _transport_error)
+_TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.InvalidURL)
+
+
+def _openai_version() -> str:
+    """The installed openai SDK's version, which enters the identity (so the cache keys of
+    answers stored before the HTTP stack changed stay as they were)."""
+    from importlib.metadata import version
+
+    return version("openai")
 
 __all__ = ["OpenAIBackend", "ServerTokenizer", "server_root"]
 
@@ -87,7 +92,8 @@ def _env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme.lower())
 
 
-@BACKENDS.register("openai")
+
+
 class OpenAIBackend(Backend, ScoringBackend):
     """One model behind the OpenAI API or an OpenAI-compatible server."""
 
@@ -124,7 +130,6 @@ class OpenAIBackend(Backend, ScoringBackend):
         self.max_tokens_param = max_tokens_param
         self.server_sampling_params = server_sampling_params
         self.echo_logprobs = echo_logprobs
-        self._http_client: Any = None
         self._tokenizer: ServerTokenizer | None = None
         if base_url and "@" in urlsplit(base_url).netloc:  # user:password@host
             raise BackendError(f"base_url {self.base_url} carries credentials (user:password@); "
@@ -132,7 +137,7 @@ class OpenAIBackend(Backend, ScoringBackend):
                                permanent=True, error_class="ConfigError")
         self._api_key = read_key(api_key_env, api_key_optional, self.base_url)
         self._lock = threading.Lock()
-        self._client: openai.OpenAI | None = None
+        self._client: httpx2.Client | None = None
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
 
@@ -150,7 +155,7 @@ class OpenAIBackend(Backend, ScoringBackend):
             "model_id": spec["model_id"],
             "base_url": normalize_base_url(spec.get("base_url")),
             "revision": spec.get("revision", ""),
-            "openai": openai.__version__,
+            "openai": _openai_version(),
         }
         if spec.get("server_sampling_params"):
             identity["server_sampling_params"] = True
@@ -171,36 +176,41 @@ class OpenAIBackend(Backend, ScoringBackend):
                    echo_logprobs=bool(spec.get("echo_logprobs", False)))
 
     # -- clients -----------------------------------------------------------------------------
-    def _timeout(self) -> openai.Timeout:
-        return openai.Timeout(self.request_timeout, connect=min(10.0, self.request_timeout))
-
-    def _sync_client(self) -> openai.OpenAI:
+    def _sync_client(self) -> httpx2.Client:
+        """httpx2 (the guard proxy's and the openai SDK's stack): TLS from its trust store
+        (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else the system's), ``HTTP(S)_PROXY`` /
+        ``NO_PROXY`` from the environment."""
         with self._lock:
             if self._client is None:
-                self._client = openai.OpenAI(base_url=self._client_base_url,
-                                             api_key=self._api_key, max_retries=0,
-                                             timeout=self._timeout())
+                self._client = httpx2.Client(
+                    base_url=self._client_base_url,
+                    timeout=httpx2.Timeout(self.request_timeout,
+                                           connect=min(10.0, self.request_timeout)),
+                    headers=self._headers())
             return self._client
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}",
+                "User-Agent": f"copyprobe/{_copyprobe_version}"}
 
     def _async_session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session_loop is not loop or self._session.closed:
             # connections of a session made in another (finished) loop cannot be reused.
-            # TLS: the SDK transport's trust store, so both paths accept the same certificates
+            # TLS: httpx2's trust store, so both paths accept the same certificates
             # (loading it costs ~60 ms, so only for https; True: aiohttp's default context,
             # should a redirect lead to https)
             tls: ssl.SSLContext | bool = (
-                _httpcore.default_ssl_context()
+                httpcore2.default_ssl_context()
                 if urlsplit(self._client_base_url).scheme.lower() == "https" else True)
             self._session = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._api_key}",
-                         "User-Agent": f"copyprobe/{_copyprobe_version}"},
+                headers=self._headers(),
                 timeout=aiohttp.ClientTimeout(total=None,
                                               connect=min(10.0, self.request_timeout),
                                               sock_read=self.request_timeout),
                 # no pool limit: the runner bounds the requests in flight
                 connector=aiohttp.TCPConnector(limit=0, ssl=tls),
-                # HTTP(S)_PROXY / NO_PROXY as the SDK's client honours them, read once here:
+                # HTTP(S)_PROXY / NO_PROXY as httpx2 honours them, read once here:
                 # aiohttp's trust_env would look them up in a thread for every request
                 proxy=_env_proxy(self._client_base_url))
             self._session_loop = loop
@@ -288,39 +298,13 @@ class OpenAIBackend(Backend, ScoringBackend):
             return "host name not found"
         if errnos & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
             return "no route to host"
-        if any(isinstance(e, aiohttp.ConnectionTimeoutError | _httpx.ConnectTimeout)
+        if any(isinstance(e, aiohttp.ConnectionTimeoutError | httpx2.ConnectTimeout)
                for e in chain):
             return f"no connection within {min(10.0, self.request_timeout):g} s"
         for e in chain:
-            if isinstance(e, aiohttp.ClientConnectorError | _httpx.ConnectError):
+            if isinstance(e, aiohttp.ClientConnectorError | httpx2.ConnectError):
                 return str(getattr(e, "strerror", None) or e)
         return None
-
-    def _map_exception(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
-        where = self._where(endpoint)
-        if (cert_error := _certificate_error(exc)) is not None:
-            return self._tls_error(cert_error, self._where(endpoint))
-        if (cause := self._connect_failure(exc)) is not None:
-            return self._unreachable(where, cause, exc.__cause__ or exc)
-        if isinstance(exc, openai.APITimeoutError):
-            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
-                                error_class="Timeout")
-        if isinstance(exc, openai.APIConnectionError | _httpx.TransportError):
-            cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
-            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-            detail = shorten(redact(detail, self._api_key))
-            return BackendError(f"{where}: connection failed ({detail})",
-                                error_class="ConnectionError")
-        if isinstance(exc, openai.APIStatusError):
-            return map_status_error(exc.status_code, exc.body, exc.response.headers,
-                                    key=self._api_key, where=where)
-        if isinstance(exc, openai.APIResponseValidationError):
-            detail = shorten(redact(str(exc), self._api_key))
-            return BackendError(f"{where}: invalid response ({detail})",
-                                error_class="MalformedResponse", status_code=exc.status_code)
-        return BackendError(f"{where}: {type(exc).__name__}: "
-                            f"{shorten(redact(str(exc), self._api_key))}",
-                            permanent=True, error_class="OpenAIError")
 
     def _map_aiohttp_error(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
         where = self._where(endpoint)
@@ -366,34 +350,43 @@ class OpenAIBackend(Backend, ScoringBackend):
             raise malformed("has no choices")
         return read_choice(obj, chat=endpoint == "chat", where=where, status=status)
 
-    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
-        endpoint, params = self.request_params(prompt, decoding, sample_index)
-        client = self._sync_client()
-        error: BackendError | None = None
-        try:
-            if endpoint == "chat":
-                raw = client.chat.completions.with_raw_response.create(**params)
-            else:
-                raw = client.completions.with_raw_response.create(**params)
-            response = raw.http_response
-            status, content, headers = response.status_code, response.content, response.headers
-        except (openai.OpenAIError, _httpx.TransportError) as exc:
-            error = self._map_exception(exc, endpoint)
-        if error is not None:
-            # raised outside the except block: no __context__ pointing at the SDK exception,
-            # whose request object carries the Authorization header
-            log.debug("%s", error)
-            raise error
-        return self._parse(endpoint, status, content, headers)
-
-    async def agenerate(self, prompt: Prompt, decoding: Decoding,
-                        sample_index: int = 0) -> Completion:
-        """The concurrent path: the same JSON body as the SDK's ``create``, posted with
-        aiohttp (see the module notes). Errors are mapped from the status and body exactly as
-        for the synchronous path."""
+    def _body(self, prompt: Prompt, decoding: Decoding, sample_index: int) -> tuple[
+            Endpoint, dict[str, Any]]:
+        """(endpoint, JSON body): the parameters with ``extra_body`` merged in, as sent."""
         endpoint, params = self.request_params(prompt, decoding, sample_index)
         body = {k: v for k, v in params.items() if k != "extra_body"}
         body.update(params.get("extra_body") or {})
+        return endpoint, body
+
+    def _answer(self, endpoint: Endpoint, response: httpx2.Response | None,
+                error: BackendError | None) -> Completion:
+        if error is None and response is not None and not 200 <= response.status_code < 300:
+            error = map_status_error(response.status_code, json_or_text(response.content),
+                                     response.headers, key=self._api_key,
+                                     where=self._where(endpoint))
+        if error is not None:
+            # raised outside the except block: no __context__ pointing at the transport's
+            # exception, whose request object carries the Authorization header
+            log.debug("%s", error)
+            raise error
+        assert response is not None
+        return self._parse(endpoint, response.status_code, response.content, response.headers)
+
+    def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
+        endpoint, body = self._body(prompt, decoding, sample_index)
+        response, error = None, None
+        try:
+            response = self._sync_client().post(self._url(endpoint), json=body)
+        except _TRANSPORT_ERRORS as exc:
+            error = self._transport_error(exc, self._where(endpoint))
+        return self._answer(endpoint, response, error)
+
+    async def agenerate(self, prompt: Prompt, decoding: Decoding,
+                        sample_index: int = 0) -> Completion:
+        """The concurrent path: the same JSON body as :meth:`generate`, posted with aiohttp
+        (see the module notes). Errors are mapped from the status and body exactly as for the
+        synchronous path."""
+        endpoint, body = self._body(prompt, decoding, sample_index)
         session = self._async_session()
         error: BackendError | None = None
         try:
@@ -429,25 +422,14 @@ class OpenAIBackend(Backend, ScoringBackend):
     def detokenize(self, ids: Sequence[int]) -> str:
         return self.server_tokenizer().detokenize(ids)
 
-    def _http(self) -> Any:
-        with self._lock:
-            if self._http_client is None:
-                # the SDK's transport library, with the same trust store and proxy variables
-                self._http_client = _httpx.Client(
-                    timeout=_httpx.Timeout(self.request_timeout,
-                                           connect=min(10.0, self.request_timeout)),
-                    headers={"Authorization": f"Bearer {self._api_key}",
-                             "User-Agent": f"copyprobe/{_copyprobe_version}"})
-            return self._http_client
-
     def post_json(self, url: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` to ``url`` (a URL of this server) and return the answer's JSON; errors
         are classified as for generation (``map_status_error``, transport errors)."""
         where = f"{self.model_id} at {normalize_base_url(url)}"
         error: BackendError | None = None
         try:
-            response = self._http().post(url, json=dict(body))
-        except _httpx.TransportError as exc:
+            response = self._sync_client().post(url, json=dict(body))
+        except _TRANSPORT_ERRORS as exc:
             error = self._transport_error(exc, where)
         if error is None and not 200 <= response.status_code < 300:
             error = map_status_error(response.status_code, json_or_text(response.content),
@@ -467,10 +449,14 @@ class OpenAIBackend(Backend, ScoringBackend):
             return self._tls_error(cert_error, where)
         if (cause := self._connect_failure(exc)) is not None:
             return self._unreachable(where, cause, exc)
-        if isinstance(exc, _httpx.TimeoutException):
+        if isinstance(exc, httpx2.TimeoutException):
             return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
                                 error_class="Timeout")
         detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
+        if isinstance(exc, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
+            return BackendError(f"{where}: invalid URL ({detail})", permanent=True,
+                                error_class="ConfigError")
+        # refused, reset, dropped or truncated answers, unreadable HTTP
         return BackendError(f"{where}: connection failed ({detail})",
                             error_class="ConnectionError")
 
@@ -557,11 +543,8 @@ class OpenAIBackend(Backend, ScoringBackend):
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
-            http, self._http_client = self._http_client, None
         if client is not None:
             client.close()
-        if http is not None:
-            http.close()
         session, loop = self._session, self._session_loop
         self._session = self._session_loop = None
         if session is None or loop is None or session.closed:

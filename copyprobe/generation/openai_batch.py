@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from copyprobe.generation.base import (
-    BACKENDS,
     Backend,
     BackendError,
     BatchItem,
@@ -45,7 +44,6 @@ _PENDING = {"validating", "in_progress", "finalizing", "cancelling"}
 _ENDED_FAILED = {"failed", "expired", "cancelled"}
 
 
-@BACKENDS.register("openai_batch")
 class OpenAIBatchBackend(Backend):
     name = "openai_batch"
     supports_batch_api = True

@@ -9,13 +9,7 @@ import importlib.metadata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from copyprobe.generation.base import (
-    BACKENDS,
-    BackendError,
-    BatchedBackend,
-    Completion,
-    Decoding,
-)
+from copyprobe.generation.base import BackendError, BatchedBackend, Completion, Decoding
 from copyprobe.generation.openai_protocol import prepare_messages, scores_from_prompt_logprobs
 from copyprobe.generation.logprob_scoring import ScoreRequest, ScoringBackend, TokenScores, score_sequence
 from copyprobe.models import ModelFile
@@ -139,7 +133,6 @@ def scores_from_request_output(out: Any, ids: list[int], start: int) -> TokenSco
                                        where=where)
 
 
-@BACKENDS.register("vllm")
 class VLLMBackend(BatchedBackend, ScoringBackend):
     name = "vllm"
     default_score_path = "prompt_logprobs"

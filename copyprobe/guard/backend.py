@@ -17,14 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from copyprobe.artifacts import TableSpec
-from copyprobe.generation.base import (
-    BACKEND_WRAPPERS,
-    BACKENDS,
-    Backend,
-    BackendError,
-    Completion,
-    Decoding,
-)
+from copyprobe.generation.base import BACKENDS, Backend, BackendError, Completion, Decoding
 from copyprobe.generation.cache import GenerationCache
 from copyprobe.guard.output import BLOCK_FINISH_REASON, OutputFinding
 from copyprobe.guard.pipeline import (
@@ -241,7 +234,6 @@ class GuardedBackend(Backend):
             self.guard.close()
 
 
-@BACKEND_WRAPPERS.register("guard")
 class GuardWrapper:
     """The ``guard`` entry of :data:`~copyprobe.generation.base.BACKEND_WRAPPERS`."""
 

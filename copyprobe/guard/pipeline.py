@@ -5,6 +5,7 @@ Reference: docs/guard.md.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -20,19 +21,15 @@ from typing import Any
 
 from copyprobe import __version__
 from copyprobe.guard import reminder as rem
-from copyprobe.guard.output import OUTPUT_ACTIONS, OutputFinding, OutputGuard, OutputStream
+from copyprobe.guard.output import OutputFinding, OutputGuard, OutputStream
 from copyprobe.guard.types import NoticeFinding, RiskFinding, StatusFinding
 from copyprobe.prompt import Prompt
 
 ROLES = ("notice", "status", "risk")
 #: The output check's component (an :class:`~copyprobe.guard.output.OutputGuard`).
 OUTPUT = "output"
-#: The output block's keys (``index``: the span index's name, ``results/spans/<index>``).
-OUTPUT_KEYS = ("index", "min_words", "action", "max_docs", "block_text", "prefilter",
-               "chars_per_word", "on_error", "on_mismatch")
 #: the proxy's settings in the output block (how answers are relayed, not what is decided)
-PROXY_OUTPUT_KEYS = {"on_error": ("raise", "pass"), "on_mismatch": ("error", "convert")}
-ON_ERROR = ("raise", "pass", "flag")
+PROXY_OUTPUT_KEYS = ("on_error", "on_mismatch")
 QUERY_PARTS = ("first_paragraph", "last_paragraph", "message")
 ACTIONS = ("pass", "remind", "block")
 #: what a request the risk analyzer calls ``uncertain`` counts as (``risk: {uncertain: ...}``):
@@ -134,6 +131,60 @@ def build_output_guard(params: Mapping[str, Any], index: Any = None) -> OutputGu
     return OutputGuard(index, **kwargs)
 
 
+#: what a schema type is called in an error
+_TYPE_WORDS = {"object": "a mapping", "boolean": "true or false", "null": "null",
+               "string": "a string", "number": "a number", "integer": "an integer"}
+#: settings whose keys are names of their own kind (an unknown one is named so)
+_NAMED_KEYS = {"guard.output.chars_per_word": "script group"}
+
+
+@functools.cache
+def _guard_schema() -> dict[str, Any]:
+    """The schema of a ``guard`` block (the study's fragment, without the study's own
+    ``ablation`` key, which is expanded before a spec is built)."""
+    import yaml
+
+    text = (Path(__file__).parent / "data/schema.yaml").read_text(encoding="utf-8")
+    schema = dict(yaml.safe_load(text)["model_properties"]["guard"])
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "ablation"}
+    return schema
+
+
+def _schema_message(e: Any) -> str:
+    """A schema error as a sentence naming the key (``guard.output.min_words ...``)."""
+    parts = ["guard", *map(str, e.absolute_path)]
+    key = ".".join(parts)
+    if e.validator == "additionalProperties":
+        known = sorted(e.schema.get("properties", {}))
+        unknown = sorted(k for k in e.instance if k not in known)
+        if key in _NAMED_KEYS:
+            return f"{key}: unknown {_NAMED_KEYS[key]} {unknown[0]!r}; known: {', '.join(known)}"
+        return f"{key}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}"
+    if len(parts) > 3:  # an entry of a named map: chars_per_word.thai
+        key = f"{'.'.join(parts[:-1])}: {parts[-1]}"
+    if e.validator == "enum":
+        return f"{key} must be one of {', '.join(map(str, e.validator_value))}, got {e.instance!r}"
+    if e.validator == "type":
+        types = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+        return f"{key}: expected {' or '.join(_TYPE_WORDS.get(t, t) for t in types)}, got " \
+               f"{e.instance!r}"
+    if e.validator in ("minimum", "exclusiveMinimum"):
+        what = "integer" if e.schema.get("type") == "integer" else "number"
+        return f"{key} must be a positive {what}, got {e.instance!r}"
+    return f"{key}: {e.message}"
+
+
+def validate_block(block: Mapping[str, Any]) -> None:
+    """Check a ``guard`` block against the guard's schema; the first problem is a
+    :class:`GuardConfigError` naming its key."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_guard_schema())
+    errors = sorted(validator.iter_errors(dict(block)), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise GuardConfigError(_schema_message(errors[0]))
+
+
 @dataclass(frozen=True)
 class GuardSpec:
     """A model's ``guard`` block, checked. ``notice``/``status``/``risk`` are None when
@@ -156,115 +207,36 @@ class GuardSpec:
 
     @classmethod
     def from_config(cls, block: Mapping[str, Any] | GuardSpec | None) -> GuardSpec:
+        """The spec of a ``guard`` block, validated by the guard's schema (the one place its
+        keys, types and choices are checked; errors name the key)."""
         if isinstance(block, GuardSpec):
             return block
         block = dict(block or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(block) - known)
-        if unknown:
-            raise GuardConfigError(f"guard: unknown key(s) {', '.join(unknown)}; known: "
-                                   f"{', '.join(sorted(known))}")
+        validate_block(block)
         out: dict[str, Any] = {}
-        for role in ROLES:
-            if role not in block:
-                continue
-            value = block.pop(role)
-            if value is False or value is None:
-                out[role] = None
-            elif value is True:
-                out[role] = {}
-            elif isinstance(value, Mapping):
-                out[role] = dict(value)
-                # the schema documents {component: NAME} for the notice identifier; the
-                # package has one, so "default" is accepted and means nothing more
-                if role == "notice" and "component" in out[role]:
-                    if out[role].pop("component") != "default":
-                        raise GuardConfigError(
-                            f"guard.notice.component: the package has one notice identifier "
-                            f"('default'), got {value['component']!r}; leave the key out")
-            else:
-                raise GuardConfigError(f"guard.{role}: expected a mapping of the component's "
-                                       f"settings, true or false, got {value!r}")
-        if "output" in block:
-            value = block.pop("output")
-            if value is False or value is None:
-                out["output"] = None
-            elif value is True or isinstance(value, Mapping):
-                out["output"] = {} if value is True else dict(value)
-            else:
-                raise GuardConfigError(f"guard.output: expected a mapping (index, min_words, "
-                                       f"action, max_docs, block_text), got {value!r}")
+        for role in (*ROLES, OUTPUT):
+            if role in block:
+                value = block.pop(role)
+                out[role] = None if value is False or value is None else \
+                    {} if value is True else dict(value)
+        # the schema documents {component: default} for the notice identifier, the only one
+        if out.get("notice") and "component" in out["notice"]:
+            if (name := out["notice"].pop("component")) != "default":
+                raise GuardConfigError(
+                    f"guard.notice.component: the package has one notice identifier "
+                    f"('default'), got {name!r}; leave the key out")
         spec = cls(**block, **out)
-        spec.check()
-        return spec
-
-    def check(self) -> None:
-        if self.policy not in rem.POLICIES:
-            raise GuardConfigError(f"guard.policy must be one of {', '.join(rem.POLICIES)}, "
-                                   f"got {self.policy!r}")
-        if self.style not in rem.STYLES:
-            raise GuardConfigError(f"guard.style must be one of {', '.join(rem.STYLES)}, "
-                                   f"got {self.style!r}")
-        if self.on_error not in ON_ERROR:
-            raise GuardConfigError(f"guard.on_error must be one of {', '.join(ON_ERROR)}, "
-                                   f"got {self.on_error!r}")
-        if self.query not in QUERY_PARTS:
-            raise GuardConfigError(f"guard.query must be one of {', '.join(QUERY_PARTS)}, "
-                                   f"got {self.query!r}")
-        if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
-            raise GuardConfigError(f"guard.timeout_s must be a positive number, got "
-                                   f"{self.timeout_s!r}")
-        if not isinstance(self.input, bool):
-            raise GuardConfigError(f"guard.input must be true or false, got {self.input!r}")
-        if self.risk is not None and self.risk.get("uncertain", UNCERTAIN_POLICIES[0]) not in \
-                UNCERTAIN_POLICIES:
-            raise GuardConfigError(f"guard.risk.uncertain must be one of "
-                                   f"{', '.join(UNCERTAIN_POLICIES)}, got "
-                                   f"{self.risk['uncertain']!r}")
-        texts = [(f"guard.{k}", getattr(self, k)) for k in ("reminder_text", "block_text")]
-        if self.output is not None:
-            self._check_output(self.output)
-            texts.append(("guard.output.block_text", self.output.get("block_text")))
-        for key, text in texts:
+        texts = [(f"guard.{k}", getattr(spec, k)) for k in ("reminder_text", "block_text")]
+        if spec.output is not None:
+            texts.append(("guard.output.block_text", spec.output.get("block_text")))
+        for key, text in texts:  # what a schema cannot say: the only placeholder is {reason}
             if text is not None:
                 try:
                     text.format(reason="x")
                 except (KeyError, IndexError, ValueError) as exc:
                     raise GuardConfigError(f"{key}: only {{reason}} may be used in "
                                            f"braces ({exc})") from None
-
-    @staticmethod
-    def _check_output(out: Mapping[str, Any]) -> None:
-        unknown = sorted(set(out) - set(OUTPUT_KEYS))
-        if unknown:
-            raise GuardConfigError(f"guard.output: unknown key(s) {', '.join(unknown)}; known: "
-                                   f"{', '.join(OUTPUT_KEYS)}")
-        if out.get("action", "block") not in OUTPUT_ACTIONS:
-            raise GuardConfigError(f"guard.output.action must be one of "
-                                   f"{', '.join(OUTPUT_ACTIONS)}, got {out['action']!r}")
-        for key, allowed in PROXY_OUTPUT_KEYS.items():
-            if out.get(key, allowed[0]) not in allowed:
-                raise GuardConfigError(f"guard.output.{key} must be one of "
-                                       f"{', '.join(allowed)}, got {out[key]!r}")
-        for key in ("min_words", "max_docs"):
-            v = out.get(key, 1)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise GuardConfigError(f"guard.output.{key} must be a positive integer, got "
-                                       f"{v!r}")
-        if "chars_per_word" in out:
-            from copyprobe.spans.stream import SpanLength
-
-            per = out["chars_per_word"]
-            try:
-                if not isinstance(per, Mapping):
-                    raise ValueError(f"expected a mapping of script groups to numbers, got "
-                                     f"{per!r}")
-                SpanLength.of(1, per)
-            except ValueError as exc:
-                raise GuardConfigError(f"guard.output.chars_per_word: {exc}") from None
-        if "index" in out and not (isinstance(out["index"], str) and out["index"]):
-            raise GuardConfigError(f"guard.output.index must be an index name, got "
-                                   f"{out['index']!r}")
+        return spec
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, every default filled in."""

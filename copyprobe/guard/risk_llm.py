@@ -14,14 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from copyprobe.guard.risk import (
-    ALL_TASKS,
-    RISK_ANALYZERS,
-    RiskError,
-    check_query,
-    risk_analyzer,
-    risk_of,
-)
+from copyprobe.guard.risk import ALL_TASKS, RiskError, check_query, risk_analyzer, risk_of
 from copyprobe.guard.types import RiskFinding
 from copyprobe.prompt import Prompt
 
@@ -99,7 +92,6 @@ def parse_answer(text: str | None) -> tuple[dict[str, str] | None, str]:
     return None, why
 
 
-@RISK_ANALYZERS.register("llm")
 class LLMAnalyzer:
     """``LLMAnalyzer(model={...model entry...}, cache_dir=...)``: ``model`` is a model entry as
     in the workflow config (``backend`` plus ``model_file`` or ``model_id``/``base_url``, ...);

@@ -17,14 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from copyprobe.guard.risk import (
-    ALL_TASKS,
-    INFRINGING_TASKS,
-    RISK_ANALYZERS,
-    RiskError,
-    check_query,
-    risk_of,
-)
+from copyprobe.guard.risk import ALL_TASKS, INFRINGING_TASKS, RiskError, check_query, risk_of
 from copyprobe.guard.types import RiskFinding
 
 __all__ = ["RULES", "UNCERTAIN_MARGIN", "ExemplarClassifier", "Rule", "RuleAnalyzer",
@@ -362,7 +355,6 @@ class ExemplarClassifier:
 UNCERTAIN_MARGIN = 0.001
 
 
-@RISK_ANALYZERS.register("rules")
 class RuleAnalyzer:
     """Rules first; the embedding classifier where they find no task or a conflict.
 

@@ -96,9 +96,10 @@ class ProviderAnswer:
 
 
 SEARCH_PROVIDERS: Registry[type] = Registry("search provider")
+SEARCH_PROVIDERS.declare("catalogue", "copyprobe.guard.search:CatalogueSearch")
+SEARCH_PROVIDERS.declare("web", "copyprobe.guard.search:BraveSearch")
 
 
-@SEARCH_PROVIDERS.register("catalogue")
 class CatalogueSearch:
     """The offline catalogue (see the module text)."""
 
@@ -133,7 +134,6 @@ class CatalogueSearch:
 _TAG = re.compile(r"<[^>]+>")
 
 
-@SEARCH_PROVIDERS.register("web")
 class BraveSearch:
     """The Brave Search web search API (see the module text)."""
 

@@ -17,7 +17,7 @@ from typing import Any
 from copyprobe.config import ConfigError
 from copyprobe.generation.base import BACKEND_WRAPPERS
 from copyprobe.guard import paths as P
-from copyprobe.studies import STUDIES, ReportPage, Study, study_models
+from copyprobe.studies import ReportPage, Study, study_models
 
 #: The checks a guard runs, each switched off in turn by an ablation variant.
 GUARD_CHECKS = ("notice", "status", "risk")
@@ -227,7 +227,6 @@ TABLE_LABELS = {
 }
 
 
-@STUDIES.register("guard")
 class GuardStudy(Study):
     """The copyright guard: guarded models beside their bases in the copyright study."""
 

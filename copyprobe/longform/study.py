@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.studies import STUDIES, PlannedRequests, Study, study_models
+from copyprobe.studies import PlannedRequests, Study, study_models
 
 STUDY = "longform"
 
@@ -32,7 +32,6 @@ def compared(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [r for r in runs(cfg) if r in scored]
 
 
-@STUDIES.register(STUDY)
 class LongformStudy(Study):
     """How much of a whole document a chat model writes out, near-verbatim."""
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.studies import STUDIES, Study
+from copyprobe.studies import Study
 
 
-@STUDIES.register("membership")
 class MembershipStudy(Study):
     """Membership scores, their detection against a known truth, and dataset inference."""
 

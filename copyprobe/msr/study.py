@@ -17,7 +17,7 @@ from copyprobe.msr.config import (
     take_msr_settings,
 )
 from copyprobe.paths import PROMPTS
-from copyprobe.studies import STUDIES, PlannedRequests, ReportPage, Study
+from copyprobe.studies import PlannedRequests, ReportPage, Study
 
 
 def experiments_of(cfg: Mapping[str, Any], kind: str) -> list[str]:
@@ -95,7 +95,6 @@ def report_pages(cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
     return {page: p for page, p in pages.items() if p.table in made}
 
 
-@STUDIES.register("msr")
 class MSRStudy(Study):
     """Many-Shot Regurgitation: D_pre vs D_post per model, variants and experiments."""
 

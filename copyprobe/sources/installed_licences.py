@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+from copyprobe.sources.base import Document, Source, SourceError, text_id
 from copyprobe.sources.licences.families import FAMILIES, UNKNOWN
 from copyprobe.sources.licences.text import comparison_key, split_licences
 from copyprobe.sources.licences.variants import Occurrence, group_variants
@@ -157,7 +157,6 @@ def _err(key: str, value: Any, why: str) -> SourceError:
     return SourceError(f"source installed_licences: param {key!r} = {value!r} {why}")
 
 
-@SOURCES.register("installed_licences")
 class InstalledLicences(Source):
     """Distinct licence texts of the installed Python distributions."""
 

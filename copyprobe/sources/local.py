@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError
+from copyprobe.sources.base import Document, Source, SourceError
 from copyprobe.sources.materials.rights import parse_year
 
 REQUIRED_COLUMNS = ("file", "title", "published")
@@ -75,7 +75,6 @@ def parse_published(value: Any) -> dt.date:
         raise _RowProblem(f"unparseable published date {s!r} (expected YYYY-MM-DD)") from None
 
 
-@SOURCES.register("local")
 class LocalFolder(Source):
     """A folder of text files plus a metadata table."""
 

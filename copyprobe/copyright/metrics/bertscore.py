@@ -45,7 +45,6 @@ def _local_config(model: str) -> dict[str, Any] | None:
     return json.loads(config.read_text(encoding="utf-8")) if config.is_file() else None
 
 
-@BERTSCORE_BACKENDS.register("torch")
 class BertScorer:
     """``BertScorer().score(predictions, references)`` -> BERTScore F1 per pair.
 

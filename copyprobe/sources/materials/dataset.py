@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+from copyprobe.sources.base import Document, Source, SourceError, text_id
 from copyprobe.sources.materials.common import (
     ItemProblem,
     int_param,
@@ -164,7 +164,6 @@ def read_notices(table: Path) -> dict[str, NoticeRow | ItemProblem]:
 
 # ------------------------------------------------------------------------------ source
 
-@SOURCES.register(KIND)
 class CopyrightDataset(Source):
     """Materials of the released copyright-compliance benchmark, one document per file."""
 

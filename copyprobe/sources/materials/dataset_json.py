@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+from copyprobe.sources.base import Document, Source, SourceError, text_id
 from copyprobe.sources.materials.common import (
     ItemProblem,
     int_param,
@@ -86,7 +86,6 @@ def _default_root(path: Path, samples: list[Any]) -> Path:
     return path.parent
 
 
-@SOURCES.register(KIND)
 class CopyrightJson(Source):
     """Materials of a released dataset (or responses) JSON, one document per sample."""
 

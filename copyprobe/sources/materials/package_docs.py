@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError
+from copyprobe.sources.base import Document, Source, SourceError
 from copyprobe.sources.installed_licences import LicenceFile, licence_files
 from copyprobe.sources.licences.text import prepare_text, split_licences
 from copyprobe.sources.materials.common import (
@@ -95,7 +95,6 @@ def copyright_lines(files: list[LicenceFile]) -> list[tuple[str, Notice]]:
     return out
 
 
-@SOURCES.register(KIND)
 class PackageDocs(Source):
     """Long descriptions of the installed Python distributions, with their copyright lines."""
 

@@ -19,7 +19,7 @@ import pandas as pd
 import trafilatura
 from trafilatura.utils import load_html
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+from copyprobe.sources.base import Document, Source, SourceError, text_id
 from copyprobe.sources.materials.common import (
     ItemProblem,
     int_param,
@@ -181,7 +181,6 @@ def _header_time(value: str | None) -> dt.datetime | None:
 
 # ------------------------------------------------------------------------------ source
 
-@SOURCES.register(KIND)
 class WebPages(Source):
     """Main text and metadata of the pages of a URL list."""
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from copyprobe.sources.base import SOURCES, Document, Source, SourceError, text_id
+from copyprobe.sources.base import Document, Source, SourceError, text_id
 from copyprobe.sources.openstax.book import (
     BOOK_KEYS,
     BookSpec,
@@ -63,7 +63,6 @@ def _book_specs(books: Any, reader: str) -> list[BookSpec]:
     return out
 
 
-@SOURCES.register("openstax")
 class OpenStax(Source):
     """Sections of OpenStax textbooks from the archive API, CNXML repositories or MSR CSVs."""
 
