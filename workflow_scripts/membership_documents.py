@@ -5,9 +5,9 @@ from copyprobe.artifacts import CORPUS, provenance, read_table, write_table
 from copyprobe.membership.runs import DOCUMENTS, run_documents
 from copyprobe.workflow import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-run = dict(snakemake.params.run)  # noqa: F821
-docs = run_documents(read_table(snakemake.input.corpus, CORPUS), run["words"])  # noqa: F821
-write_table(docs, snakemake.output[0], DOCUMENTS,  # noqa: F821
+log = setup_logging(snakemake.log[0])
+run = dict(snakemake.params.run)
+docs = run_documents(read_table(snakemake.input.corpus, CORPUS), run["words"])
+write_table(docs, snakemake.output[0], DOCUMENTS,
             provenance("membership_documents", {"source": run["source"], "words": run["words"]}))
 log.info("%d documents of source %s", len(docs), run["source"])

@@ -8,12 +8,12 @@ from copyprobe.membership.cli import read_truth
 from copyprobe.membership.runs import DOCUMENTS, given_model
 from copyprobe.workflow import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-run = dict(snakemake.params.run)  # noqa: F821
-base = dict(snakemake.params.base)  # noqa: F821
-docs = read_table(snakemake.input.documents, DOCUMENTS)  # noqa: F821
-truth = read_truth(snakemake.input.truth, docs)  # noqa: F821
-given_model(run["model"], base, truth, str(snakemake.input.truth),  # noqa: F821
-            Path(snakemake.output.model_yaml).parent)  # noqa: F821
+log = setup_logging(snakemake.log[0])
+run = dict(snakemake.params.run)
+base = dict(snakemake.params.base)
+docs = read_table(snakemake.input.documents, DOCUMENTS)
+truth = read_truth(snakemake.input.truth, docs)
+given_model(run["model"], base, truth, str(snakemake.input.truth),
+            Path(snakemake.output.model_yaml).parent)
 log.info("%s: %d members of %d documents (given)", run["model"], int(truth["member"].sum()),
          len(truth))

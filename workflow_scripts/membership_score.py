@@ -11,10 +11,10 @@ from copyprobe.membership.engine import SCORES
 from copyprobe.membership.runs import DOCUMENTS, RESULT, result_markdown, result_table, score_run
 from copyprobe.workflow import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-inp, out = snakemake.input, snakemake.output  # noqa: F821
-scoring = dict(snakemake.params.scoring)  # noqa: F821
-run = snakemake.wildcards.run  # noqa: F821
+log = setup_logging(snakemake.log[0])
+inp, out = snakemake.input, snakemake.output
+scoring = dict(snakemake.params.scoring)
+run = snakemake.wildcards.run
 docs = read_table(inp.documents, DOCUMENTS)
 truth = read_truth(inp.plan, docs)
 table, result = score_run(docs, truth, inp.model_yaml, scoring, Path(scoring["cache_dir"]))

@@ -9,16 +9,16 @@ from copyprobe.membership.runs import DOCUMENTS, train_run, uses_gpu
 from copyprobe.models import ModelFile
 from copyprobe.workflow import setup_logging
 
-log = setup_logging(snakemake.log[0])  # noqa: F821
-run = dict(snakemake.params.run)  # noqa: F821
-base = dict(snakemake.params.base)  # noqa: F821
+log = setup_logging(snakemake.log[0])
+run = dict(snakemake.params.run)
+base = dict(snakemake.params.base)
 if not uses_gpu(base):
-    base["n_threads"] = snakemake.threads  # noqa: F821
-manifest = json.loads(Path(snakemake.input.base).read_text())  # noqa: F821
-docs = read_table(snakemake.input.documents, DOCUMENTS)  # noqa: F821
+    base["n_threads"] = snakemake.threads
+manifest = json.loads(Path(snakemake.input.base).read_text())
+docs = read_table(snakemake.input.documents, DOCUMENTS)
 record = train_run(run, docs, base, ModelFile.from_manifest(manifest),
-                   Path(snakemake.output.model_yaml).parent,  # noqa: F821
-                   documents=str(snakemake.input.documents))  # noqa: F821
+                   Path(snakemake.output.model_yaml).parent,
+                   documents=str(snakemake.input.documents))
 log.info("%s: %s; %d steps, %d tokens in %.1f s (%s tokens/s)%s", base["name"],
          record["outcome"], record["steps"], record["tokens_trained"], record["seconds"],
          record["tokens_per_second"],

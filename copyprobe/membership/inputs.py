@@ -48,6 +48,7 @@ class MembershipInputs:
 
     def scoring_params(self, wildcards: Any) -> dict[str, Any]:
         return {**self.config.get("membership", {}).get("scoring", {}),
+                "di_aggregate": self.config["statistics"]["di_aggregate"],
                 "cache_dir": self.config["cache_dir"]}
 
     def gpus(self, wildcards: Any) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,11 @@ def score_run(docs: pd.DataFrame, truth: pd.DataFrame, model_yaml: str,
     random halves of the non-members (``dataset_inference_nonmember_halves``)."""
     from copyprobe.membership.cli import evaluate, load_model
     from copyprobe.membership.engine import score_table
-    from copyprobe.membership.inference import MIN_PER_SET, dataset_inference
+    from copyprobe.membership.inference import (
+        DEFAULT_AGGREGATE,
+        MIN_PER_SET,
+        dataset_inference,
+    )
 
     n = truth["member"].astype(bool).value_counts()
     if min(int(n.get(True, 0)), int(n.get(False, 0))) < MIN_PER_SET:
@@ -144,12 +149,13 @@ def score_run(docs: pd.DataFrame, truth: pd.DataFrame, model_yaml: str,
                          f"{int(n.get(False, 0))}: give the run's source more documents")
     model = load_model(model_yaml, "model.yaml", cache_dir)
     table = score_table(docs, model, max_tokens=scoring["max_tokens"], moments=True)
+    aggregate = scoring.get("di_aggregate", DEFAULT_AGGREGATE)
     args = argparse.Namespace(n_boot=scoring["n_boot"], seed=scoring["seed"],
-                              fpr_halvings=scoring["fpr_halvings"])
+                              fpr_halvings=scoring["fpr_halvings"], di_aggregate=aggregate)
     result = evaluate(docs, table, truth, list(MEASURES), args)
     result["dataset_inference_nonmember_halves"] = nonmember_halves(
         docs.merge(truth, on="doc_id").merge(table, on="doc_id"), seed=scoring["seed"],
-        dataset_inference=dataset_inference)
+        dataset_inference=partial(dataset_inference, aggregate=aggregate))
     result["model"] = model.name
     return table, result
 
