@@ -285,15 +285,19 @@ def test_default_demo_shows_each_measure_once_and_demo_full_adds_the_rest():
     from copyprobe.config import validate_config
 
     demo = load_config(ROOT / "config" / "config.yaml")
-    # one model, one dataset: MSR (D_pre licences vs D_post controls) and extraction
-    assert list(demo["models"]) == ["gemma3-270m"]
+    # one model, one dataset: MSR (D_pre licences vs D_post controls) and extraction; the
+    # membership control's base model in that study only
+    assert list(demo["models"]) == ["smollm2-135m-instruct", "gemma3-270m"]
     assert demo["models"]["gemma3-270m"]["studies"] == ["msr", "extraction"]
+    assert demo["models"]["smollm2-135m-instruct"]["studies"] == ["membership"]
+    assert demo["membership"]["runs"]["control"]["model"] == "smollm2-135m-instruct"
     assert demo["datasets"] == {"licences": ["licences", "controls"]}
     assert demo["extraction"]["datasets"] == ["licences"]
     assert demo["extraction"]["max_windows_per_document"] == 1
     full = validate_config(_merged(ROOT / "config" / "config.yaml", DEMO_FULL))
     assert sorted(full["models"]) == ["gemma3-270m", "smollm2-135m-instruct"]
     assert full["models"]["smollm2-135m-instruct"]["prompt_format"] == "chat"
+    assert full["models"]["smollm2-135m-instruct"]["studies"] == ["msr", "membership"]
     assert sorted(full["datasets"]) == ["licences", "wikipedia"]
     assert full["extraction"]["max_windows_per_document"] == 4
     # the settings the demo shares with demo-full are the same (its table row is the same)

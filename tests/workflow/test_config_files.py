@@ -60,7 +60,7 @@ def test_configfile_merges_into_the_demo_config_and_says_so(wd):
     assert ("my-model", "mine") in plan
     assert ("gemma3-270m", "licences") in plan  # the demo's still run
     [note] = [line for line in proc.stderr.splitlines() if line.startswith(NOTE)]
-    assert "models gemma3-270m, my-model;" in note
+    assert "models gemma3-270m, my-model, smollm2-135m-instruct;" in note
     assert "add --replace-workflow-config to run only your file" in note
 
 
