@@ -69,6 +69,7 @@ demo-listing:
 	@echo "Extraction table (p_z per window, Gemma-3-270M on the licences; printed above when"
 	@echo "         made): results/tables/extraction_table.md,"
 	@echo "         results/extraction/figures/gemma3-270m/licences_{log_pz,np_curves,map}.png"
+	@echo "Membership against a known truth (printed above when made): results/membership/control/result.md"
 	@echo "More:    make demo-full (Wikipedia, SmolLM2 in chat format, 4 windows a document)"
 
 demo-copyright: $(STAMP)
