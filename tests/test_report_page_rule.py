@@ -37,6 +37,8 @@ def shared() -> SharedInputs:
         "copyright": {"benchmarks": {"b": {"materials": ["docs"]}}, "attribution": {}},
         "spans": {"indexes": {"ix": {"corpora": ["d"]}}},
         "msr": {"attribution": {"index": "ix"}},
+        "membership": {"runs": {"given": {"model": "smol", "source": "docs",
+                                          "truth": "truth.parquet"}}},
         "models": {"smol": {**API, "cutoff": "2024-06-30"}, "m": copy.deepcopy(COPYRIGHT),
                    "g": {**COPYRIGHT, "base": "m", "guard": {"policy": "block"}},
                    "o": {**COPYRIGHT, "base": "m",
@@ -96,6 +98,7 @@ PAGES = {
         "Copyright tables", "b", {"table": f"attribution of {m}"}) for m in ("m", "g", "o")},
     "results/report/extraction/extraction_table.html": (
         "Extraction tables", None, {"table": "extraction probabilities of every model"}),
+    "results/report/membership/given.html": ("Membership", None, {"run": "given"}),
 }
 
 
@@ -143,6 +146,10 @@ def test_every_page_has_a_caption_naming_its_settings(shared):
     assert text.startswith("The extraction study, one row per model and dataset")
     assert "headline (1, 0.5)" in text and "Models: x (openai, monte_carlo, completion)." in text
     assert "50-token prefix, 50-token suffix, stride 50; score path auto" in text
+    text = captions["results/report/membership/given.html"]
+    assert text.startswith("Membership against a known truth, run given")
+    assert "on smol (trained elsewhere; truth truth.parquet)" in text
+    assert "Source: docs; documents cut to 120 words; seed 0." in text
     assert "Models: smol (openai, cutoff 2024-06-30). Datasets: d (docs)." in \
         captions["results/report/msr/msr_table.html"]
     assert "Variants: w40 ({'msr': {'num_words': 40}})" in \

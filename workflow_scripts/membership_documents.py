@@ -3,7 +3,7 @@ corpus, each cut to the run's words (copyprobe.membership.runs)."""
 
 from copyprobe.artifacts import CORPUS, provenance, read_table, write_table
 from copyprobe.membership.runs import DOCUMENTS, run_documents
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
 log = setup_logging(snakemake.log[0])
 run = dict(snakemake.params.run)

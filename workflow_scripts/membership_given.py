@@ -6,7 +6,7 @@ from pathlib import Path
 from copyprobe.artifacts import read_table
 from copyprobe.membership.cli import read_truth
 from copyprobe.membership.runs import DOCUMENTS, given_model
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
 log = setup_logging(snakemake.log[0])
 run = dict(snakemake.params.run)

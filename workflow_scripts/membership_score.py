@@ -9,7 +9,7 @@ from copyprobe.artifacts import provenance, read_table, write_json, write_table,
 from copyprobe.membership.cli import read_truth
 from copyprobe.membership.engine import SCORES
 from copyprobe.membership.runs import DOCUMENTS, RESULT, result_markdown, result_table, score_run
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
 log = setup_logging(snakemake.log[0])
 inp, out = snakemake.input, snakemake.output

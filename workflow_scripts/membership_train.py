@@ -7,7 +7,7 @@ from pathlib import Path
 from copyprobe.artifacts import read_table
 from copyprobe.membership.runs import DOCUMENTS, train_run, uses_gpu
 from copyprobe.models import ModelFile
-from copyprobe.workflow import setup_logging
+from copyprobe.script_logging import setup_logging
 
 log = setup_logging(snakemake.log[0])
 run = dict(snakemake.params.run)

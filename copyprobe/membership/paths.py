@@ -16,3 +16,5 @@ SCORES = RUN + "/scores.parquet"
 RESULT_TABLE = RUN + "/result.parquet"
 RESULT_MD = RUN + "/result.md"
 RESULT_JSON = RUN + "/result.json"
+#: The report's HTML page of a run's result table (rule report_page).
+RESULT_PAGE = "results/report/membership/{run}.html"

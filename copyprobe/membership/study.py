@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.studies import Study
+from copyprobe.studies import ReportPage, Study
 
 
 class MembershipStudy(Study):
@@ -32,6 +32,13 @@ class MembershipStudy(Study):
         from copyprobe.membership import paths as P
 
         return {"membership_score": P.RESULT_MD, "membership_given": P.RESULT_MD}
+
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
+        from copyprobe.membership import paths as P
+
+        return {P.RESULT_PAGE.format(run=r): ReportPage(
+            P.RESULT_MD.format(run=r), "membership_result", "Membership",
+            {"run": r}, facts={"run": r}) for r in cfg.get("membership", {}).get("runs", {})}
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         from copyprobe.membership import paths as P
