@@ -4,7 +4,7 @@ scored the same documents (copyprobe.longform.compare), as CSV and Markdown."""
 
 import pandas as pd
 
-from copyprobe.artifacts import read_table
+from copyprobe.artifacts import read_table, write_text
 from copyprobe.copyright.analysis import to_markdown
 from copyprobe.longform import compare
 from copyprobe.longform.tables import DOCUMENTS, per_model
@@ -20,8 +20,7 @@ caption = (f"Per model, nv-recall (the share of a document written out near-verb
            f"docs/longform.md) over its documents: mean with its bootstrap interval "
            f"({stats['n_boot']} resamples), median, largest; documents whose every request "
            f"failed are counted but not measured.")
-with open(snakemake.output.md, "w", encoding="utf-8") as f:
-    f.write(to_markdown(table, caption))
+write_text(snakemake.output.md, to_markdown(table, caption))
 log.info("%d models", len(table))
 
 threshold = snakemake.params.pz_threshold
@@ -35,6 +34,5 @@ caption = (f"Per model that the extraction study scored on the same documents: t
            f"share of all book words in them, the rate by chance), and Spearman's rank "
            f"correlation across documents of nv-recall with mean log p_z per token "
            f"(docs/longform.md).")
-with open(snakemake.output.agreement_md, "w", encoding="utf-8") as f:
-    f.write(to_markdown(agreement, caption))
+write_text(snakemake.output.agreement_md, to_markdown(agreement, caption))
 log.info("%d models beside their p_z maps", len(agreement))

@@ -202,13 +202,13 @@ def evaluate(docs: Any, table: Any, truth: Any, names: list[str],
         false_positive_rate,
         smallest_detecting_size,
     )
-    from copyprobe.membership.scores import MEASURES
+    from copyprobe.membership.scores import oriented
 
     data = docs.merge(truth, on="doc_id").merge(table, on="doc_id")
     data = data[data["status"] == "scored"].assign(member=lambda d: d["member"].astype(bool))
     out = compare_sets(data, names, n_boot=args.n_boot, seed=args.seed)
     out["failed_documents"] = int(len(table) - len(data))
-    features = (data[names].to_numpy(float) * [MEASURES[n] for n in names])
+    features = oriented(data, names)
     member = data["member"].to_numpy()
     try:
         di = dataset_inference(features[member], features[~member], seed=args.seed,

@@ -7,7 +7,6 @@ from typing import Any
 
 import copyprobe.config as cpc
 import copyprobe.paths as paths
-from copyprobe.membership import paths as P
 from copyprobe.rule_inputs import one_of
 from copyprobe.membership.runs import given_runs, runs, trained_runs, uses_gpu
 

@@ -163,10 +163,10 @@ def score_run(docs: pd.DataFrame, truth: pd.DataFrame, model_yaml: str,
 def nonmember_halves(data: pd.DataFrame, *, seed: int, dataset_inference: Any) -> dict:
     """Dataset inference of one random half of the non-members against the other: a test
     that should find nothing (p about uniform)."""
-    from copyprobe.membership.scores import MEASURES as SIGNS
+    from copyprobe.membership.scores import oriented
 
     data = data[(data["status"] == "scored") & ~data["member"].astype(bool)]
-    x = data[list(MEASURES)].to_numpy(float) * [SIGNS[m] for m in MEASURES]
+    x = oriented(data, MEASURES)
     idx = np.random.default_rng([seed, 1]).permutation(len(x))
     half = len(x) // 2
     try:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 #: Min-k% and Min-k%++ at these k (percent of the document's tokens)
 KS = (10, 20)
@@ -30,6 +32,13 @@ MEASURES: dict[str, int] = {
 NEEDS_MOMENTS = tuple(f"min_kpp_{k}" for k in KS)
 #: the scores that need a reference model
 NEEDS_REFERENCE = ("reference_ratio",)
+
+
+def oriented(data: Any, names: Sequence[str]) -> np.ndarray:
+    """The ``names`` columns of a per-document table as one row a document, each signed by
+    :data:`MEASURES` so that higher means "member" (dataset inference's features)."""
+    values = data[list(names)].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    return values * np.array([MEASURES[n] for n in names])
 
 
 def loss(logprobs: Sequence[float]) -> float:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from copyprobe.membership.compare import compare_sets
 from copyprobe.membership.inference import DEFAULT_AGGREGATE, dataset_inference
-from copyprobe.membership.scores import MEASURES, NEEDS_MOMENTS, NEEDS_REFERENCE
+from copyprobe.membership.scores import MEASURES, NEEDS_MOMENTS, NEEDS_REFERENCE, oriented
 from copyprobe.membership.tables import DATE_SPLIT_NOTE, SPLITS
 
 
@@ -57,8 +57,7 @@ def compare_date_split(docs: pd.DataFrame, *, missing: Mapping[str, str] | None 
     out = compare_sets(data, measures, n_boot=n_boot, seed=seed, ci=ci,
                        blind_folds=blind_folds, warn_auc=warn_auc)
     out["missing"] = missing
-    features = data[measures].apply(pd.to_numeric, errors="coerce").to_numpy(float)
-    features = features * np.array([MEASURES[m] for m in measures])
+    features = oriented(data, measures)
     kept = np.isfinite(features).all(axis=1)
     member = data["member"].to_numpy(bool)
     try:
