@@ -1,6 +1,6 @@
 """``config/README.md``: every config key with its type, default and description, from the schema.
 
-Reference: docs/architecture.md.
+Reference: docs/configuration.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The compliance benchmark's results from a SCORED table (copyprobe.copyright.scored_table).
 
-Reference: docs/copyright.md.
+Reference: docs/copyright-results.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The copyright study's requests, planned from the config alone (:mod:`copyprobe.cost`).
 
-Reference: docs/copyright.md.
+Reference: docs/paper-setups.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The benchmark's manifest: one row per (material, notice form, task, query) with every field
 needed to rebuild the prompt, and the :class:`~copyprobe.prompt.Prompt` built from a row.
 
-Reference: docs/copyright.md.
+Reference: docs/copyright-benchmark.md.
 """
 
 from __future__ import annotations

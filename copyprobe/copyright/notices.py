@@ -1,6 +1,6 @@
 """The five notice forms of the copyright-compliance benchmark and the notice each shows.
 
-Reference: docs/copyright.md.
+Reference: docs/copyright-benchmark.md.
 """
 
 from __future__ import annotations

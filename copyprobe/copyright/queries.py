@@ -1,7 +1,7 @@
 """The queries of the copyright-compliance benchmark: four tasks, a benign set, and the rules
 that say which task a query asks for and which passage it names.
 
-Reference: docs/copyright.md.
+Reference: docs/copyright-benchmark.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The authors' released page images, used as a benchmark's image forms instead of renders.
 
-Reference: docs/copyright-rendering.md.
+Reference: docs/copyright.md#the-authors-released-formats.
 """
 
 from __future__ import annotations

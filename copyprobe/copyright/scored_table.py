@@ -1,7 +1,7 @@
 """The SCORED table: one row per model response of the compliance benchmark, with its metrics
 and refusal verdicts, and the check that a table handed to the analysis really is one.
 
-Reference: docs/copyright.md.
+Reference: docs/copyright-results.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An offline catalogue of known works and the public-domain rule of each jurisdiction.
 
-Reference: docs/guard.md.
+Reference: docs/guard-notice-status.md#status-verifier.
 """
 
 from __future__ import annotations

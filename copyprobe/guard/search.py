@@ -1,6 +1,6 @@
 """Search providers for the status verifier: where to look up the work a prompt quotes.
 
-Reference: docs/guard-risk.md.
+Reference: docs/guard-notice-status.md#status-verifier.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``f_k``, the survival counts over documents, in one place for every caller.
 
-Reference: docs/msr.md.
+Reference: docs/statistics.md#how-matches-are-counted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The MSR authors' own counting ("paper mode"), reproduced exactly.
 
-Reference: docs/msr.md.
+Reference: docs/statistics.md#how-matches-are-counted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Exact common-substring machinery over integer sequences, near-linear and numpy-vectorised.
 
-Reference: docs/span-index.md.
+Reference: docs/statistics.md#how-matches-are-counted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Word-mode matching: normalised word tokens, exact word-level overlap measures.
 
-Reference: docs/msr.md.
+Reference: docs/statistics.md#how-matches-are-counted.
 """
 
 from __future__ import annotations

