@@ -67,6 +67,11 @@ def test_the_workflow_extracts_every_document_and_a_rerun_sends_nothing(
         # the model has no p_z map of these documents (no extraction study): no rows beside it
         assert pd.read_csv(wd / "results/tables/longform_vs_pz.csv").empty
         assert "exact p_z" in (wd / "results/tables/longform_vs_pz.md").read_text()
+        # the table's report page, from the real table; no page or figure beside p_z
+        page = (wd / "results/report/longform/longform_table.html").read_text()
+        assert "nv-recall" in page and "<table" in page
+        assert not (wd / "results/report/longform/longform_vs_pz.html").exists()
+        assert not (wd / "results/longform/figures/longform_vs_pz.png").exists()
         (wd / "results/longform/documents/api/docs.parquet").unlink()
         proc = subprocess.run(run, cwd=wd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
