@@ -1,12 +1,12 @@
 """nv-recall: how much of a book an output reproduces near-verbatim, as word positions.
 
 Three steps, as the paper describes them: verbatim matching blocks between book and output
-(an ordered greedy matching, difflib's blocks found by copyprobe.longform.ordered, by default), consecutive blocks merged when both texts
-skip little between them, blocks with too few matched words dropped; merge and filter run in
-passes (by default two: short gaps and 20 words, then wider gaps and 100 words). nv-recall is
-the book's words matched verbatim inside the kept blocks over the book's words (a passage
-written twice counts once). docs/longform.md gives the definition and where each value comes
-from.
+(by default an ordered greedy matching, difflib's blocks, found by
+copyprobe.longform.ordered), consecutive blocks merged when both texts skip little between
+them, blocks with too few matched words dropped; merge and filter run in passes (by default
+two: short gaps and 20 words, then wider gaps and 100 words). nv-recall is the book's words
+matched verbatim inside the kept blocks over the book's words (a passage written twice counts
+once). docs/longform.md gives the definition and where each value comes from.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""difflib's matching blocks (``SequenceMatcher(None, a, b, autojunk=False)``), exactly, in
-near-linear time per step instead of difflib's time proportional to the repeats of common words.
+"""difflib's matching blocks (``SequenceMatcher(None, a, b, autojunk=False)``), exactly,
+without difflib's cost, which grows with the repeats of common words.
 
-Each step finds the longest common run of the two ranges (ties: the earliest in ``a``, then in
-``b``) with a suffix automaton of the shorter range scanned by the longer one, then recurses
-left and right of it; adjacent blocks are joined as difflib joins them. docs/longform.md
-(nv-recall) gives the rule and the measured speed.
+Each step finds the longest common run of two ranges (ties: the earliest in ``a``, then in
+``b``) by scanning ``a``'s range through a suffix automaton of ``b``'s, or reads it from an
+earlier scan's runs where they decide it; then it recurses left and right of it, and adjacent
+blocks are joined as difflib joins them. docs/longform.md (nv-recall, module notes) gives the
+rule and the measured speed.
 """
 
 from __future__ import annotations
