@@ -57,6 +57,7 @@ rule longform_table:
         md=longform_paths.TABLE_MD,
         agreement_csv=longform_paths.AGREEMENT_CSV,
         agreement_md=longform_paths.AGREEMENT_MD,
+        agreement_documents=longform_paths.AGREEMENT_DOCUMENTS,
     log:
         "logs/longform_table.log",
     conda:
@@ -67,3 +68,24 @@ rule longform_table:
         compared=longform_compared(config),
     script:
         "../workflow_scripts/longform_table.py"
+
+
+# Per model, nv-recall of each document beside its exact p_z map's mean log p_z per token.
+rule longform_figure:
+    input:
+        documents=longform_paths.AGREEMENT_DOCUMENTS,
+        library=library("longform_figure"),
+    output:
+        figure=report(
+            longform_paths.FIGURE_VS_PZ,
+            caption="../report/longform_vs_pz.rst",
+            category="Long-form figures",
+            labels={"figure": "nv-recall beside the p_z map"},
+        ),
+    log:
+        "logs/longform_figure.log",
+    localrule: True
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../workflow_scripts/longform_figure.py"

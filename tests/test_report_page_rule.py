@@ -30,7 +30,7 @@ COPYRIGHT = {**API, "studies": ["copyright"]}
 @pytest.fixture(scope="module")
 def shared() -> SharedInputs:
     """Every kind of page: an MSR model with a sweep and a comparison, a benchmark, a guard,
-    an extraction model."""
+    an extraction model that the long-form study runs too."""
     cfg = validate_config({
         "sources": {"docs": {"kind": "local", "path": "docs"}},
         "datasets": {"d": ["docs"]},
@@ -43,7 +43,7 @@ def shared() -> SharedInputs:
                    "g": {**COPYRIGHT, "base": "m", "guard": {"policy": "block"}},
                    "o": {**COPYRIGHT, "base": "m",
                          "guard": {"input": False, "output": {"min_words": 8}}},
-                   "x": {**API, "cutoff": "2024-06-30", "studies": ["extraction"],
+                   "x": {**API, "cutoff": "2024-06-30", "studies": ["extraction", "longform"],
                          "method": "monte_carlo"}},
         "variants": {"w40": {"msr": {"num_words": 40}},
                      "warm": {"decoding": {"temperature": 0.7}}},
@@ -99,6 +99,10 @@ PAGES = {
     "results/report/extraction/extraction_table.html": (
         "Extraction tables", None, {"table": "extraction probabilities of every model"}),
     "results/report/membership/given.html": ("Membership", None, {"run": "given"}),
+    "results/report/longform/longform_table.html": (
+        "Long-form tables", None, {"table": "nv-recall of every model"}),
+    "results/report/longform/longform_vs_pz.html": (
+        "Long-form tables", None, {"table": "nv-recall beside the p_z map"}),
 }
 
 
@@ -146,6 +150,13 @@ def test_every_page_has_a_caption_naming_its_settings(shared):
     assert text.startswith("The extraction study, one row per model and dataset")
     assert "headline (1, 0.5)" in text and "Models: x (openai, monte_carlo, completion)." in text
     assert "50-token prefix, 50-token suffix, stride 50; score path auto" in text
+    text = captions["results/report/longform/longform_table.html"]
+    assert text.startswith("The long-form study, one row per model")
+    assert "Models: x (openai)." in text
+    assert "Probe: instruction form, 10 attempt(s), threshold 0.6; at most 20" in text
+    text = captions["results/report/longform/longform_vs_pz.html"]
+    assert text.startswith("The long-form view beside the exact p_z map")
+    assert "p_z of at least 0.5" in text and "Models: x (openai)." in text
     text = captions["results/report/membership/given.html"]
     assert text.startswith("Membership against a known truth, run given")
     assert "on smol (trained elsewhere; truth truth.parquet)" in text

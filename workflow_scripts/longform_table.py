@@ -1,6 +1,7 @@
 """Rule longform_table: per model, nv-recall over its documents with a bootstrap interval
 (copyprobe.longform.tables.per_model), and beside the exact p_z map where the extraction study
-scored the same documents (copyprobe.longform.compare), as CSV and Markdown."""
+scored the same documents (copyprobe.longform.compare), as CSV and Markdown, with the
+per-document rows behind that comparison (rule longform_figure draws them)."""
 
 import pandas as pd
 
@@ -24,10 +25,12 @@ write_text(snakemake.output.md, to_markdown(table, caption))
 log.info("%d models", len(table))
 
 threshold = snakemake.params.pz_threshold
-agreement = compare.from_files(pd.DataFrame(rows, columns=DOCUMENTS.columns),
+both = compare.from_files(pd.DataFrame(rows, columns=DOCUMENTS.columns),
                                list(snakemake.input.blocks),
                                list(snakemake.input.windows),
-                               snakemake.params.compared, threshold)
+                          snakemake.params.compared, threshold)
+both.to_csv(snakemake.output.agreement_documents, index=False)
+agreement = compare.per_model(both)
 agreement.to_csv(snakemake.output.agreement_csv, index=False)
 caption = (f"Per model that the extraction study scored on the same documents: the long-form "
            f"blocks' book words that lie in windows with exact p_z >= {threshold} (beside the "

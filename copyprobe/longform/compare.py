@@ -91,16 +91,16 @@ def per_model(rows: pd.DataFrame) -> pd.DataFrame:
 
 def from_files(documents: pd.DataFrame, block_files: list[str], window_files: list[str],
                pairs: list[tuple[str, str]], threshold: float) -> pd.DataFrame:
-    """:func:`per_model` from the workflow's tables: the long-form documents, and per
+    """:func:`per_document` from the workflow's tables: the long-form documents, and per
     (model, source) in ``pairs`` its BLOCKS and the extraction study's WINDOWS file."""
     from copyprobe.artifacts import read_table
     from copyprobe.extraction.tables import WINDOWS
     from copyprobe.longform.tables import BLOCKS
 
     if not pairs:
-        return per_model(pd.DataFrame(columns=COLUMNS))
+        return pd.DataFrame(columns=COLUMNS)
     blocks = pd.concat([read_table(p, BLOCKS).assign(source=s)
                         for p, (_, s) in zip(block_files, pairs, strict=True)],
                        ignore_index=True)
     windows = pd.concat([read_table(p, WINDOWS) for p in window_files], ignore_index=True)
-    return per_model(per_document(documents, blocks, windows, threshold))
+    return per_document(documents, blocks, windows, threshold)

@@ -1,12 +1,12 @@
 """nv-recall: how much of a book an output reproduces near-verbatim, as word positions.
 
 Three steps, as the paper describes them: verbatim matching blocks between book and output
-(an ordered greedy matching, difflib's, by default), consecutive blocks merged when both texts
-skip little between them, blocks with too few matched words dropped; merge and filter run in
-passes (by default two: short gaps and 20 words, then wider gaps and 100 words). nv-recall is
-the book's words matched verbatim inside the kept blocks over the book's words (a passage
-written twice counts once). docs/longform.md gives the definition and where each value comes
-from.
+(by default an ordered greedy matching, difflib's blocks, found by
+copyprobe.longform.ordered), consecutive blocks merged when both texts skip little between
+them, blocks with too few matched words dropped; merge and filter run in passes (by default
+two: short gaps and 20 words, then wider gaps and 100 words). nv-recall is the book's words
+matched verbatim inside the kept blocks over the book's words (a passage written twice counts
+once). docs/longform.md gives the definition and where each value comes from.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
+
+from copyprobe.longform.ordered import matching_blocks
 
 _WORD = re.compile(r"\S+")
 _EDGE = re.compile(r"^\W+|\W+$")
@@ -85,8 +86,7 @@ def words(text: str) -> list[str]:
 def ordered_matches(book: list[str], out: list[str]) -> list[tuple[int, int, int]]:
     """(book_start, out_start, length) of difflib's matching blocks (no junk heuristic):
     the longest match, then recursively left and right of it, so in both texts' order."""
-    sm = SequenceMatcher(None, book, out, autojunk=False)
-    return [(m.a, m.b, m.size) for m in sm.get_matching_blocks() if m.size]
+    return matching_blocks(book, out)
 
 
 def any_order_matches(book: list[str], out: list[str],
@@ -146,6 +146,12 @@ def blocks(book: list[str], out: list[str], params: Params = Params()) -> list[B
         matches = [m for m in ordered_matches(book, out) if m[2] >= params.min_match_words]
     else:
         matches = any_order_matches(book, out, params.min_match_words)
+    return kept(matches, params)
+
+
+def kept(matches: list[tuple[int, int, int]], params: Params = Params()) -> list[Block]:
+    """The blocks kept from verbatim matches (book_start, out_start, length) in output
+    order: merged and filtered by each of ``params.passes``."""
     found = [Block(i, i + n, j, j + n, n, ((i, n),)) for i, j, n in matches]
     for step in params.passes:
         found = merge(found, step)

@@ -11,3 +11,10 @@ TABLE_MD = "results/tables/longform_table.md"
 #: Where a model also has an exact p_z map of the same documents: the two views compared.
 AGREEMENT_CSV = "results/tables/longform_vs_pz.csv"
 AGREEMENT_MD = "results/tables/longform_vs_pz.md"
+#: ... and per document measured by both studies (the rows behind it).
+AGREEMENT_DOCUMENTS = "results/tables/longform_vs_pz_documents.csv"
+#: The figure of those rows: per model, nv-recall against mean log p_z per token.
+FIGURE_VS_PZ = "results/longform/figures/longform_vs_pz.png"
+#: The report's pages of the two tables.
+TABLE_PAGE = "results/report/longform/longform_table.html"
+AGREEMENT_PAGE = "results/report/longform/longform_vs_pz.html"

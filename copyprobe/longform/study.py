@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copyprobe.studies import PlannedRequests, Study, study_models
+from copyprobe.studies import PlannedRequests, ReportPage, Study, study_models
 
 STUDY = "longform"
 
@@ -53,7 +53,25 @@ class LongformStudy(Study):
         """The table across models (it needs every (model, source)'s documents)."""
         from copyprobe.longform import paths as P
 
-        return [P.TABLE_CSV, P.TABLE_MD, P.AGREEMENT_CSV, P.AGREEMENT_MD] if runs(cfg) else []
+        if not runs(cfg):
+            return []
+        found = [P.TABLE_CSV, P.TABLE_MD, P.AGREEMENT_CSV, P.AGREEMENT_MD,
+                 P.AGREEMENT_DOCUMENTS]
+        return found + [P.FIGURE_VS_PZ] if compared(cfg) else found
+
+    def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
+        """The table across models, and where a model has a p_z map too, the comparison."""
+        from copyprobe.longform import paths as P
+
+        if not runs(cfg):
+            return {}
+        pages = {P.TABLE_PAGE: ReportPage(P.TABLE_MD, "longform_table", "Long-form tables",
+                                          {"table": "nv-recall of every model"})}
+        if compared(cfg):
+            pages[P.AGREEMENT_PAGE] = ReportPage(
+                P.AGREEMENT_MD, "longform_vs_pz", "Long-form tables",
+                {"table": "nv-recall beside the p_z map"})
+        return pages
 
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         found = runs(cfg)

