@@ -44,13 +44,10 @@ def is_local_url(url: str | None) -> bool:
     return bool(url) and (urlsplit(str(url)).hostname or "").lower() in LOCAL_HOSTS
 
 
-def _get(url: str, timeout: float) -> bytes:
-    """GET a loopback URL (is_local_url): no proxy, no credentials."""
-    import urllib.request
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(url, timeout=timeout) as response:
-        return response.read()
+def _get(client: Any, url: str) -> bytes:
+    """GET a loopback URL (is_local_url) through ``client`` (a ServerClient without proxy or
+    credentials); a failure or a status outside 2xx is a BackendError."""
+    return client.call("GET", url, where=url).content
 
 
 def _positive_int(value: Any) -> int | None:
@@ -84,25 +81,33 @@ def server_concurrency(base_url: str, timeout: float = 2.0) -> tuple[int | None,
     in ``/metrics`` over ``max_model_len``: vLLM's own "maximum concurrency"), at most
     :data:`VLLM_MIN_MAX_NUM_SEQS`, else 8. (None, why) for any other server. See
     docs/backends.md."""
+    from copyprobe.generation.server_http import ServerClient
+
+    with ServerClient(base_url, timeout=timeout, connect_timeout=timeout,
+                      proxy=False) as client:
+        return _probe(client, base_url)
+
+
+def _probe(client: Any, base_url: str) -> tuple[int | None, str]:
     import json
 
     parts = urlsplit(base_url)
     root = f"{parts.scheme}://{parts.netloc}"
     try:
-        slots = _positive_int(json.loads(_get(f"{root}/props", timeout)).get("total_slots"))
-    except (OSError, ValueError, AttributeError):
+        slots = _positive_int(json.loads(_get(client, f"{root}/props")).get("total_slots"))
+    except (BackendError, ValueError, AttributeError):
         slots = None
     if slots:
         return slots, f"llama.cpp's /props reports {slots} slot(s)"
     try:
-        cards = json.loads(_get(f"{base_url.rstrip('/')}/models", timeout)).get("data") or []
+        cards = json.loads(_get(client, f"{base_url.rstrip('/')}/models")).get("data") or []
         card = next(c for c in cards if isinstance(c, dict) and c.get("owned_by") == "vllm")
-    except (OSError, ValueError, AttributeError, StopIteration):
+    except (BackendError, ValueError, AttributeError, StopIteration):
         return None, "it reports no slot count (llama.cpp's /props) and is not vLLM"
     max_len = _positive_int(card.get("max_model_len"))
     try:
-        capacity = vllm_kv_capacity(_get(f"{root}/metrics", timeout).decode("utf-8", "replace"))
-    except OSError:
+        capacity = vllm_kv_capacity(_get(client, f"{root}/metrics").decode("utf-8", "replace"))
+    except BackendError:
         capacity = None
     if not max_len or not capacity:  # vLLM batches at least 128 sequences by its defaults
         return REMOTE_CONCURRENCY, (f"vLLM, whose /metrics gives no KV cache size: "
