@@ -26,7 +26,10 @@ import aiohttp
 from copyprobe.generation.base import BackendError
 from copyprobe.generation.openai_protocol import json_or_text, map_status_error, redact, shorten
 
-__all__ = ["Answer", "ServerClient", "env_proxy", "trust_store"]
+__all__ = ["TRANSPORT_ERRORS", "Answer", "ServerClient", "env_proxy", "trust_store"]
+
+#: what a request can raise when it gets no (complete) HTTP answer
+TRANSPORT_ERRORS = (TimeoutError, aiohttp.ClientError)
 
 T = TypeVar("T")
 #: CA bundles looked for when OpenSSL's compiled-in paths hold none (as httpx2's stack did)
@@ -224,7 +227,7 @@ class ServerClient:
                         sink.write(chunk)
                 else:
                     content = await response.read()
-        except (TimeoutError, aiohttp.ClientError) as exc:
+        except TRANSPORT_ERRORS as exc:
             error = self.transport_error(exc, where)
         if error is None and check and not 200 <= status < 300:
             error = map_status_error(status, json_or_text(content), head, key=self._key(),
@@ -234,6 +237,22 @@ class ServerClient:
             # exception, whose request object carries the Authorization header
             raise error
         return Answer(status, head, content)
+
+    async def open(self, method: str, url: str, *, data: bytes | None = None,
+                   headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
+        """The response to one request, its body not read yet (read it, then
+        :meth:`finish`); a failure raises aiohttp's exception (for callers that answer it
+        themselves, as the guard proxy does)."""
+        return await self._session().request(method, url, data=data, headers=headers)
+
+    @staticmethod
+    def finish(response: aiohttp.ClientResponse) -> None:
+        """Give the connection of a response read to its end back to the pool; close that of
+        one left unread (so the server stops sending)."""
+        if response.content.at_eof():
+            response.release()
+        else:
+            response.close()
 
     def call(self, method: str, url: str, **kwargs: Any) -> Answer:
         """:meth:`request`, synchronously (from any thread, inside a running loop or not)."""
