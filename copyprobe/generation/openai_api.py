@@ -14,7 +14,12 @@ from urllib.parse import urlsplit
 
 from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import Backend, BackendError, Completion, Decoding
-from copyprobe.generation.limits import default_request_timeout
+from copyprobe.generation.limits import (
+    REMOTE_CONCURRENCY,
+    VLLM_MIN_MAX_NUM_SEQS,
+    default_request_timeout,
+    vllm_kv_capacity,
+)
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
     NO_PROMPT_LOGPROBS,
@@ -249,6 +254,11 @@ class OpenAIBackend(Backend, ScoringBackend):
         ``/detokenize`` (see :class:`ServerTokenizer`); close it when done."""
         return cls.from_config(spec, model_file).server_tokenizer()
 
+    @staticmethod
+    def server_concurrency(base_url: str) -> tuple[int | None, str]:
+        """What a server on this machine says it takes at once (:func:`server_concurrency`)."""
+        return server_concurrency(base_url)
+
     def server_tokenizer(self) -> ServerTokenizer:
         if self._tokenizer is None:
             self._tokenizer = ServerTokenizer(self)
@@ -444,3 +454,55 @@ class ServerTokenizer:
 
     def close(self) -> None:
         self._backend.close()
+
+
+# -- the capacity of a server on this machine (limits.default_concurrency) ----------------
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def _get(client: ServerClient, url: str) -> bytes:
+    """GET a loopback URL (is_local_url) through ``client`` (no proxy, no credentials); a
+    failure or a status outside 2xx is a BackendError."""
+    return client.call("GET", url, where=url).content
+
+
+def server_concurrency(base_url: str, timeout: float = 2.0) -> tuple[int | None, str]:
+    """The requests a server on this machine takes at once, as it reports them, and how it
+    says so: llama.cpp's ``GET /props`` ``total_slots``; for vLLM (``owned_by: "vllm"`` in
+    ``GET /v1/models``) the full-length requests its KV cache holds (``vllm:cache_config_info``
+    in ``/metrics`` over ``max_model_len``: vLLM's own "maximum concurrency"), at most
+    :data:`VLLM_MIN_MAX_NUM_SEQS`, else 8. (None, why) for any other server. See
+    docs/backends.md."""
+    with ServerClient(base_url, timeout=timeout, connect_timeout=timeout,
+                      proxy=False) as client:
+        return _probe(client, base_url)
+
+
+def _probe(client: ServerClient, base_url: str) -> tuple[int | None, str]:
+    parts = urlsplit(base_url)
+    root = f"{parts.scheme}://{parts.netloc}"
+    try:
+        slots = _positive_int(json.loads(_get(client, f"{root}/props")).get("total_slots"))
+    except (BackendError, ValueError, AttributeError):
+        slots = None
+    if slots:
+        return slots, f"llama.cpp's /props reports {slots} slot(s)"
+    try:
+        cards = json.loads(_get(client, f"{base_url.rstrip('/')}/models")).get("data") or []
+        card = next(c for c in cards if isinstance(c, dict) and c.get("owned_by") == "vllm")
+    except (BackendError, ValueError, AttributeError, StopIteration):
+        return None, "it reports no slot count (llama.cpp's /props) and is not vLLM"
+    max_len = _positive_int(card.get("max_model_len"))
+    try:
+        capacity = vllm_kv_capacity(_get(client, f"{root}/metrics").decode("utf-8", "replace"))
+    except BackendError:
+        capacity = None
+    if not max_len or not capacity:  # vLLM batches at least 128 sequences by its defaults
+        return REMOTE_CONCURRENCY, (f"vLLM, whose /metrics gives no KV cache size: "
+                                    f"{REMOTE_CONCURRENCY}, below the {VLLM_MIN_MAX_NUM_SEQS} "
+                                    "sequences it batches by default")
+    n = max(1, min(VLLM_MIN_MAX_NUM_SEQS, capacity // max_len))
+    return n, (f"vLLM's KV cache holds {capacity} tokens, {capacity // max_len} request(s) of "
+               f"max_model_len {max_len}, capped at {VLLM_MIN_MAX_NUM_SEQS}")
