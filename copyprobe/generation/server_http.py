@@ -204,7 +204,8 @@ class ServerClient:
         with self._lock:
             if self._thread is None:
                 self._thread = _LoopThread()
-                self._finalizer = weakref.finalize(self, self._thread.stop)
+                # a client dropped unclosed: its private loop's session closed, its thread ended
+                self._finalizer = weakref.finalize(self, _stop, self._thread, self._sessions)
             return self._thread
 
     # -- requests ----------------------------------------------------------------------------
@@ -345,10 +346,16 @@ class ServerClient:
             else:
                 loop.run_until_complete(session.close())
         if thread is not None:
-            own = sessions.get(thread.loop)
+            _stop(thread, sessions)
 
-            async def closing() -> None:
-                if own is not None:
-                    await own.close()
 
-            thread.stop(closing)
+def _stop(thread: _LoopThread, sessions: dict[asyncio.AbstractEventLoop,
+                                              aiohttp.ClientSession]) -> None:
+    """Close the session of ``thread``'s loop on that loop, then end the thread."""
+    own = sessions.pop(thread.loop, None)
+
+    async def closing() -> None:
+        if own is not None and not own.closed:
+            await own.close()
+
+    thread.stop(closing)
