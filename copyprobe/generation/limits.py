@@ -44,20 +44,6 @@ def is_local_url(url: str | None) -> bool:
     return bool(url) and (urlsplit(str(url)).hostname or "").lower() in LOCAL_HOSTS
 
 
-def _get(url: str, timeout: float) -> bytes:
-    """GET a loopback URL (is_local_url): no proxy, no credentials."""
-    import urllib.request
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(url, timeout=timeout) as response:
-        return response.read()
-
-
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
-        else None
-
-
 #: vLLM's smallest default ``max_num_seqs`` (its scheduler's own default; CPU servers)
 VLLM_MIN_MAX_NUM_SEQS = 128
 _VLLM_INFO = re.compile(r"^vllm:cache_config_info\{(?P<labels>[^}]*)\}\s", re.M)
@@ -77,42 +63,6 @@ def vllm_kv_capacity(metrics: str) -> int | None:
     return total or None
 
 
-def server_concurrency(base_url: str, timeout: float = 2.0) -> tuple[int | None, str]:
-    """The requests a server on this machine takes at once, as it reports them, and how it
-    says so: llama.cpp's ``GET /props`` ``total_slots``; for vLLM (``owned_by: "vllm"`` in
-    ``GET /v1/models``) the full-length requests its KV cache holds (``vllm:cache_config_info``
-    in ``/metrics`` over ``max_model_len``: vLLM's own "maximum concurrency"), at most
-    :data:`VLLM_MIN_MAX_NUM_SEQS`, else 8. (None, why) for any other server. See
-    docs/backends.md."""
-    import json
-
-    parts = urlsplit(base_url)
-    root = f"{parts.scheme}://{parts.netloc}"
-    try:
-        slots = _positive_int(json.loads(_get(f"{root}/props", timeout)).get("total_slots"))
-    except (OSError, ValueError, AttributeError):
-        slots = None
-    if slots:
-        return slots, f"llama.cpp's /props reports {slots} slot(s)"
-    try:
-        cards = json.loads(_get(f"{base_url.rstrip('/')}/models", timeout)).get("data") or []
-        card = next(c for c in cards if isinstance(c, dict) and c.get("owned_by") == "vllm")
-    except (OSError, ValueError, AttributeError, StopIteration):
-        return None, "it reports no slot count (llama.cpp's /props) and is not vLLM"
-    max_len = _positive_int(card.get("max_model_len"))
-    try:
-        capacity = vllm_kv_capacity(_get(f"{root}/metrics", timeout).decode("utf-8", "replace"))
-    except OSError:
-        capacity = None
-    if not max_len or not capacity:  # vLLM batches at least 128 sequences by its defaults
-        return REMOTE_CONCURRENCY, (f"vLLM, whose /metrics gives no KV cache size: "
-                                    f"{REMOTE_CONCURRENCY}, below the {VLLM_MIN_MAX_NUM_SEQS} "
-                                    "sequences it batches by default")
-    n = max(1, min(VLLM_MIN_MAX_NUM_SEQS, capacity // max_len))
-    return n, (f"vLLM's KV cache holds {capacity} tokens, {capacity // max_len} request(s) of "
-               f"max_model_len {max_len}, capped at {VLLM_MIN_MAX_NUM_SEQS}")
-
-
 def default_concurrency(backend_name: str, base_url: str | None) -> int:
     """Requests in flight for a model whose ``requests.max_concurrency`` is not set: an
     ``openai`` model on this machine gets what the server reports (llama.cpp's slots, vLLM's
@@ -120,7 +70,10 @@ def default_concurrency(backend_name: str, base_url: str | None) -> int:
     its queue (and are retried); anything else 8. Says what it chose in the log."""
     if backend_name != "openai" or not is_local_url(base_url):
         return REMOTE_CONCURRENCY
-    reported, why = server_concurrency(str(base_url))
+    from copyprobe.generation.base import BACKENDS
+
+    # the probe is the openai backend's (its HTTP stack, loaded with it)
+    reported, why = BACKENDS.get("openai").server_concurrency(str(base_url))
     n = reported or 1
     log.info("%s is a server on this machine: %d request(s) at a time (%s); set "
              "requests.max_concurrency to change it", base_url, n, why)

@@ -1,30 +1,25 @@
 """The OpenAI API backend: the official API or any OpenAI-compatible server (vLLM, llama.cpp
-server, LiteLLM, ...), over HTTP (httpx2 for single calls, aiohttp for concurrent ones).
+server, LiteLLM, ...), over the one HTTP stack of model-server calls (server_http).
 
 Reference: docs/backends.md (and docs/benchmarks.md for the figures).
 """
 
 from __future__ import annotations
 
-import asyncio
-import errno
 import json
 import logging
-import socket
-import ssl
-import threading
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import aiohttp
-import httpcore2
-import httpx2
-
 from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import Backend, BackendError, Completion, Decoding
-from copyprobe.generation.limits import default_request_timeout
+from copyprobe.generation.limits import (
+    REMOTE_CONCURRENCY,
+    VLLM_MIN_MAX_NUM_SEQS,
+    default_request_timeout,
+    vllm_kv_capacity,
+)
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
     NO_PROMPT_LOGPROBS,
@@ -35,8 +30,6 @@ from copyprobe.generation.openai_protocol import (
     read_choice,
     read_echo_scores,
     read_key,
-    redact,
-    shorten,
 )
 from copyprobe.generation.logprob_scoring import (
     ScoreRequest,
@@ -44,54 +37,20 @@ from copyprobe.generation.logprob_scoring import (
     TokenScores,
     score_sequence,
 )
+from copyprobe.generation.server_http import ServerClient
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 
 log = logging.getLogger(__name__)
 
-#: what a request through httpx2 can raise besides an HTTP status (mapped by _transport_error)
-_TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.InvalidURL)
-
-
-def _openai_version() -> str:
-    """The installed openai SDK's version, which enters the identity (so the cache keys of
-    answers stored before the HTTP stack changed stay as they were)."""
-    from importlib.metadata import version
-
-    return version("openai")
+#: The ``openai`` entry of the identity: the openai SDK's version when copyprobe stopped
+#: using the SDK, kept so the cache keys of stored answers stay as they were (docs/backends.md)
+OPENAI_IDENTITY = "3.63.0"
 
 __all__ = ["OpenAIBackend", "ServerTokenizer", "server_root"]
 
 Endpoint = Literal["chat", "completions"]
 _INVALID = object()
-
-
-def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
-    """The certificate verification failure behind ``exc`` (its cause or context chain, or
-    aiohttp's ``certificate_error``), if any."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return e
-        todo += [e.__cause__, e.__context__, getattr(e, "certificate_error", None)]
-    return None
-
-
-def _env_proxy(url: str) -> str | None:
-    """The proxy the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) names for
-    ``url``, or None."""
-    parts = urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
-    if parts.hostname and urllib.request.proxy_bypass_environment(parts.hostname, proxies):
-        return None
-    return proxies.get(parts.scheme.lower())
-
-
 
 
 class OpenAIBackend(Backend, ScoringBackend):
@@ -136,10 +95,8 @@ class OpenAIBackend(Backend, ScoringBackend):
                                f"put the key in the variable named by api_key_env instead",
                                permanent=True, error_class="ConfigError")
         self._api_key = read_key(api_key_env, api_key_optional, self.base_url)
-        self._lock = threading.Lock()
-        self._client: httpx2.Client | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._client = ServerClient(self._client_base_url, timeout=self.request_timeout,
+                                    headers=self._headers(), key=self._key)
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model_id={self.model_id!r}, base_url={self.base_url!r})"
@@ -155,7 +112,7 @@ class OpenAIBackend(Backend, ScoringBackend):
             "model_id": spec["model_id"],
             "base_url": normalize_base_url(spec.get("base_url")),
             "revision": spec.get("revision", ""),
-            "openai": _openai_version(),
+            "openai": OPENAI_IDENTITY,
         }
         if spec.get("server_sampling_params"):
             identity["server_sampling_params"] = True
@@ -175,46 +132,17 @@ class OpenAIBackend(Backend, ScoringBackend):
                    server_sampling_params=bool(spec.get("server_sampling_params", False)),
                    echo_logprobs=bool(spec.get("echo_logprobs", False)))
 
-    # -- clients -----------------------------------------------------------------------------
-    def _sync_client(self) -> httpx2.Client:
-        """httpx2 (the guard proxy's and the openai SDK's stack): TLS from its trust store
-        (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else the system's), ``HTTP(S)_PROXY`` /
-        ``NO_PROXY`` from the environment."""
-        with self._lock:
-            if self._client is None:
-                self._client = httpx2.Client(
-                    base_url=self._client_base_url,
-                    timeout=httpx2.Timeout(self.request_timeout,
-                                           connect=min(10.0, self.request_timeout)),
-                    headers=self._headers())
-            return self._client
+    # -- client ------------------------------------------------------------------------------
+    def _sync_client(self) -> ServerClient:
+        """The server's HTTP client (server_http: aiohttp, TLS, proxies, timeouts)."""
+        return self._client
+
+    def _key(self) -> str:
+        return self._api_key
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._api_key}",
                 "User-Agent": f"copyprobe/{_copyprobe_version}"}
-
-    def _async_session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session_loop is not loop or self._session.closed:
-            # connections of a session made in another (finished) loop cannot be reused.
-            # TLS: httpx2's trust store, so both paths accept the same certificates
-            # (loading it costs ~60 ms, so only for https; True: aiohttp's default context,
-            # should a redirect lead to https)
-            tls: ssl.SSLContext | bool = (
-                httpcore2.default_ssl_context()
-                if urlsplit(self._client_base_url).scheme.lower() == "https" else True)
-            self._session = aiohttp.ClientSession(
-                headers=self._headers(),
-                timeout=aiohttp.ClientTimeout(total=None,
-                                              connect=min(10.0, self.request_timeout),
-                                              sock_read=self.request_timeout),
-                # no pool limit: the runner bounds the requests in flight
-                connector=aiohttp.TCPConnector(limit=0, ssl=tls),
-                # HTTP(S)_PROXY / NO_PROXY as httpx2 honours them, read once here:
-                # aiohttp's trust_env would look them up in a thread for every request
-                proxy=_env_proxy(self._client_base_url))
-            self._session_loop = loop
-        return self._session
 
     def _url(self, endpoint: Endpoint) -> str:
         return (self._client_base_url.rstrip("/")
@@ -265,64 +193,6 @@ class OpenAIBackend(Backend, ScoringBackend):
         path = "/chat/completions" if endpoint == "chat" else "/completions"
         return f"{self.model_id} at {self.base_url}{path}"
 
-    def _unreachable(self, where: str, cause: str, exc: BaseException) -> BackendError:
-        detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
-        return BackendError(f"{where}: cannot connect: {cause} ({detail})",
-                            error_class="ConnectionError", unreachable=True)
-
-    def _tls_error(self, cert_error: ssl.SSLCertVerificationError, where: str) -> BackendError:
-        inner = getattr(cert_error, "certificate_error", cert_error)  # aiohttp wraps it
-        detail = shorten(redact(str(getattr(inner, "verify_message", None) or inner),
-                                 self._api_key))
-        return BackendError(f"{where}: the server's TLS certificate is not "
-                            f"trusted ({detail}); if it is signed by a private CA, set "
-                            "SSL_CERT_FILE to that CA's bundle", permanent=True,
-                            error_class="TLSError")
-
-    def _connect_failure(self, exc: BaseException) -> str | None:
-        """Why no connection could be made, in words, when ``exc`` (or an exception in its
-        chain) says so; None when a connection was made (or it is not known)."""
-        chain: list[BaseException] = []
-        todo: list[BaseException | None] = [exc]
-        while todo:
-            e = todo.pop()
-            if e is None or any(e is seen for seen in chain):
-                continue
-            chain.append(e)
-            todo += [e.__cause__, e.__context__, getattr(e, "os_error", None)]
-        errnos = {getattr(e, "errno", None) for e in chain}
-        if any(isinstance(e, ConnectionRefusedError) for e in chain) or \
-                errno.ECONNREFUSED in errnos:
-            return "connection refused"
-        if any(isinstance(e, aiohttp.ClientConnectorDNSError | socket.gaierror) for e in chain):
-            return "host name not found"
-        if errnos & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
-            return "no route to host"
-        if any(isinstance(e, aiohttp.ConnectionTimeoutError | httpx2.ConnectTimeout)
-               for e in chain):
-            return f"no connection within {min(10.0, self.request_timeout):g} s"
-        for e in chain:
-            if isinstance(e, aiohttp.ClientConnectorError | httpx2.ConnectError):
-                return str(getattr(e, "strerror", None) or e)
-        return None
-
-    def _map_aiohttp_error(self, exc: BaseException, endpoint: Endpoint) -> BackendError:
-        where = self._where(endpoint)
-        if (cert_error := _certificate_error(exc)) is not None:
-            return self._tls_error(cert_error, self._where(endpoint))
-        if (cause := self._connect_failure(exc)) is not None:
-            return self._unreachable(where, cause, exc)
-        if isinstance(exc, TimeoutError):  # aiohttp's read timeouts
-            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
-                                error_class="Timeout")
-        detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
-        if isinstance(exc, aiohttp.InvalidURL):
-            return BackendError(f"{where}: invalid URL ({detail})", permanent=True,
-                                error_class="ConfigError")
-        # refused, reset, dropped or truncated answers, unreadable HTTP
-        return BackendError(f"{where}: connection failed ({detail})",
-                            error_class="ConnectionError")
-
     def _parse(self, endpoint: Endpoint, status: int, content: bytes,
                headers: Mapping[str, str] | None = None) -> Completion:
         where = self._where(endpoint)
@@ -358,50 +228,23 @@ class OpenAIBackend(Backend, ScoringBackend):
         body.update(params.get("extra_body") or {})
         return endpoint, body
 
-    def _answer(self, endpoint: Endpoint, response: httpx2.Response | None,
-                error: BackendError | None) -> Completion:
-        if error is None and response is not None and not 200 <= response.status_code < 300:
-            error = map_status_error(response.status_code, json_or_text(response.content),
-                                     response.headers, key=self._api_key,
-                                     where=self._where(endpoint))
-        if error is not None:
-            # raised outside the except block: no __context__ pointing at the transport's
-            # exception, whose request object carries the Authorization header
-            log.debug("%s", error)
-            raise error
-        assert response is not None
-        return self._parse(endpoint, response.status_code, response.content, response.headers)
-
     def generate(self, prompt: Prompt, decoding: Decoding, sample_index: int = 0) -> Completion:
-        endpoint, body = self._body(prompt, decoding, sample_index)
-        response, error = None, None
-        try:
-            response = self._sync_client().post(self._url(endpoint), json=body)
-        except _TRANSPORT_ERRORS as exc:
-            error = self._transport_error(exc, self._where(endpoint))
-        return self._answer(endpoint, response, error)
+        """One request, synchronously (on the client's private event loop)."""
+        return self._client.run(self.agenerate(prompt, decoding, sample_index))
 
     async def agenerate(self, prompt: Prompt, decoding: Decoding,
                         sample_index: int = 0) -> Completion:
-        """The concurrent path: the same JSON body as :meth:`generate`, posted with aiohttp
-        (see the module notes). Errors are mapped from the status and body exactly as for the
-        synchronous path."""
+        """The JSON body of :meth:`request_params` posted to the endpoint; errors mapped from
+        the transport (server_http) or the status and body (``map_status_error``)."""
         endpoint, body = self._body(prompt, decoding, sample_index)
-        session = self._async_session()
-        error: BackendError | None = None
+        where = self._where(endpoint)
         try:
-            async with session.post(self._url(endpoint), json=body) as response:
-                content = await response.read()
-                status, headers = response.status, response.headers
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            error = self._map_aiohttp_error(exc, endpoint)
-        if error is None and not 200 <= status < 300:
-            error = map_status_error(status, json_or_text(content), headers,
-                                     key=self._api_key, where=self._where(endpoint))
-        if error is not None:
-            log.debug("%s", error)
-            raise error
-        return self._parse(endpoint, status, content, headers)
+            answer = await self._client.request("POST", self._url(endpoint), json=body,
+                                                where=where)
+        except BackendError as exc:
+            log.debug("%s", exc)
+            raise
+        return self._parse(endpoint, answer.status, answer.content, answer.headers)
 
     # -- scoring (echo + prompt log-probs) ------------------------------------------------------
     @classmethod
@@ -410,6 +253,11 @@ class OpenAIBackend(Backend, ScoringBackend):
         """The served model's tokenizer, through the server's ``/tokenize`` and
         ``/detokenize`` (see :class:`ServerTokenizer`); close it when done."""
         return cls.from_config(spec, model_file).server_tokenizer()
+
+    @staticmethod
+    def server_concurrency(base_url: str) -> tuple[int | None, str]:
+        """What a server on this machine says it takes at once (:func:`server_concurrency`)."""
+        return server_concurrency(base_url)
 
     def server_tokenizer(self) -> ServerTokenizer:
         if self._tokenizer is None:
@@ -426,39 +274,17 @@ class OpenAIBackend(Backend, ScoringBackend):
         """POST ``body`` to ``url`` (a URL of this server) and return the answer's JSON; errors
         are classified as for generation (``map_status_error``, transport errors)."""
         where = f"{self.model_id} at {normalize_base_url(url)}"
-        error: BackendError | None = None
         try:
-            response = self._sync_client().post(url, json=dict(body))
-        except _TRANSPORT_ERRORS as exc:
-            error = self._transport_error(exc, where)
-        if error is None and not 200 <= response.status_code < 300:
-            error = map_status_error(response.status_code, json_or_text(response.content),
-                                     response.headers, key=self._api_key, where=where)
-        if error is not None:
-            log.debug("%s", error)
-            raise error
-        obj = json_or_text(response.content)
+            answer = self._client.call("POST", url, json=dict(body), where=where)
+        except BackendError as exc:
+            log.debug("%s", exc)
+            raise
+        obj = json_or_text(answer.content)
         if not isinstance(obj, dict):
-            raise BackendError(f"{where}: HTTP {response.status_code} answer is not a JSON "
+            raise BackendError(f"{where}: HTTP {answer.status} answer is not a JSON "
                                "object", error_class="MalformedResponse",
-                               status_code=response.status_code)
+                               status_code=answer.status)
         return obj
-
-    def _transport_error(self, exc: BaseException, where: str) -> BackendError:
-        if (cert_error := _certificate_error(exc)) is not None:
-            return self._tls_error(cert_error, where)
-        if (cause := self._connect_failure(exc)) is not None:
-            return self._unreachable(where, cause, exc)
-        if isinstance(exc, httpx2.TimeoutException):
-            return BackendError(f"{where}: no answer within {self.request_timeout:g} s",
-                                error_class="Timeout")
-        detail = shorten(redact(f"{type(exc).__name__}: {exc}", self._api_key))
-        if isinstance(exc, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
-            return BackendError(f"{where}: invalid URL ({detail})", permanent=True,
-                                error_class="ConfigError")
-        # refused, reset, dropped or truncated answers, unreadable HTTP
-        return BackendError(f"{where}: connection failed ({detail})",
-                            error_class="ConnectionError")
 
     #: ``max_tokens`` of a scoring request: 0 (vLLM echoes the prompt only); 1 once a server
     #: has refused 0 with an HTTP 400 naming ``max_tokens``
@@ -505,7 +331,7 @@ class OpenAIBackend(Backend, ScoringBackend):
     def score_batch(self, requests: Sequence[ScoreRequest], *,
                     path: str | None = None) -> list[TokenScores | BackendError]:
         """Score through the server's ``/v1/completions`` with ``echo`` and ``logprobs``
-        (see the module notes); needs ``echo_logprobs: true``."""
+        (docs/backends.md, the `openai` backend); needs ``echo_logprobs: true``."""
         path = path or self.default_score_path
         if path not in self.score_paths:
             raise BackendError(f"the openai backend scores by path server_echo, not {path!r}",
@@ -535,28 +361,11 @@ class OpenAIBackend(Backend, ScoringBackend):
 
     # -- cleanup -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close the aiohttp session (call from the loop that used it)."""
-        session, self._session, self._session_loop = self._session, None, None
-        if session is not None:
-            await session.close()
+        """Close the session of the running loop (call from the loop that used it)."""
+        await self._client.aclose()
 
     def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-        session, loop = self._session, self._session_loop
-        self._session = self._session_loop = None
-        if session is None or loop is None or session.closed:
-            return
-        if loop.is_closed():
-            # its loop is gone, so the session cannot be closed by awaiting; let it go
-            # (aiohttp warns about its connector when it is collected)
-            session.detach()
-        elif loop.is_running():
-            loop.call_soon_threadsafe(lambda: loop.create_task(session.close()))
-        else:
-            loop.run_until_complete(session.close())
+        self._client.close()
 
 
 def server_root(base_url: str) -> str:
@@ -645,3 +454,55 @@ class ServerTokenizer:
 
     def close(self) -> None:
         self._backend.close()
+
+
+# -- the capacity of a server on this machine (limits.default_concurrency) ----------------
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def _get(client: ServerClient, url: str) -> bytes:
+    """GET a loopback URL (is_local_url) through ``client`` (no proxy, no credentials); a
+    failure or a status outside 2xx is a BackendError."""
+    return client.call("GET", url, where=url).content
+
+
+def server_concurrency(base_url: str, timeout: float = 2.0) -> tuple[int | None, str]:
+    """The requests a server on this machine takes at once, as it reports them, and how it
+    says so: llama.cpp's ``GET /props`` ``total_slots``; for vLLM (``owned_by: "vllm"`` in
+    ``GET /v1/models``) the full-length requests its KV cache holds (``vllm:cache_config_info``
+    in ``/metrics`` over ``max_model_len``: vLLM's own "maximum concurrency"), at most
+    :data:`VLLM_MIN_MAX_NUM_SEQS`, else 8. (None, why) for any other server. See
+    docs/backends.md."""
+    with ServerClient(base_url, timeout=timeout, connect_timeout=timeout,
+                      proxy=False) as client:
+        return _probe(client, base_url)
+
+
+def _probe(client: ServerClient, base_url: str) -> tuple[int | None, str]:
+    parts = urlsplit(base_url)
+    root = f"{parts.scheme}://{parts.netloc}"
+    try:
+        slots = _positive_int(json.loads(_get(client, f"{root}/props")).get("total_slots"))
+    except (BackendError, ValueError, AttributeError):
+        slots = None
+    if slots:
+        return slots, f"llama.cpp's /props reports {slots} slot(s)"
+    try:
+        cards = json.loads(_get(client, f"{base_url.rstrip('/')}/models")).get("data") or []
+        card = next(c for c in cards if isinstance(c, dict) and c.get("owned_by") == "vllm")
+    except (BackendError, ValueError, AttributeError, StopIteration):
+        return None, "it reports no slot count (llama.cpp's /props) and is not vLLM"
+    max_len = _positive_int(card.get("max_model_len"))
+    try:
+        capacity = vllm_kv_capacity(_get(client, f"{root}/metrics").decode("utf-8", "replace"))
+    except BackendError:
+        capacity = None
+    if not max_len or not capacity:  # vLLM batches at least 128 sequences by its defaults
+        return REMOTE_CONCURRENCY, (f"vLLM, whose /metrics gives no KV cache size: "
+                                    f"{REMOTE_CONCURRENCY}, below the {VLLM_MIN_MAX_NUM_SEQS} "
+                                    "sequences it batches by default")
+    n = max(1, min(VLLM_MIN_MAX_NUM_SEQS, capacity // max_len))
+    return n, (f"vLLM's KV cache holds {capacity} tokens, {capacity // max_len} request(s) of "
+               f"max_model_len {max_len}, capped at {VLLM_MIN_MAX_NUM_SEQS}")

@@ -5,15 +5,18 @@ Reference: docs/backends.md.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import json
 import os
+import random
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, ClassVar
+
+import aiohttp
 
 from copyprobe.generation.base import (
     Backend,
@@ -23,6 +26,7 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
+from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.openai_api import OpenAIBackend
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,
@@ -31,6 +35,7 @@ from copyprobe.generation.openai_protocol import (
     read_choice,
     redact,
 )
+from copyprobe.generation.server_http import Answer, ServerClient
 from copyprobe.models import ModelFile
 from copyprobe.prompt import Prompt
 from copyprobe.store import atomic_open, atomic_write, move
@@ -77,7 +82,7 @@ class OpenAIBatchBackend(Backend):
         self.metadata = {str(k): str(v) for k, v in (metadata or {}).items()}
         #: custom ids of the batches this instance submitted (lets fetch_batch name the missing)
         self._submitted: dict[str, list[str]] = {}
-        self._openai: Any = None
+        self._http: ServerClient | None = None
 
     # -- config ------------------------------------------------------------------------------
     @classmethod
@@ -113,46 +118,65 @@ class OpenAIBatchBackend(Backend):
     def _scrub(self, message: str) -> str:
         return redact(message, os.environ.get(self.api_key_env) or None)
 
-    @contextmanager
-    def _client(self) -> Iterator[Any]:
-        import openai
+    def _key_or_none(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
 
+    def _auth(self) -> dict[str, str]:
+        # read for every request: a rotated key is used at once
+        return {"Authorization": f"Bearer {self._api_key()}"}
+
+    def _client(self) -> ServerClient:
         self._api_key()  # fail early, with the variable's name, when it is unset
-        if self._openai is None:
-            # the key is a callable: the client reads the variable for every request
-            self._openai = openai.OpenAI(api_key=self._api_key, base_url=self.base_url,
-                                         timeout=self.request_timeout,
-                                         max_retries=self.max_retries)
+        if self._http is None:
+            self._http = ServerClient(self.base_url, timeout=self.request_timeout,
+                                      connect_timeout=self.request_timeout,
+                                      headers={"User-Agent": f"copyprobe/{_copyprobe_version}"},
+                                      auth=self._auth, key=self._key_or_none)
+        return self._http
+
+    async def _request(self, method: str, path: str, *, json_body: Any = None,
+                       form: Callable[[], Any] | None = None,
+                       sink: IO[bytes] | None = None) -> Answer:
+        """One REST request of the Files and Batches API, retried ``max_retries`` times when it
+        fails in transit or answers 408, 409, 429 or 5xx (as the openai SDK retried)."""
+        client = self._client()
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await client.request(method, self.base_url + path, json=json_body,
+                                            data=form() if form else None, sink=sink,
+                                            where="batch API")
+            except BackendError as exc:
+                if attempt >= self.max_retries or not _retryable(exc):
+                    raise
+                delay = exc.retry_after
+            if sink is not None:
+                sink.seek(0)
+                sink.truncate()
+            await asyncio.sleep(delay if delay is not None and 0 < delay <= 60
+                                else min(0.5 * 2 ** attempt, 8.0) * (1 - 0.25 * random.random()))
+        raise AssertionError("unreachable")
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """The JSON object a REST request answers (synchronously)."""
+        answer = self._client().run(self._request(method, path, **kwargs))
         try:
-            yield self._openai
-        except BackendError as exc:
-            raise BackendError(self._scrub(str(exc)), permanent=exc.permanent,
-                               error_class=exc.error_class, retry_after=exc.retry_after,
-                               status_code=exc.status_code) from None
-        except openai.APIStatusError as exc:
-            raise self._api_error(exc) from None
-        except openai.APIConnectionError as exc:
-            cls = "Timeout" if isinstance(exc, openai.APITimeoutError) else "ConnectionError"
-            raise BackendError(self._scrub(f"{cls}: {exc}"), error_class=cls) from None
-        except openai.OpenAIError as exc:
-            raise BackendError(self._scrub(f"{type(exc).__name__}: {exc}"),
-                               error_class=type(exc).__name__) from None
+            obj = json.loads(answer.content)
+        except (ValueError, UnicodeDecodeError):
+            obj = None
+        if not isinstance(obj, dict):
+            raise BackendError(f"batch API: HTTP {answer.status} {method} {path} answer is not "
+                               "a JSON object", error_class="MalformedResponse",
+                               status_code=answer.status)
+        return obj
 
     def __getstate__(self) -> dict[str, Any]:
         # a pickled backend (multiprocessing) carries no client, hence no key
-        return {**self.__dict__, "_openai": None}
+        return {**self.__dict__, "_http": None}
 
     def close(self) -> None:
-        if self._openai is not None:
-            self._openai.close()
-            self._openai = None
-
-    def _api_error(self, exc: Any) -> BackendError:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-        body = exc.body if exc.body is not None else str(exc.message)
-        return map_status_error(exc.status_code, body, dict(headers) if headers else None,
-                                key=os.environ.get(self.api_key_env) or None,
-                                where="batch API")
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
     # -- requests ----------------------------------------------------------------------------
     def endpoint_for(self, prompt: Prompt) -> str:
@@ -221,51 +245,54 @@ class OpenAIBatchBackend(Backend):
                     "requests": str(len(items)), "input_sha256_16": digest, **self.metadata}
         # the service takes at most 16 pairs, keys of 64 and values of 512 characters
         metadata = {k[:64]: v[:512] for k, v in list(metadata.items())[:16]}
-        with self._client() as client:
-            uploaded = client.files.create(file=(f"copyprobe-{digest}.jsonl", data,
-                                                 "application/jsonl"), purpose="batch")
-            batch = client.batches.create(input_file_id=uploaded.id, endpoint=endpoint,
-                                          completion_window=self.completion_window,
-                                          metadata=metadata)
-        self._submitted[batch.id] = ids
+        def upload() -> aiohttp.FormData:
+            form = aiohttp.FormData()
+            form.add_field("purpose", "batch")
+            form.add_field("file", data, filename=f"copyprobe-{digest}.jsonl",
+                           content_type="application/jsonl")
+            return form
+
+        uploaded = self._call("POST", "/files", form=upload)
+        batch = self._call("POST", "/batches", json_body={
+            "input_file_id": uploaded["id"], "endpoint": endpoint,
+            "completion_window": self.completion_window, "metadata": metadata})
+        batch_id = str(batch["id"])
+        self._submitted[batch_id] = ids
         if copy is not None:
-            move(copy, self.batch_dir / f"{_safe(batch.id)}.input.jsonl")
-            atomic_write(self.batch_dir / f"{_safe(batch.id)}.json", json.dumps({
-                "batch_id": batch.id, "input_file_id": uploaded.id, "endpoint": endpoint,
+            move(copy, self.batch_dir / f"{_safe(batch_id)}.input.jsonl")
+            atomic_write(self.batch_dir / f"{_safe(batch_id)}.json", json.dumps({
+                "batch_id": batch_id, "input_file_id": uploaded["id"], "endpoint": endpoint,
                 "model_id": self.model_id, "requests": len(items), "input_sha256_16": digest,
                 "submitted_at": dt.datetime.now(dt.timezone.utc).isoformat(),
             }, indent=1), durable=True)
-        return batch.id
+        return batch_id
 
     def poll_batch(self, batch_id: str) -> BatchStatus:
-        with self._client() as client:
-            batch = client.batches.retrieve(batch_id)
-        return _status(batch)
+        return _status(self._call("GET", f"/batches/{batch_id}"))
 
     def fetch_batch(self, batch_id: str, expected_ids: Iterable[str] | None = None,
                     ) -> dict[str, Completion | BackendError]:
         """Every answer and error of an ended batch by ``custom_id``. Requests named in
         ``expected_ids`` (default: those this instance submitted under ``batch_id``) that appear
         in neither file become transient ``MissingResult`` errors."""
-        with self._client() as client:
-            batch = client.batches.retrieve(batch_id)
-            status = _status(batch)
-            if not status.done:
-                raise BackendError(f"batch {batch_id} is {batch.status}, not ended",
-                                   error_class="BatchNotDone")
-            results: dict[str, Completion | BackendError] = {}
-            for kind, file_id in (("output", batch.output_file_id),
-                                  ("errors", batch.error_file_id)):
-                if not file_id:
+        batch = self._call("GET", f"/batches/{batch_id}")
+        status = _status(batch)
+        if not status.done:
+            raise BackendError(f"batch {batch_id} is {status.status}, not ended",
+                               error_class="BatchNotDone")
+        results: dict[str, Completion | BackendError] = {}
+        for kind, file_id in (("output", batch.get("output_file_id")),
+                              ("errors", batch.get("error_file_id"))):
+            if not file_id:
+                continue
+            for raw in self._download_lines(file_id, batch_id, kind):
+                parsed = self._parse_line(raw, batch_id)
+                if parsed is None:
                     continue
-                for raw in self._download_lines(client, file_id, batch_id, kind):
-                    parsed = self._parse_line(raw, batch_id)
-                    if parsed is None:
-                        continue
-                    cid, result = parsed
-                    if isinstance(results.get(cid), Completion):
-                        continue  # an answer wins over a later error line for the same id
-                    results[cid] = result
+                cid, result = parsed
+                if isinstance(results.get(cid), Completion):
+                    continue  # an answer wins over a later error line for the same id
+                results[cid] = result
         expected = list(expected_ids) if expected_ids is not None else self._submitted.get(
             batch_id, [])
         for cid in expected:
@@ -273,20 +300,23 @@ class OpenAIBatchBackend(Backend):
                 results[cid] = missing_result(batch_id, status.status, status.message)
         return results
 
-    def _download_lines(self, client: Any, file_id: str, batch_id: str,
-                        kind: str) -> Iterator[bytes]:
+    def _stream(self, file_id: str, f: IO[bytes]) -> None:
+        """The content of file ``file_id``, written to ``f`` as it arrives."""
+        self._client().run(self._request("GET", f"/files/{file_id}/content", sink=f))
+
+    def _download_lines(self, file_id: str, batch_id: str, kind: str) -> Iterator[bytes]:
         # Stream to disk (batch_dir copy, else a temporary file), then read line by line:
         # output files of 50,000 requests are too large to hold twice in memory.
         if self.batch_dir is not None:
             path = self.batch_dir / f"{_safe(batch_id)}.{kind}.jsonl"
             with atomic_open(path) as f:
-                _stream(client, file_id, f)
+                self._stream(file_id, f)
             yield from _lines(path)
             return
         with tempfile.TemporaryDirectory(prefix="copyprobe-batch-") as tmp:
             path = Path(tmp) / f"{kind}.jsonl"
             with path.open("wb") as f:
-                _stream(client, file_id, f)
+                self._stream(file_id, f)
             yield from _lines(path)
 
     def _parse_line(self, raw: bytes,
@@ -314,29 +344,38 @@ class OpenAIBatchBackend(Backend):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _status(batch: Any) -> BatchStatus:
-    counts = batch.request_counts
-    completed = counts.completed if counts is not None else 0
-    failed_n = counts.failed if counts is not None else 0
-    total = counts.total if counts is not None else 0
+def _retryable(exc: BackendError) -> bool:
+    """Whether the openai SDK retried such a failure: no answer, or HTTP 408, 409, 429, 5xx."""
+    if exc.status_code is None:
+        return exc.error_class in ("ConnectionError", "Timeout")
+    return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+
+
+def _status(batch: Mapping[str, Any]) -> BatchStatus:
+    """A batch object of the API (JSON) as a BatchStatus."""
+    counts = batch.get("request_counts") or {}
+    completed = int(counts.get("completed") or 0)
+    failed_n = int(counts.get("failed") or 0)
+    total = int(counts.get("total") or 0)
     message = ""
-    errors = getattr(batch, "errors", None)
-    if errors is not None and errors.data:
-        message = "; ".join(f"{e.code or 'error'}: {e.message or ''}".strip()
-                            for e in errors.data[:5])
-    if batch.status in _PENDING:
-        return BatchStatus(batch.id, batch.status, done=False, completed=completed,
-                           total=total, message=message)
-    if batch.status == "completed":
-        return BatchStatus(batch.id, batch.status, done=True, completed=completed, total=total,
+    errors = (batch.get("errors") or {}).get("data") or []
+    if errors:
+        message = "; ".join(f"{e.get('code') or 'error'}: {e.get('message') or ''}".strip()
+                            for e in errors[:5])
+    bid, status = str(batch.get("id")), str(batch.get("status"))
+    if status in _PENDING:
+        return BatchStatus(bid, status, done=False, completed=completed, total=total,
+                           message=message)
+    if status == "completed":
+        return BatchStatus(bid, status, done=True, completed=completed, total=total,
                            message=message or (f"{failed_n} request(s) failed" if failed_n
                                                else ""))
-    if batch.status in _ENDED_FAILED:
-        return BatchStatus(batch.id, batch.status, done=True, failed=True, completed=completed,
-                           total=total, message=message or f"batch {batch.status}")
+    if status in _ENDED_FAILED:
+        return BatchStatus(bid, status, done=True, failed=True, completed=completed,
+                           total=total, message=message or f"batch {status}")
     # an unknown future status: keep waiting rather than fetch too early
-    return BatchStatus(batch.id, str(batch.status), done=False, completed=completed,
-                       total=total, message=message)
+    return BatchStatus(bid, status, done=False, completed=completed, total=total,
+                       message=message)
 
 
 def _completion(body: Any) -> Completion:
@@ -385,12 +424,6 @@ def missing_result(batch_id: str, status: str, detail: str = "") -> BackendError
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-def _stream(client: Any, file_id: str, f: IO[bytes]) -> None:
-    with client.files.with_streaming_response.content(file_id) as resp:
-        for chunk in resp.iter_bytes():
-            f.write(chunk)
 
 
 def _lines(path: Path) -> Iterator[bytes]:

@@ -1,6 +1,6 @@
 """The proxy's ASGI application (starlette): :class:`Proxy` routes each request, runs the
-guard's checks in worker threads, calls the upstream with ``httpx2.AsyncClient`` (the openai
-SDK's transport), checks the answers (:mod:`copyprobe.guard.relay`, failing closed on what it
+guard's checks in worker threads, calls the upstream through the one HTTP stack of
+model-server calls (:mod:`copyprobe.generation.server_http`, aiohttp), checks the answers (:mod:`copyprobe.guard.relay`, failing closed on what it
 cannot read) and cancels the upstream request when its client leaves. Served by
 :mod:`copyprobe.guard.serve`; what each route answers: docs/guard.md.
 """
@@ -17,8 +17,8 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
-import httpx2 as httpx
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from copyprobe.generation.server_http import TRANSPORT_ERRORS, ServerClient
 from copyprobe.guard import relay
 from copyprobe.guard.output import OutputGuard
 from copyprobe.guard.pipeline import OUTPUT, Guard, GuardDecision, GuardError
@@ -38,8 +39,6 @@ from copyprobe.prompt import Prompt
 #: bytes an upstream may send after its ``[DONE]`` before its connection is closed instead
 #: of being read to its end (and pooled)
 _TAIL_BYTES = 65536
-#: upstream connection pools per worker (see Proxy.lifespan)
-_POOLS = 32
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 
 
@@ -112,9 +111,9 @@ class Proxy:
         self.on_error = out.get("on_error", "raise")
         self.on_mismatch = out.get("on_mismatch", "error")
         self.static_output = None if self.served is not None else self.guard.component(OUTPUT)
-        self.clients: list[httpx.AsyncClient] = []
-        self._busy = [0] * _POOLS   # requests in flight per client
-        self._pool_of: dict[int, int] = {}
+        # the upstream: no proxy (as before), TLS from the trust store, 10 s to connect
+        self.client = ServerClient(settings.upstream, timeout=settings.upstream_timeout,
+                                   connect_timeout=10.0, proxy=False)
         self.requests_served = 0
         self.app = Starlette(
             routes=[Route(CHAT_PATH, _Chat(self), methods=["POST"]),
@@ -151,21 +150,10 @@ class Proxy:
         # the guard's checks run in threads (OCR, an LLM analyzer): as many at once as the
         # guard's own pool
         anyio.to_thread.current_default_thread_limiter().total_tokens = 64
-        # several clients, the least busy taken (the first at low load, so connections are
-        # reused): httpcore's pool scans every connection it holds (a poll each, and an idle
-        # count per connection) whenever a request is assigned, so one pool of 32 busy
-        # connections cost milliseconds per request (profiled)
-        tls = httpx.create_ssl_context()  # one for all (each takes ~60 ms to load)
-        self.clients = [httpx.AsyncClient(
-            base_url=self.settings.upstream.rstrip("/") + "/", trust_env=False, verify=tls,
-            timeout=httpx.Timeout(self.settings.upstream_timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=8))
-            for _ in range(_POOLS)]
         try:
             yield
         finally:
-            for client in self.clients:
-                await client.aclose()
+            await self.client.aclose()  # this worker's session
 
     # -- plumbing ----------------------------------------------------------------------------
     @staticmethod
@@ -181,44 +169,37 @@ class Proxy:
             h["Authorization"] = f"Bearer {key}"
         return h
 
-    def _upstream_error(self, exc: httpx.HTTPError) -> RequestError:
+    def _upstream_error(self, exc: BaseException) -> RequestError:
         base = self.settings.upstream
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, TimeoutError):
             return RequestError(504, f"upstream {base} timed out: {type(exc).__name__}",
                                 type_="upstream_error")
-        if isinstance(exc, httpx.ConnectError):
+        if isinstance(exc, aiohttp.ClientConnectorError):
             return RequestError(502, f"upstream {base} unreachable: {exc}",
                                 type_="upstream_error")
         return RequestError(502, f"upstream {base} failed: {type(exc).__name__}: {exc}",
                             type_="upstream_error")
 
-    async def _send(self, method: str, path: str, body: bytes | None = None) -> httpx.Response:
+    async def _send(self, method: str, path: str,
+                    body: bytes | None = None) -> aiohttp.ClientResponse:
         """The upstream's response, its body not read yet (the caller closes it)."""
-        i = self._busy.index(min(self._busy))
-        client = self.clients[i]
-        req = client.build_request(method, path.lstrip("/"), content=body,
-                                   headers=self._headers(body is not None))
-        self._busy[i] += 1
+        url = self.settings.upstream.rstrip("/") + path
+        error: RequestError | None = None
         try:
-            r = await client.send(req, stream=True)
-        except BaseException as exc:
-            self._busy[i] -= 1
-            if isinstance(exc, httpx.HTTPError):
-                raise self._upstream_error(exc) from None
-            raise
-        self._pool_of[id(r)] = i
-        return r
+            return await self.client.open(method, url, data=body,
+                                          headers=self._headers(body is not None))
+        except TRANSPORT_ERRORS as exc:
+            error = self._upstream_error(exc)
+        raise error
 
-    async def _close(self, r: httpx.Response) -> None:
-        i = self._pool_of.pop(id(r), None)
-        if i is not None:
-            self._busy[i] -= 1
-        await r.aclose()
+    @staticmethod
+    async def _close(r: aiohttp.ClientResponse) -> None:
+        ServerClient.finish(r)
 
-    async def _read(self, r: httpx.Response) -> bytes:
+    async def _read(self, r: aiohttp.ClientResponse) -> bytes:
         try:
-            return await r.aread()
-        except httpx.HTTPError as exc:
+            return await r.read()
+        except TRANSPORT_ERRORS as exc:
             raise self._upstream_error(exc) from None
         finally:
             await self._close(r)
@@ -227,7 +208,7 @@ class Proxy:
         """A non-streaming chat request upstream: status, content type, body."""
         r = await self._send("POST", "/chat/completions", body)
         data = await self._read(r)
-        return r.status_code, r.headers.get("content-type", ""), data
+        return r.status, r.headers.get("content-type", ""), data
 
     @contextmanager
     def _output(self) -> Iterator[OutputGuard | None]:
@@ -304,7 +285,7 @@ class Proxy:
         try:
             r = await self._send("GET", "/models")
             data = await self._read(r)
-            status, ctype = r.status_code, r.headers.get("content-type", "application/json")
+            status, ctype = r.status, r.headers.get("content-type", "application/json")
         except RequestError as exc:
             status, ctype, data = exc.status, "application/json", exc.body()
         self._log(method="GET", path="/v1/models", status=status,
@@ -489,17 +470,17 @@ class Proxy:
         r = await self._send("POST", "/chat/completions", body)
         try:
             ctype = r.headers.get("content-type", "")
-            if r.status_code != 200:  # the upstream's error, as it sent it
+            if r.status != 200:  # the upstream's error, as it sent it
                 data = await self._read(r)
-                out["status"] = r.status_code
-                await reply.whole(r.status_code, data, ctype or "application/json", action)
+                out["status"] = r.status
+                await reply.whole(r.status, data, ctype or "application/json", action)
                 return
             if output is None:
                 await reply.stream_start(action)
                 try:
-                    async for data in r.aiter_bytes():
+                    async for data in r.content.iter_any():
                         await reply.body(data)
-                except httpx.HTTPError as exc:
+                except TRANSPORT_ERRORS as exc:
                     await self._broken(exc, reply, out)
                     return
                 out["status"] = 200
@@ -524,12 +505,12 @@ class Proxy:
         finally:
             await self._close(r)  # unread: its connection is closed, so the upstream stops
 
-    async def _relay(self, r: httpx.Response, rel: relay.StreamRelay, action: str,
+    async def _relay(self, r: aiohttp.ClientResponse, rel: relay.StreamRelay, action: str,
                      reply: _Reply, out: dict[str, Any]) -> None:
         """The upstream's stream through the output check. The response starts once the
         relay lets some text through (what comes before, such as the role chunk, waits), so
         an answer refused or a check failing before that is a plain error."""
-        chunks = r.aiter_bytes()
+        chunks = r.content.iter_any()
         held: list[bytes] = []
         try:
             async for data in chunks:
@@ -554,7 +535,7 @@ class Proxy:
             out.update(relay.output_summary(rel.findings, rel.errors), output_action="error")
             raise RequestError(503, str(exc), type_="guard_error",
                                code="output_check_failed") from None
-        except httpx.HTTPError as exc:
+        except TRANSPORT_ERRORS as exc:
             await self._broken(exc, reply, out)
             return
         out.update(relay.output_summary(rel.findings, rel.errors), status=200)
@@ -568,10 +549,10 @@ class Proxy:
                     left -= len(data)
                     if left < 0:
                         break
-            except httpx.HTTPError:
+            except TRANSPORT_ERRORS:
                 pass
 
-    async def _broken(self, exc: httpx.HTTPError, reply: _Reply, out: dict[str, Any]) -> None:
+    async def _broken(self, exc: BaseException, reply: _Reply, out: dict[str, Any]) -> None:
         err = self._upstream_error(exc)
         if not reply.started:
             raise err

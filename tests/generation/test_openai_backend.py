@@ -12,7 +12,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 import trustme
 
@@ -99,7 +98,7 @@ def test_identity_has_no_key_and_strips_url() -> None:
     ident = OpenAIBackend.identity_from_config(spec, None)
     assert ident == {"model_id": "gpt-4o-mini-2024-07-18",
                      "base_url": "https://example.com:8443/v1",
-                     "revision": "snap-1", "openai": openai.__version__}
+                     "revision": "snap-1", "openai": "3.63.0"}
     assert KEY not in json.dumps(ident)
     default = OpenAIBackend.identity_from_config({"model_id": "m"}, None)
     assert default["base_url"] == DEFAULT_BASE_URL and default["revision"] == ""
@@ -582,7 +581,7 @@ def test_an_answer_cached_before_the_http_stack_changed_is_still_served(
             "base_url": "http://127.0.0.1:9/v1", "api_key_optional": True}  # nothing listens
     identity = backend_identity(spec, None)
     assert identity == {"model_id": "m", "base_url": "http://127.0.0.1:9/v1", "revision": "r1",
-                        "openai": openai.__version__}
+                        "openai": "3.63.0"}
     prompt = Prompt("chat", messages=({"role": "user", "content": "It was the best of times,"},))
     decoding = Decoding(max_tokens=32, seed=7)
     pinned = {**identity, "openai": "3.63.0"}
@@ -604,3 +603,58 @@ def test_an_answer_cached_before_the_http_stack_changed_is_still_served(
     assert served["from_cache"] and served["text"] == "it was the worst of times"
     assert summary.cache_hits == 1
     assert out[out["sample_index"] == 0].iloc[0]["status"] == "failed"  # not cached: sent
+
+
+#: Keys computed by the code before every model-server call moved to one aiohttp stack (the
+#: openai SDK 3.63.0 installed; ``backend_identity`` and ``cache_key`` of that code), for the
+#: spec, decoding and prompts of the test below: (format, sample_index) -> key.
+KEYS_BEFORE_ONE_STACK = {
+    ("chat", 0): "229cd106676285fd2b74767fa0923bdb1467e710aa97d82529b1c4fcd4c109b3",
+    ("chat", 1): "48a24e93fd7132bacdddc048e37e64cdedd1c794dfa0e5e46d226d5d714b2d45",
+    ("completion", 0): "208639e9ef0a19c0207bf58271a7cb4331db91115d0199928487b0468e5cdf90",
+    ("completion", 1): "62ef4298e4d92e9cadf2ebd1c9151b6c01184ed32fc2689c647441a1ba35cb25",
+}
+
+
+@pytest.mark.parametrize("max_concurrency", [1, 4])
+def test_answers_cached_before_the_one_http_stack_are_served_without_a_request(
+        tmp_path: Path, fault_server: Any, max_concurrency: int) -> None:
+    """Entries stored under the keys the earlier code wrote are served, and the server (live,
+    so a request would be answered) receives nothing; the identity of openai_batch is the
+    same, so its answers stay shared."""
+    import pandas as pd
+
+    from copyprobe.generation.cache import GenerationCache, cache_key
+    from copyprobe.generation.runner import (
+        RunSettings,
+        backend_identity,
+        build_backend,
+        run_generation,
+    )
+
+    spec = {"name": "api", "backend": "openai", "model_id": "fault-model", "revision": "2026-12",
+            "base_url": "http://127.0.0.1:8123/v1", "api_key_optional": True,
+            "echo_logprobs": True}
+    identity = backend_identity(spec, None)
+    assert identity == backend_identity({**spec, "backend": "openai_batch"}, None)
+    decoding = Decoding(max_tokens=24, seed=3, temperature=0.7, top_p=0.9)
+    prompts = {"chat": Prompt("chat", messages=({"role": "system", "content": "Continue."},
+                                                {"role": "user", "content": "Call me Ishmael."})),
+               "completion": Prompt("completion", text="It was a bright cold day in April,")}
+    cache = GenerationCache(tmp_path / "cache")
+    for (fmt, i), key in KEYS_BEFORE_ONE_STACK.items():
+        assert cache_key(backend="openai", identity=identity, decoding=decoding,
+                         prompt=prompts[fmt], sample_index=i) == key
+        cache.put(key, {"text": f"cached {fmt} {i}", "prompt_tokens": 5,
+                        "completion_tokens": 3, "finish_reason": "stop", "latency_s": 0.1,
+                        "created_at": "2026-12-01T00:00:00+00:00"})
+    table = pd.DataFrame([{"request_id": fmt, "status": "ready", "prompt": p.to_json()}
+                          for fmt, p in prompts.items()])
+    live = {**spec, "base_url": fault_server.base_url}  # same identity as cached, live server
+    out, summary = run_generation(
+        table, model="api", backend_name="openai", identity=identity,
+        backend_factory=lambda: build_backend(live, None), decoding=decoding, cache=cache,
+        settings=RunSettings(samples=2, max_concurrency=max_concurrency))
+    assert summary.cache_hits == 4 and fault_server.total_requests == 0
+    got = {(r.request_id, r.sample_index): (r.text, bool(r.from_cache)) for r in out.itertuples()}
+    assert got == {k: (f"cached {k[0]} {k[1]}", True) for k in KEYS_BEFORE_ONE_STACK}
