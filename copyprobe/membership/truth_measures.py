@@ -100,7 +100,8 @@ def msr_prompts(docs: pd.DataFrame, model: str, msr: Mapping[str, Any]) -> pd.Da
 
     corpus = _study_docs(docs)
     curated = corpus[["doc_id", "split"]].assign(kept=True)
-    return build_prompts(corpus, curated, model=model, msr=msr, cut_at=None)
+    return build_prompts(corpus.drop(columns="split"), curated, model=model, msr=msr,
+                         cut_at=None)
 
 
 def generate(prompts: pd.DataFrame, model: Model) -> pd.DataFrame:
