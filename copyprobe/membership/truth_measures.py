@@ -86,9 +86,11 @@ def extraction_windows(docs: pd.DataFrame, model: Model, passed: Pass,
 
 def extraction_measures(windows: pd.DataFrame) -> pd.DataFrame:
     """Per document (``doc_id``): its largest log p_z and its mean log-probability per suffix
-    token over its scored windows (the extraction table's per-document measures)."""
+    token over its scored windows (the extraction table's per-document measures). A
+    document shorter than one window (``skipped``) has none: it is left out of both."""
     from copyprobe.extraction.discoverability import document_summary
 
+    windows = windows[windows["status"] != "skipped"]
     if windows.empty:
         return pd.DataFrame(columns=["doc_id", *EXTRACTION])
     return document_summary(windows)[["doc_id", *EXTRACTION]]

@@ -73,11 +73,12 @@ def test_a_window_at_the_start_is_read_from_the_pass(smollm2, docs):
 
 def test_extraction_measures_by_hand():
     windows = pd.DataFrame({
-        "doc_id": ["a", "a", "b", "b"], "window_index": [0, 1, 0, 1],
-        "log_pz": [-10.0, -4.0, np.nan, -20.0], "n_tokens": [10, 5, 10, 10],
-        "greedy_match": [False, False, None, False],
-        "status": ["scored", "scored", "failed", "scored"]})
+        "doc_id": ["a", "a", "b", "b", "c"], "window_index": [0, 1, 0, 1, -1],
+        "log_pz": [-10.0, -4.0, np.nan, -20.0, np.nan], "n_tokens": [10, 5, 10, 10, 0],
+        "greedy_match": [False, False, None, False, None],
+        "status": ["scored", "scored", "failed", "scored", "skipped"]})
     got = tm.extraction_measures(windows).set_index("doc_id")
+    assert list(got.index) == ["a", "b"]  # c is shorter than a window: no value
     assert got.loc["a"].tolist() == pytest.approx([-4.0, (-1.0 - 0.8) / 2])
     assert got.loc["b"].tolist() == pytest.approx([-20.0, -2.0])  # the failed window left out
 
