@@ -79,8 +79,10 @@ class SharedInputs:
     def model_file_inputs(self, wildcards: Any) -> list[str]:
         """The files a model's weights are made from: replacing one reruns prepare_model, whose
         new sha256 changes every cache key of that model (no answer of the old weights is
-        reused)."""
-        return model_input_files(self.model_file_spec(wildcards))
+        reused); or the files a study's job makes them from (a model trained in the
+        workflow), so that the model's jobs wait for that job."""
+        made = [f for s in self.studies for f in s.model_inputs(self.config, wildcards.model)]
+        return [*model_input_files(self.model_file_spec(wildcards)), *made]
 
     def model_registry_parts(self, wildcards: Any) -> dict[str, list[str]]:
         """The backends and backend wrappers of the job's model (and their studies)."""

@@ -139,6 +139,11 @@ class Study:
         messages, when one of ``rules`` (the rules of the jobs to run) uses them."""
         return {}
 
+    def model_inputs(self, cfg: Mapping[str, Any], model: str) -> list[str]:
+        """Files one of the study's jobs makes that a model's weights are (a trained model):
+        inputs of the model's prepare step, so that every job of the model waits for them."""
+        return []
+
     def summary(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         """What ``copyprobe validate-config`` lists of the study's block."""
         return {}

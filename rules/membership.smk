@@ -96,6 +96,7 @@ rule membership_score:
         library=library("membership_score"),
     output:
         scores=membership_paths.SCORES,
+        study_measures=membership_paths.STUDY_MEASURES,
         table=membership_paths.RESULT_TABLE,
         md=membership_paths.RESULT_MD,
         json=membership_paths.RESULT_JSON,

@@ -295,7 +295,14 @@ def test_default_demo_shows_each_measure_once_and_demo_full_adds_the_rest():
     assert demo["extraction"]["datasets"] == ["licences"]
     assert demo["extraction"]["max_windows_per_document"] == 1
     full = validate_config(_merged(ROOT / "config" / "config.yaml", DEMO_FULL))
-    assert sorted(full["models"]) == ["gemma3-270m", "smollm2-135m-instruct"]
+    assert sorted(full["models"]) == ["control-trained", "gemma3-270m",
+                                      "smollm2-135m-instruct"]
+    # the control's trained model runs MSR and extraction; the run adds MSR's match
+    assert full["models"]["control-trained"]["model_id"] == "results/membership/control/model"
+    assert full["models"]["control-trained"]["studies"] == ["msr", "extraction"]
+    assert demo["membership"]["runs"]["control"]["measures"] == ["membership", "extraction"]
+    assert full["membership"]["runs"]["control"]["measures"] == ["membership", "extraction",
+                                                                "msr"]
     assert full["models"]["smollm2-135m-instruct"]["prompt_format"] == "chat"
     assert full["models"]["smollm2-135m-instruct"]["studies"] == ["msr", "membership"]
     assert sorted(full["datasets"]) == ["licences", "wikipedia"]

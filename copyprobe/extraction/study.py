@@ -45,8 +45,9 @@ class ExtractionStudy(Study):
     rule_file = "rules/extraction.smk"
     commands = "copyprobe.extraction.cli:add_commands"
     runs_models = True
-    #: what the longform study reads: its config's windows, the window tables, the p_z measures
-    interface = ("config", "tables", "discoverability")
+    #: what the longform and membership studies read: its config's windows, the window tables,
+    #: the p_z measures, and the window scoring
+    interface = ("config", "tables", "discoverability", "windows", "window_scoring")
 
     def check(self, cfg: Mapping[str, Any]) -> None:
         xc.check_config(cfg)

@@ -194,19 +194,28 @@ def cmd_membership_score(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def evaluate(docs: Any, table: Any, truth: Any, names: list[str],
-             args: argparse.Namespace) -> dict[str, Any]:
-    """Each score against the truth, and dataset inference of members against non-members."""
+             args: argparse.Namespace, extra: Any = None) -> dict[str, Any]:
+    """Each score against the truth, and dataset inference of members against non-members
+    (on the scores ``names``). ``extra``: other per-document measures (a table of doc_id and
+    one column each, and their name -> sign), compared with the truth beside them."""
     from copyprobe.membership.compare import compare_sets
     from copyprobe.membership.inference import (
         dataset_inference,
         false_positive_rate,
         smallest_detecting_size,
     )
-    from copyprobe.membership.scores import oriented
+    from copyprobe.membership.scores import MEASURES, oriented
 
     data = docs.merge(truth, on="doc_id").merge(table, on="doc_id")
+    compared, orientation = list(names), dict(MEASURES)
+    if extra is not None:
+        values, signs = extra
+        data = data.merge(values, on="doc_id", how="left")
+        compared += list(signs)
+        orientation.update(signs)
     data = data[data["status"] == "scored"].assign(member=lambda d: d["member"].astype(bool))
-    out = compare_sets(data, names, n_boot=args.n_boot, seed=args.seed)
+    out = compare_sets(data, compared, n_boot=args.n_boot, seed=args.seed,
+                       orientation=orientation)
     out["failed_documents"] = int(len(table) - len(data))
     features = oriented(data, names)
     member = data["member"].to_numpy()
@@ -238,8 +247,9 @@ def evaluate(docs: Any, table: Any, truth: Any, names: list[str],
             if int(part["member"].sum()) >= 2:
                 out["by_repeats"][str(level)] = {
                     n: {k: v for k, v in s.items() if k in ("auc", "auc_ci", "n_members")}
-                    for n, s in compare_sets(part, names, n_boot=args.n_boot,
-                                             seed=args.seed)["measures"].items()}
+                    for n, s in compare_sets(part, compared, n_boot=args.n_boot,
+                                             seed=args.seed,
+                                             orientation=orientation)["measures"].items()}
     return out
 
 

@@ -7,7 +7,7 @@ the member class is the positive one. Undefined numbers are None with a reason i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,8 +53,11 @@ def measure_stats(values: np.ndarray, member: np.ndarray, *, n_boot: int, ci: fl
 
 def compare_sets(docs: pd.DataFrame, measures: Sequence[str], *, n_boot: int = 1000,
                  seed: int = 0, ci: float = 0.95, blind_folds: int = 5,
-                 warn_auc: float = 0.6) -> dict[str, Any]:
-    """Compare members with non-members on each of ``measures``.
+                 warn_auc: float = 0.6,
+                 orientation: Mapping[str, int] = MEASURES) -> dict[str, Any]:
+    """Compare members with non-members on each of ``measures``, each signed by
+    ``orientation`` (default: the membership scores' :data:`MEASURES`) so that higher means
+    "member".
 
     ``docs``: ``doc_id``, ``text`` (what the blind baseline reads), ``member`` (bool) and a
     column per measure (its natural sign; oriented here). A document without a finite value
@@ -100,7 +103,7 @@ def compare_sets(docs: pd.DataFrame, measures: Sequence[str], *, n_boot: int = 1
             notes.append(f"{name}: {n_neg} non-members allow no false positive at FPR {fpr:g}, "
                          "so it is the TPR at FPR 0")
     for name in measures:
-        values = MEASURES[name] * pd.to_numeric(docs[name], errors="coerce").to_numpy(float)
+        values = orientation[name] * pd.to_numeric(docs[name], errors="coerce").to_numpy(float)
         kept = np.isfinite(values)
         if not kept.all():
             notes.append(f"{name}: {int((~kept).sum())} document(s) without a value left out")
@@ -110,7 +113,7 @@ def compare_sets(docs: pd.DataFrame, measures: Sequence[str], *, n_boot: int = 1
         stats = measure_stats(values[kept], member[kept], n_boot=n_boot, ci=ci, seed=seed)
         stats.update(n_members=int((kept & member).sum()),
                      n_nonmembers=int((kept & ~member).sum()),
-                     direction="higher" if MEASURES[name] > 0 else "lower",
+                     direction="higher" if orientation[name] > 0 else "lower",
                      auc_minus_blind=None, auc_minus_blind_ci=None)
         if blind_proba is not None:
             diff = auc_minus_blind(values[kept], blind_proba[kept], member[kept],

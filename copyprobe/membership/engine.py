@@ -93,14 +93,33 @@ def run_pass(model: Model, reqs: Sequence[ScoreRequest | None]) -> list[ScoreRes
     return [None if r is None else next(results) for r in reqs]
 
 
-def score_table(docs: pd.DataFrame, model: Model, *, max_tokens: int, moments: bool,
-                reference: Model | None = None) -> pd.DataFrame:
-    """The SCORES table of ``docs`` (``doc_id``, ``text``). The reference model, when given,
-    scores the same token ids (the caller checked that it tokenises the same way)."""
+@dataclass(frozen=True)
+class Pass:
+    """The teacher-forced pass over documents: per document its request (None: too short),
+    its result, the text of its scored tokens and whether it was cut."""
+
+    requests: list[ScoreRequest | None]
+    results: list[ScoreResult | None]
+    scored: list[str]
+    cut: list[bool]
+
+
+def document_pass(docs: pd.DataFrame, model: Model, *, max_tokens: int, moments: bool,
+                  tokenizer: Tokenizer | None = None) -> Pass:
+    """The one pass over ``docs`` (``doc_id``, ``text``) that every score reads."""
     texts = docs["text"].astype(str).tolist()
-    reqs, scored, cut = requests(texts, model.tokenizer(), max_tokens=max_tokens,
-                                 moments=moments)
-    results = run_pass(model, reqs)
+    reqs, scored, cut = requests(texts, tokenizer or model.tokenizer(),
+                                 max_tokens=max_tokens, moments=moments)
+    return Pass(reqs, run_pass(model, reqs), scored, cut)
+
+
+def score_table(docs: pd.DataFrame, model: Model, *, max_tokens: int, moments: bool,
+                reference: Model | None = None, passed: Pass | None = None) -> pd.DataFrame:
+    """The SCORES table of ``docs`` (``doc_id``, ``text``), from ``passed`` when given (else
+    its own pass). The reference model, when given, scores the same token ids (the caller
+    checked that it tokenises the same way)."""
+    passed = passed or document_pass(docs, model, max_tokens=max_tokens, moments=moments)
+    reqs, results, scored, cut = passed.requests, passed.results, passed.scored, passed.cut
     ref_results: list[ScoreResult | None] = [None] * len(reqs)
     if reference is not None:
         ref_reqs = [None if r is None else ScoreRequest(context_ids=r.context_ids,

@@ -46,9 +46,20 @@ class MembershipInputs:
         return cpc.model_slice(self.config, self._run(wildcards)["model"])
 
     def scoring_params(self, wildcards: Any) -> dict[str, Any]:
-        return {**self.config.get("membership", {}).get("scoring", {}),
-                "di_aggregate": self.config["statistics"]["di_aggregate"],
-                "cache_dir": self.config["cache_dir"]}
+        """The scoring settings, and those of the studies whose measures the run scores (so
+        that changing another study's settings reruns only the runs that use them)."""
+        cfg, families = self.config, self._run(wildcards)["measures"]
+        extraction = cfg.get("extraction", {})
+        return {**cfg.get("membership", {}).get("scoring", {}),
+                "di_aggregate": cfg["statistics"]["di_aggregate"],
+                "cache_dir": cfg["cache_dir"], "measures": list(families),
+                **({"windows": extraction["windows"],
+                    "max_windows_per_document": extraction["max_windows_per_document"]}
+                   if "extraction" in families else {}),
+                **({"msr": {k: cfg["msr"][k] for k in ("n", "num_words", "min_segment_words",
+                                                       "system_message", "prompt_format")},
+                    "matching": {k: cfg["matching"][k] for k in ("k_min", "k_max")}}
+                   if "msr" in families else {})}
 
     def gpus(self, wildcards: Any) -> int:
         """1 where the base model's entry puts it on a GPU (device_map cuda/auto), else 0."""

@@ -12,6 +12,9 @@ RECORD = RUN + "/train.json"
 MODEL_YAML = RUN + "/model.yaml"
 #: Every document's membership scores on the trained model (membership-score's table).
 SCORES = RUN + "/scores.parquet"
+#: Every document's extraction and MSR measures (doc_id, measure, value), as the run's
+#: ``measures`` say.
+STUDY_MEASURES = RUN + "/study_measures.parquet"
 #: Each measure against the truth, per duplication level (Parquet, Markdown, JSON).
 RESULT_TABLE = RUN + "/result.parquet"
 RESULT_MD = RUN + "/result.md"

@@ -5,7 +5,7 @@ truth as a table (docs/membership.md#in-the-workflow)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,11 @@ RESULT = TableSpec("membership_result", pa.schema([
     ("auc_minus_blind", pa.float64()),
 ]))
 
+#: Every document's measures of the other studies (extraction's p_z, MSR's match), long.
+STUDY_MEASURES = TableSpec("membership_study_measures", pa.schema([
+    ("doc_id", pa.string()), ("measure", pa.string()), ("value", pa.float64()),
+]))
+
 #: The measures a run scores (every standard one a single model gives).
 MEASURES = ("loss", "zlib_ratio", "min_k_10", "min_k_20", "min_kpp_10", "min_kpp_20")
 
@@ -44,6 +49,7 @@ def check_config(cfg: Mapping[str, Any]) -> None:
 
     for name, run in runs(cfg).items():
         key = f"membership.runs.{name}"
+        check_measures(name, run)
         if run["model"] not in cfg.get("models", {}):
             raise ConfigError(f"{key}.model: {run['model']!r} is not a models entry")
         if run["source"] not in cfg.get("sources", {}):
@@ -56,6 +62,45 @@ def check_config(cfg: Mapping[str, Any]) -> None:
             raise ConfigError(str(exc)) from None
         if len(set(run["repeats"])) != len(run["repeats"]):
             raise ConfigError(f"{key}.repeats: {run['repeats']}: a level given twice")
+
+
+def check_measures(name: str, run: Mapping[str, Any]) -> None:
+    """A run's ``measures`` name the membership scores (dataset inference reads them), each
+    family once."""
+    from copyprobe.config import ConfigError
+
+    got = list(run.get("measures", ["membership"]))
+    if "membership" not in got:
+        raise ConfigError(f"membership.runs.{name}.measures: {got}: 'membership' is needed "
+                          "(dataset inference and the pass the other measures read)")
+    if len(set(got)) != len(got):
+        raise ConfigError(f"membership.runs.{name}.measures: {got}: a family given twice")
+
+
+def resolve_trained(cfg: dict[str, Any]) -> None:
+    """A model entry with ``trained: RUN`` is the run's trained model: an ``hf`` entry on
+    the run's model folder (what its model.yaml names). Errors name the key."""
+    from copyprobe.config import ConfigError
+    from copyprobe.membership.paths import MODEL_DIR
+
+    for name, spec in cfg.get("models", {}).items():
+        run = spec.get("trained")
+        if run is None:
+            continue
+        key = f"models.{name}.trained"
+        if run not in runs(cfg):
+            raise ConfigError(f"{key}: {run!r} is not a membership.runs entry")
+        if runs(cfg)[run].get("truth") is not None:
+            raise ConfigError(f"{key}: run {run!r} trains nothing (it has a truth): use its "
+                              f"model {runs(cfg)[run]['model']!r} itself")
+        if spec["backend"] != "hf":
+            raise ConfigError(f"{key}: a trained model loads with backend hf, not "
+                              f"{spec['backend']!r}")
+        for other in ("model_id", "model_file"):
+            if spec.get(other) is not None:
+                raise ConfigError(f"models.{name}.{other}: set by trained ({run!r}); leave "
+                                  "it out")
+        spec["model_id"] = MODEL_DIR.format(run=run)
 
 
 def trained_runs(cfg: Mapping[str, Any]) -> list[str]:
@@ -130,12 +175,17 @@ def train_run(run: Mapping[str, Any], docs: pd.DataFrame, base_spec: Mapping[str
 
 
 def score_run(docs: pd.DataFrame, truth: pd.DataFrame, model_yaml: str,
-              scoring: Mapping[str, Any], cache_dir: Path) -> tuple[pd.DataFrame, dict]:
+              scoring: Mapping[str, Any], cache_dir: Path,
+              families: Sequence[str] = ("membership",)
+              ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Every document's scores on the model of ``model_yaml`` and the result against the
     truth (as ``membership-score --truth`` prints it), plus dataset inference between two
-    random halves of the non-members (``dataset_inference_nonmember_halves``)."""
+    random halves of the non-members (``dataset_inference_nonmember_halves``). ``families``
+    beyond ``membership``: extraction's p_z and MSR's match of each document
+    (copyprobe.membership.truth_measures, settings in ``scoring``), compared with the truth
+    beside the scores; returned long (STUDY_MEASURES) as the second table."""
     from copyprobe.membership.cli import evaluate, load_model
-    from copyprobe.membership.engine import score_table
+    from copyprobe.membership.engine import document_pass, score_table
     from copyprobe.membership.inference import (
         DEFAULT_AGGREGATE,
         MIN_PER_SET,
@@ -148,16 +198,57 @@ def score_run(docs: pd.DataFrame, truth: pd.DataFrame, model_yaml: str,
                          f"{MIN_PER_SET} non-members; the truth has {int(n.get(True, 0))} and "
                          f"{int(n.get(False, 0))}: give the run's source more documents")
     model = load_model(model_yaml, "model.yaml", cache_dir)
-    table = score_table(docs, model, max_tokens=scoring["max_tokens"], moments=True)
+    passed = document_pass(docs, model, max_tokens=scoring["max_tokens"], moments=True)
+    table = score_table(docs, model, max_tokens=scoring["max_tokens"], moments=True,
+                        passed=passed)
+    values, signs, facts = study_measures(docs, model, passed, scoring, families)
     aggregate = scoring.get("di_aggregate", DEFAULT_AGGREGATE)
     args = argparse.Namespace(n_boot=scoring["n_boot"], seed=scoring["seed"],
                               fpr_halvings=scoring["fpr_halvings"], di_aggregate=aggregate)
-    result = evaluate(docs, table, truth, list(MEASURES), args)
+    result = evaluate(docs, table, truth, list(MEASURES), args,
+                      extra=(values, signs) if signs else None)
     result["dataset_inference_nonmember_halves"] = nonmember_halves(
         docs.merge(truth, on="doc_id").merge(table, on="doc_id"), seed=scoring["seed"],
         dataset_inference=partial(dataset_inference, aggregate=aggregate))
     result["model"] = model.name
-    return table, result
+    result["families"] = list(families)
+    result["study_measures"] = facts
+    long = values.melt(id_vars="doc_id", var_name="measure", value_name="value")
+    return table, long[STUDY_MEASURES.schema.names], result
+
+
+def study_measures(docs: pd.DataFrame, model: Any, passed: Any, scoring: Mapping[str, Any],
+                   families: Sequence[str]) -> tuple[pd.DataFrame, dict[str, int], dict]:
+    """The per-document measures of the other studies that ``families`` name (one column
+    each, by doc_id), their signs, and what was done (windows read from the pass, answers
+    generated)."""
+    from copyprobe.membership import truth_measures as tm
+
+    values = docs[["doc_id"]].astype(str)
+    signs: dict[str, int] = {}
+    facts: dict[str, Any] = {}
+    if "extraction" in families:
+        windows, from_pass = tm.extraction_windows(docs, model, passed, scoring["windows"],
+                                                   scoring.get("max_windows_per_document"))
+        values = values.merge(tm.extraction_measures(windows), on="doc_id", how="left")
+        signs.update(tm.EXTRACTION)
+        facts["extraction"] = {"windows": int((windows["status"] == "scored").sum()),
+                               "windows_from_pass": from_pass,
+                               "window_settings": dict(scoring["windows"])}
+    if "msr" in families:
+        k = int(scoring["matching"]["k_min"])
+        prompts = tm.msr_prompts(docs, model.name, scoring["msr"])
+        gens = tm.generate(prompts, model)
+        values = values.merge(tm.msr_match_measures(prompts, gens, k=k,
+                                                    k_min=scoring["matching"]["k_min"],
+                                                    k_max=scoring["matching"]["k_max"]),
+                              on="doc_id", how="left")
+        signs.update(tm.msr_measures(k))
+        facts["msr"] = {"k": k, "prompts": int((prompts["status"] == "ready").sum()),
+                        "answers": int((gens["status"] == "ok").sum()),
+                        "prompt_format": scoring["msr"]["prompt_format"],
+                        "n": scoring["msr"]["n"]}
+    return values, signs, facts
 
 
 def nonmember_halves(data: pd.DataFrame, *, seed: int, dataset_inference: Any) -> dict:
@@ -231,6 +322,7 @@ def result_markdown(run: str, result: Mapping[str, Any], record: Mapping[str, An
     lines.append(f"| blind baseline (text only) | {_num(result['blind_auc'])}"
                  + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + " |"
                  + " |" * (len(head) - 2))
+    lines += study_notes(result.get("study_measures", {}))
     di, halves = result["dataset_inference"], result["dataset_inference_nonmember_halves"]
     fpr = di.get("false_positive_rate")
     lines += ["", f"Dataset inference: members against non-members p = {_p(di)}; one half of "
@@ -252,6 +344,24 @@ def result_markdown(run: str, result: Mapping[str, Any], record: Mapping[str, An
         lines.append(result["small_sample_warning"])
     lines += ["", "Answer: " + answer(result)]
     return "\n".join(lines) + "\n"
+
+
+def study_notes(facts: Mapping[str, Any]) -> list[str]:
+    """What the other studies' rows are: how p_z was scored, how MSR's answers were made."""
+    lines = []
+    if "extraction" in facts:
+        x, w = facts["extraction"], facts["extraction"]["window_settings"]
+        lines.append(f"Extraction (max_log_pz, mean_log_pz_per_token): exact p_z of "
+                     f"{x['windows']} windows of {w['prefix_tokens']} + {w['suffix_tokens']} "
+                     f"tokens, {x['windows_from_pass']} read from the membership pass (a "
+                     "window at a document's start), the others scored alone.")
+    if "msr" in facts:
+        m = facts["msr"]
+        lines.append(f"MSR (msr_longest, msr_match_{m['k']}): the model wrote segment "
+                     f"{m['n']} after segments 1..{m['n'] - 1} ({m['prompt_format']}) for "
+                     f"{m['answers']} of {m['prompts']} documents; the longest verbatim "
+                     f"match in words, and whether it reaches {m['k']} words (f_{m['k']}).")
+    return [""] + lines if lines else []
 
 
 def answer(result: Mapping[str, Any]) -> str:

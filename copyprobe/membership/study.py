@@ -19,6 +19,21 @@ class MembershipStudy(Study):
     commands = "copyprobe.membership.commands:add_commands"
     runs_models = True
 
+    def add_implied(self, cfg: dict[str, Any]) -> None:
+        from copyprobe.membership.runs import resolve_trained
+
+        resolve_trained(cfg)
+
+    def model_inputs(self, cfg: Mapping[str, Any], model: str) -> list[str]:
+        from copyprobe.membership import paths as P
+
+        run = cfg["models"][model].get("trained")
+        return [P.MODEL_YAML.format(run=run)] if run else []
+
+    def slice_model(self, cfg: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        spec.pop("trained", None)  # where the weights come from: model_id says it
+        return {}
+
     def check(self, cfg: Mapping[str, Any]) -> None:
         from copyprobe.membership.runs import check_config
 

@@ -99,7 +99,7 @@ class MSRStudy(Study):
     """Many-Shot Regurgitation: D_pre vs D_post per model, variants and experiments."""
 
     name = "msr"
-    interface = ("paths", "prompts")
+    interface = ("paths", "prompts", "match_scoring")
     prompts_prefix = ""  # the corpus sources
     prompts_checkpoint = "msr_build_prompts"
     schema_file = "data/schema.yaml"
