@@ -4,8 +4,8 @@ without difflib's cost, which grows with the repeats of common words.
 Each step finds the longest common run of two ranges (ties: the earliest in ``a``, then in
 ``b``) by scanning ``a``'s range through a suffix automaton of ``b``'s, or reads it from an
 earlier scan's runs where they decide it; then it recurses left and right of it, and adjacent
-blocks are joined as difflib joins them. docs/longform.md (how the ordered matching stays fast) gives the
-rule and the measured speed.
+blocks are joined as difflib joins them. docs/longform.md (how the ordered matching stays
+fast) gives the rule and the measured speed.
 """
 
 from __future__ import annotations
