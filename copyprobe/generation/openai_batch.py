@@ -18,6 +18,7 @@ from typing import IO, Any, ClassVar
 
 import aiohttp
 
+from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.base import (
     Backend,
     BackendError,
@@ -26,7 +27,6 @@ from copyprobe.generation.base import (
     Completion,
     Decoding,
 )
-from copyprobe import __version__ as _copyprobe_version
 from copyprobe.generation.openai_api import OpenAIBackend
 from copyprobe.generation.openai_protocol import (
     DEFAULT_BASE_URL,

@@ -63,8 +63,8 @@ def extraction_windows(docs: pd.DataFrame, model: Model, passed: Pass,
     """The extraction study's WINDOWS table of ``docs`` on ``model`` (plain text, exact
     p_z), and how many windows the pass answered; the others are scored as rule
     extraction_score scores them (the score runner and its cache)."""
-    from copyprobe.extraction.window_scoring import cut_documents, score_exact
     from copyprobe.extraction.tables import WINDOWS
+    from copyprobe.extraction.window_scoring import cut_documents, score_exact
     from copyprobe.extraction.windows import WindowSpec
 
     jobs, skipped = cut_documents(_study_docs(docs), model.tokenizer(),

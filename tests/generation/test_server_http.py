@@ -18,9 +18,14 @@ from copyprobe.generation.openai_api import OpenAIBackend
 from copyprobe.generation.server_http import ServerClient
 from copyprobe.prompt import Prompt
 
-from .test_openai_batch import DEC, KEY, KEY_ENV, items
+from .test_openai_batch import (
+    DEC,
+    KEY,
+    KEY_ENV,
+    items,
+    server,  # noqa: F401 - the Batch API emulator fixture
+)
 from .test_openai_batch import make_backend as make_batch_backend
-from .test_openai_batch import server  # noqa: F401 - the Batch API emulator fixture
 
 PROMPT = Prompt("completion", text="Call me Ishmael.")
 
