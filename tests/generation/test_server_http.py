@@ -58,7 +58,7 @@ def test_synchronous_calls_work_inside_a_running_event_loop(fault_server: Any) -
 
 def test_synchronous_calls_from_several_threads_share_one_private_loop(
         fault_server: Any) -> None:
-    before = len(_loop_threads())
+    before = set(_loop_threads())
     backend = _backend(fault_server)
     fault_server.latency = 0.05
     try:
@@ -68,28 +68,30 @@ def test_synchronous_calls_from_several_threads_share_one_private_loop(
                                            Decoding()).text, range(16)))
         assert texts == [backend.generate(Prompt("completion", text=f"story {i}"),
                                           Decoding()).text for i in range(16)]
-        assert len(_loop_threads()) == before + 1
+        (thread,) = set(_loop_threads()) - before  # one private loop for all 8 threads
     finally:
         backend.close()
-    assert len(_loop_threads()) == before  # closed: its thread has ended
+    assert not thread.is_alive()  # closed: its thread has ended
     assert fault_server.total_requests == 32
 
 
 def test_closing_leaves_no_open_session_and_a_dropped_client_stops_its_thread(
         fault_server: Any) -> None:
-    before = len(_loop_threads())
+    gc.collect()  # clients dropped by earlier tests stop their threads
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         backend = _backend(fault_server)
         backend.generate(PROMPT, Decoding())
         backend.close()
         backend.close()  # twice is harmless
+        before = set(_loop_threads())
         dropped = ServerClient(fault_server.base_url, timeout=5)
         dropped.call("GET", fault_server.base_url + "/models", where="probe", check=False)
-        assert len(_loop_threads()) == before + 1
+        (thread,) = set(_loop_threads()) - before  # the dropped client's own loop thread
         del dropped
         gc.collect()
-        assert len(_loop_threads()) == before
+        thread.join(timeout=5)
+        assert not thread.is_alive()
         backend = _backend(fault_server)  # a closed client's backend can be used again
         assert backend.generate(PROMPT, Decoding()).text.startswith("echo: ")
         backend.close()
