@@ -85,6 +85,7 @@ def answer(s: dict[str, Any]) -> str:
 def table(s: dict[str, Any]) -> str:
     cells = [("nv_recall", "n/a" if s["nv_recall"] is None else f"{s['nv_recall']:.4f}"),
              ("longest_block_words", s["longest_block_words"]),
+             ("matched_words", s["matched_words"]),
              ("rouge_l", "n/a" if s["rouge_l"] is None else f"{s['rouge_l']:.4f}"),
              ("attempts", s["attempts"]), ("refusals", s["refusals"]), ("turns", s["turns"]),
              ("completion_tokens", s["completion_tokens"]),
@@ -117,7 +118,7 @@ def cmd_extract_book(args: argparse.Namespace) -> None:
                                                  Path(cfg["cache_dir"])))
     if model_file is not None:
         spec.setdefault("model_id", model_file.path.name)
-    caller = Caller(spec, model_file, cfg["cache_dir"])
+    caller = Caller(spec, model_file, cfg["cache_dir"], settings.probe_max_tokens)
     try:
         outcome = extract(book, settings, caller, doc_id=book_path.name, model=name)
     finally:
@@ -131,7 +132,7 @@ def cmd_extract_book(args: argparse.Namespace) -> None:
         out / "calls.parquet", index=False)
     s = outcome.summary
     (out / "summary.json").write_text(json.dumps(s, indent=2) + "\n", encoding="utf-8")
-    plot_blocks(outcome.blocks, len(book.split()), out / "blocks.png",
+    plot_blocks(outcome.blocks, s["book_words"], out / "blocks.png",
                 f"{name}: {book_path.name}, nv-recall "
                 + ("n/a" if s["nv_recall"] is None else f"{100 * s['nv_recall']:.1f}%"))
     print(json.dumps(s, indent=2))

@@ -1,17 +1,14 @@
-"""nv-recall: how much of a book an output reproduces near-verbatim, as word positions.
-
-Three steps, as the paper describes them: verbatim matching blocks between book and output
-(by default an ordered greedy matching, difflib's blocks, found by
-copyprobe.longform.ordered), consecutive blocks merged when both texts skip little between
-them, blocks with too few matched words dropped; merge and filter run in passes (by default
-two: short gaps and 20 words, then wider gaps and 100 words). nv-recall is the book's words
-matched verbatim inside the kept blocks over the book's words (a passage written twice counts
-once). docs/longform.md gives the definition and where each value comes from.
+"""nv-recall (the paper's Section 3.3.1, Algorithm 1): both texts lightly normalized and split
+on whitespace, difflib's verbatim matching blocks (copyprobe.longform.ordered), consecutive
+blocks merged and short ones filtered in passes; nv-recall is the verbatim-matched words of
+the kept blocks over the book's words. docs/longform.md#nv-recall gives the definition and
+where each value comes from.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -20,6 +17,18 @@ from copyprobe.longform.ordered import matching_blocks
 _WORD = re.compile(r"\S+")
 _EDGE = re.compile(r"^\W+|\W+$")
 MATCHING = ("ordered", "any_order")
+#: paper: the appendix's light normalization; strip_punctuation: lower-cased, punctuation at
+#: either end of a word removed (this project's earlier rule); none: whitespace split only
+NORMALIZATIONS = ("paper", "strip_punctuation", "none")
+# the paper's remapping (Appendix C.3): quotation variants to ASCII, dash variants to one em
+# dash; the exact sets are this project's (the paper gives examples)
+_REMAP = str.maketrans({**dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\u301d\u301e", '"'),
+                        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2039\u203a", "'"),
+                        **dict.fromkeys("\u2012\u2013\u2015", "\u2014"),
+                        "\u2026": "..."})
+_SPACED_DOTS = re.compile(r"\.(?:[^\S\n]+\.){2,}")
+_ELLIPSIS_BEFORE_WORD = re.compile(r"\.\.\.(?=[^\W_])")
+_ITALICS = re.compile(r"_([^_]+)_")
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,8 @@ class Params:
     #: ordered: difflib's greedy matching (blocks in the book's order); any_order: at each
     #: output word the longest run anywhere in the book (finds text written out of order)
     matching: str = "ordered"
+    #: how both texts are normalized before they are split into words (NORMALIZATIONS)
+    normalization: str = "paper"
     #: shortest verbatim match kept before merging (words)
     min_match_words: int = 1
     passes: tuple[Pass, ...] = PAPER_PASSES
@@ -74,13 +85,27 @@ class Block:
         return self.book_end - self.book_start
 
 
-def words(text: str) -> list[str]:
-    """The words compared: whitespace-separated, lower-cased, outer punctuation stripped
-    (so a changed quote mark or a capital does not break a run)."""
-    out = []
-    for raw in _WORD.findall(text or ""):
-        out.append(_EDGE.sub("", raw.lower()) or raw)  # punctuation alone stays as it is
-    return out
+def normalize(text: str) -> str:
+    """The paper's light normalization (Appendix C.3): NFKC; quotation variants to ASCII,
+    dash variants to an em dash, the ellipsis character to three dots; spaced dots collapsed
+    to "..." and a space after "..." before a letter or digit; Books3's ``_italics_``
+    unmarked; lower-cased. No other punctuation is touched."""
+    text = unicodedata.normalize("NFKC", text).translate(_REMAP)
+    text = _ELLIPSIS_BEFORE_WORD.sub("... ", _SPACED_DOTS.sub("...", text))
+    return _ITALICS.sub(r"\1", text).lower()
+
+
+def words(text: str, normalization: str = "paper") -> list[str]:
+    """The words compared: ``text`` normalized (NORMALIZATIONS) and split on whitespace."""
+    if normalization == "paper":
+        return _WORD.findall(normalize(text or ""))
+    if normalization == "none":
+        return _WORD.findall(text or "")
+    if normalization != "strip_punctuation":
+        raise ValueError(f"normalization must be one of {', '.join(NORMALIZATIONS)} "
+                         f"(got {normalization!r})")
+    # punctuation alone stays as it is
+    return [_EDGE.sub("", raw.lower()) or raw for raw in _WORD.findall(text or "")]
 
 
 def ordered_matches(book: list[str], out: list[str]) -> list[tuple[int, int, int]]:
@@ -170,8 +195,8 @@ def covered(found: list[Block]) -> int:
 
 
 def nv_recall(book_text: str, output_text: str, params: Params = Params()) -> float:
-    """The share of the book's words that ``output_text`` reproduces near-verbatim."""
-    book = words(book_text)
+    """The share of the book's words that ``output_text`` reproduces near-verbatim (Eq. 7)."""
+    book = words(book_text, params.normalization)
     if not book:
         raise ValueError("the book has no words")
-    return covered(blocks(book, words(output_text), params)) / len(book)
+    return covered(blocks(book, words(output_text, params.normalization), params)) / len(book)

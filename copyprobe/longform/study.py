@@ -42,12 +42,30 @@ class LongformStudy(Study):
     runs_models = True
 
     def check(self, cfg: Mapping[str, Any]) -> None:
-        from copyprobe.config import ConfigError
+        import re
 
-        for name in cfg[STUDY]["datasets"] or ():
+        from copyprobe.config import ConfigError
+        from copyprobe.longform.perturb import POOL
+
+        block = cfg[STUDY]
+        for name in block["datasets"] or ():
             if name not in cfg["datasets"]:
                 raise ConfigError(f"config key 'longform.datasets': no dataset {name!r} "
                                   f"(datasets: {', '.join(cfg['datasets'])})")
+        if (block["opening_words"] is None) != (block["target_words"] is None):
+            raise ConfigError("config keys 'longform.opening_words' and "
+                              "'longform.target_words': set both (a fixed opening and "
+                              "target) or neither (the seed's sentences)")
+        for name in block["perturbations"] or ():
+            if name not in POOL:
+                raise ConfigError(f"config key 'longform.perturbations': no entry {name!r} "
+                                  f"in the pool ({', '.join(POOL)})")
+        for pattern in block["refusal_patterns"] or ():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"config key 'longform.refusal_patterns': {pattern!r} is "
+                                  f"not a regular expression ({exc})") from None
 
     def targets(self, cfg: Mapping[str, Any]) -> list[str]:
         """The table across models (it needs every (model, source)'s documents)."""
@@ -85,23 +103,26 @@ class LongformStudy(Study):
         from copyprobe.longform.engine import Settings, probe
 
         settings = Settings.from_config(cfg[STUDY])
-        words = ["w"] * (settings.opening_words + settings.target_words)
-        first = cost.prompt_tokens(probe(words, settings, 0)[0])
+        first = cost.prompt_tokens(probe(" ".join(["w"] * settings.prefix_words()), "",
+                                         settings, 0)[0])
         out = []
         for model, source in runs(cfg):
             spec = model_slice(cfg, model)
             reply = cost.completion_tokens(spec)
+            answer = reply if settings.probe_max_tokens is None else settings.probe_max_tokens
             turns = settings.max_turns
             if settings.max_tokens is not None:
-                turns = min(turns, max(0, -(-settings.max_tokens // reply) - 1))
-            pt = cost.conversation(first, reply, cost.word_tokens(
+                turns = min(turns, max(0, -(-(settings.max_tokens - answer) // reply)))
+            # every turn resends the probe and its answer (counted below as one reply)
+            pt = cost.conversation(first + answer - reply, reply, cost.word_tokens(
                 len(settings.continue_prompt.split())), turns)
             docs = documents.get(source)
-            for part, calls, prompt in ((f"{source} probe", settings.attempts, first),
-                                        (f"{source} turns", turns, -(-pt // max(1, turns)))):
+            for part, calls, prompt, completion in (
+                    (f"{source} probe", settings.attempts, first, answer),
+                    (f"{source} turns", turns, -(-pt // max(1, turns)), reply)):
                 if calls:
                     out.append(PlannedRequests(
                         model=model, spec=spec, run="main", part=part,
                         calls=None if docs is None else docs * calls,
-                        prompt_tokens=prompt, completion_tokens=reply))
+                        prompt_tokens=prompt, completion_tokens=completion))
         return out

@@ -33,6 +33,9 @@ DOCUMENTS = TableSpec("longform_documents", pa.schema([
     ("output_words", pa.int64()),
     ("nv_recall", pa.float64()),           # null: no measurement (every call failed, or
     ("longest_block_words", pa.int64()),   # the document could not be probed: see error)
+    ("matched_words", pa.int64()),         # m (the paper's Eq. 6): verbatim words in blocks
+    ("missing_words", pa.int64()),         # book_words - m (Eq. 8)
+    ("additional_words", pa.int64()),      # output_words - m (Eq. 8)
     ("rouge_l", pa.float64()),
     ("attempts", pa.int64()),
     ("passing_attempt", pa.int64()),       # null: no probe answer passed

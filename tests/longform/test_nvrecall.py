@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from copyprobe.longform.nvrecall import Params, Pass, blocks, nv_recall, words
+from copyprobe.longform.nvrecall import (
+    Params,
+    Pass,
+    blocks,
+    kept,
+    normalize,
+    nv_recall,
+    ordered_matches,
+    words,
+)
 
 BOOK = " ".join(f"w{i}" for i in range(30))
 P = Params(passes=(Pass(2, 1, 5),))
@@ -82,9 +91,9 @@ def test_empty_output_and_short_blocks_recall_nothing():
     assert nv_recall(BOOK, out(0, 1, "x", 3, 4), ANY) == 0.0  # no run of 3
 
 
-def test_the_default_is_the_paper_two_passes_as_read():
+def test_the_default_is_the_paper_normalization_and_two_passes():
     p = Params()
-    assert (p.matching, p.min_match_words) == ("ordered", 1)
+    assert (p.matching, p.normalization, p.min_match_words) == ("ordered", "paper", 1)
     assert p.passes == (Pass(2, 1, 20), Pass(10, 3, 100))
     book = " ".join(f"v{i}" for i in range(300))
     # 120 words with one word in ten replaced: 108 verbatim words, one block over 100
@@ -94,10 +103,60 @@ def test_the_default_is_the_paper_two_passes_as_read():
     assert nv_recall(book, " ".join(f"v{i}" for i in range(99))) == 0.0
 
 
-def test_case_and_outer_punctuation_do_not_break_a_run():
-    book = 'Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say'
-    said = 'mr and mrs Dursley of number four Privet Drive were proud to say'
-    assert nv_recall(book, said, P) == 1.0
+#: Figure 4(a) / Figure 10 of the paper (Frankenstein, Claude's generation): six verbatim
+#: blocks of 32, 4, 4, 2, 12 and 87 words; the gaps differ by punctuation only, and the
+#: first and last gaps are 3 words in the book ("home — the") and 1 in the output
+#: ("home\u2014the"). Block 1 and block 6 are filled out with words of their own.
+FILL_1 = " ".join(f"f{i}" for i in range(28))
+FILL_6 = " ".join(f"g{i}" for i in range(83))
+FRANKENSTEIN = (f"CHAPTER ONE {FILL_1} which surrounded our Swiss home \u2014 the sublime "
+                "shapes of the mountains; the changes of the seasons; tempest and calm; the "
+                "silence of winter, and the life and turbulence of our Alpine summers \u2014 "
+                f"she found ample scope for {FILL_6} THE END")
+GENERATION = (f"{FILL_1} which surrounded our Swiss home\u2014the sublime shapes of the "
+              "mountains, the changes of the seasons, tempest and calm, the silence of "
+              "winter, and the life and turbulence of our Alpine summers\u2014she found "
+              f"ample scope for {FILL_6}")
+
+
+def test_figure_4a_two_merge_and_filter_passes_give_one_block_of_141_words():
+    book, out = words(FRANKENSTEIN), words(GENERATION)
+    base = ordered_matches(book, out)
+    assert [n for _, _, n in base] == [32, 4, 4, 2, 12, 87]
+    # pass 1 (gap 2, alignment 1, 20 words): blocks 2-5 merge into 22 words (block 2*);
+    # blocks 1 and 6 stay apart (gaps of 3 and 1 words differ by 2)
+    first = kept(base, Params(passes=(Pass(2, 1, 20),)))
+    assert [b.verbatim_words for b in first] == [32, 22, 87]
+    # pass 2 (gap 10, alignment 3, 100 words): one block of 141 verbatim words; with the
+    # gaps' book words it would be 150
+    (block,) = blocks(book, out)
+    assert (block.verbatim_words, block.words) == (141, 150)
+    assert nv_recall(FRANKENSTEIN, GENERATION) == pytest.approx(141 / len(book))
+    # with the gaps' punctuation stripped (this project's earlier rule) blocks 2-5 become
+    # one verbatim run: a different count
+    (loose,) = blocks(words(FRANKENSTEIN, "strip_punctuation"),
+                      words(GENERATION, "strip_punctuation"))
+    assert loose.verbatim_words == 144
+
+
+@pytest.mark.parametrize(("text", "normalized"), [
+    ("\uff21\uff22\uff23 \ufb01ne", "abc fine"),                  # NFKC
+    ("\u201cStop,\u201d he said, \u2018now\u2019", '"stop," he said, \'now\''),  # quotes
+    ("a \u2013 b \u2015 c \u2014 d well-known", "a \u2014 b \u2014 c \u2014 d well-known"),
+    ("Wait\u2026 then . . . now...and", "wait... then ... now... and"),  # ellipses
+    ("_Really_ it was _so_ good", "really it was so good"),       # Books3 italics
+    ("Mr. Dursley, (again)!", "mr. dursley, (again)!"),           # nothing else stripped
+])
+def test_the_paper_normalization_worked_by_hand(text, normalized):
+    assert normalize(text) == normalized
+    assert words(text) == normalized.split()
+
+
+def test_the_other_normalizations_and_an_unknown_one():
+    assert words("Mr. Dursley, 'said'", "none") == ["Mr.", "Dursley,", "'said'"]
+    assert words("Mr. Dursley, 'said'", "strip_punctuation") == ["mr", "dursley", "said"]
+    with pytest.raises(ValueError, match="normalization must be one of"):
+        words("x", "stem")
 
 
 def test_an_empty_book_and_an_unknown_matching_are_errors():

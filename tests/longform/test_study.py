@@ -30,18 +30,34 @@ def _cfg(**block):
 def test_cost_prices_every_attempt_and_every_turn():
     rows = {r["part"]: r for r in cost.estimate(_cfg(), {"books": 5})}
     first = cost.prompt_tokens(Prompt("chat", messages=(
-        {"role": "user", "content": f"{INSTRUCTION}:\n\n" + " ".join(["w"] * 10)},)))
+        {"role": "user", "content": f"{INSTRUCTION}\n\n" + " ".join(["w"] * 10)},)))
     probe, turns = rows["books probe"], rows["books turns"]
+    # each probe answer up to probe_max_tokens (the paper's 1000)
     assert (probe["calls"], probe["prompt_tokens"], probe["completion_tokens"]) == (
-        10, 10 * first, 10 * 100)
-    # turn t resends the probe, t earlier answers of 100 tokens and t "Continue." turns
+        10, 10 * first, 10 * 1000)
+    # turn t resends the probe and its 1000-token answer, t - 1 earlier answers of 100
+    # tokens and t "Continue" turns
     per_turn = 100 + math.ceil(4 / 3) + 2 * MESSAGE_OVERHEAD_TOKENS
-    conversation = sum(first + t * per_turn for t in (1, 2, 3))
+    conversation = sum(first + 900 + t * per_turn for t in (1, 2, 3))
     assert (turns["calls"], turns["prompt_tokens"], turns["completion_tokens"]) == (
         15, 5 * conversation, 15 * 100)
     assert turns["usd"] == pytest.approx((5 * conversation + 4 * 1500) / 1e6)
-    # a token budget bounds the turns: 250 tokens are the probe's answer and two more turns
-    assert cost.estimate(_cfg(max_tokens=250), {"books": 1})[1]["calls"] == 2
+    # a token budget bounds the turns: 250 tokens are a 100-token probe answer and two turns
+    assert cost.estimate(_cfg(max_tokens=250, probe_max_tokens=100),
+                         {"books": 1})[1]["calls"] == 2
+    # no probe_max_tokens: the model's max_tokens
+    plain = {r["part"]: r for r in cost.estimate(_cfg(probe_max_tokens=None), {"books": 1})}
+    assert plain["books probe"]["completion_tokens"] == 2 * 100
+
+
+def test_the_seed_pair_perturbation_names_and_patterns_are_checked():
+    with pytest.raises(ConfigError, match="longform.opening_words"):
+        _cfg(target_words=None)
+    with pytest.raises(ConfigError, match="longform.perturbations.*'nope'"):
+        _cfg(perturbations=["nope"])
+    with pytest.raises(ConfigError, match="longform.refusal_patterns"):
+        _cfg(refusal_patterns=["(unclosed"])
+    assert _cfg(opening_words=None, target_words=None)["longform"]["seed_min_words"] == 20
 
 
 def test_a_budget_of_zero_attempts_or_an_unknown_dataset_is_a_config_error():
