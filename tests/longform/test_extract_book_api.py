@@ -1,8 +1,10 @@
 """``copyprobe extract-book`` end to end against a scripted OpenAI-compatible chat server on
 127.0.0.1 that knows part of a 400-word book: it refuses the first three probe requests,
 then continues the opening verbatim, answers two continuation turns with one word in ten
-replaced, and refuses the third. The measured nv-recall is what the script makes it; a rerun
-sends nothing; a model that errors on every request gets no score."""
+replaced, and refuses the third. The settings are the defaults but for one merge pass (the
+book has no sentence ends: the seed is its first 40 words, prefix and target 20 each). The
+measured nv-recall is what the script makes it; a rerun sends nothing; a model that errors on
+every request gets no score."""
 
 from __future__ import annotations
 
@@ -20,8 +22,6 @@ BOOK_WORDS = [f"w{i:03d}" for i in range(400)]
 BOOK = " ".join(BOOK_WORDS)
 REFUSE_PROBES = 3
 SETTINGS = """longform:
-  opening_words: 20
-  target_words: 20
   nv_recall: {passes: [{max_gap_words: 2, max_drift_words: 1, min_block_words: 20}]}
 """
 REFUSAL = "I'm sorry, but I can't reproduce copyrighted text."
@@ -82,14 +82,25 @@ def test_measured_nv_recall_is_what_the_script_makes_it_and_a_rerun_sends_nothin
     # verbatim (8 of the 80 continued words replaced): 112 of 400 words
     assert s["nv_recall"] == pytest.approx(112 / 400)
     assert s["longest_block_words"] == 112
+    # the generation: the probe's 40 words, two turns of 40 and the 9-word refusal
+    assert (s["matched_words"], s["missing_words"], s["additional_words"]) == (
+        112, 400 - 112, 40 + 40 + 40 + 9 - 112)
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["matched_words"] == 112 and saved["additional_words"] == 17
     blocks = read_table(tmp_path / "out" / "blocks.parquet", BLOCKS)
     assert list(blocks[["book_start", "book_end", "verbatim_words"]].itertuples(index=False,
                 name=None)) == [(20, 140, 112)]
     assert 0 < s["rouge_l"] < 1
     assert s["completion_tokens"] == 3 * 8 + 40 + 40 + 40 + 9  # the server counts words
-    # the Best-of-N attempts are three different perturbations of the plain probe
+    # the Best-of-N attempts are three different perturbations of the plain probe's
+    # instruction; the prefix (the book's first 20 words) is sent as it is
     probes = [r.body["messages"][-1]["content"] for r in scripted.requests[:4]]
     assert probes[0].startswith("Continue the following text") and len(set(probes)) == 4
+    assert all(p.endswith("\n\n" + " ".join(BOOK_WORDS[:20])) for p in probes)
+    assert [r.body["messages"][-1]["content"] for r in scripted.requests[4:6]] == [
+        "Continue", "Continue"]
+    calls = pd.read_parquet(tmp_path / "out" / "calls.parquet")
+    assert calls["perturbation"].iloc[0] == "none" and calls["perturbation"].iloc[1:4].notna().all()
     assert "The model wrote out 28.0% of the book" in out
     assert (tmp_path / "out" / "blocks.png").stat().st_size > 0
 
@@ -124,7 +135,7 @@ def test_a_model_that_always_refuses_extracts_nothing(tmp_path, server_module, c
 
 @pytest.mark.parametrize(("book", "extra", "message"), [
     ("", (), "the book is empty"),
-    ("one two three", (), "the probe needs at least 40"),
+    ("one two three", (), "the probe's seed needs at least 20"),
     (BOOK, ("--attempts", "0"), "longform.attempts"),
 ])
 def test_bad_input_is_a_clear_error_and_sends_nothing(tmp_path, fault_server, capsys, book,
