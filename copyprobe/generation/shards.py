@@ -84,9 +84,18 @@ def generate_shard(prompts: pd.DataFrame, spec: Mapping[str, Any],
     if len(parts) != n:
         raise ValueError(f"shard {shard}: the prompts now make {len(parts)} shard(s), not {n}; "
                          "rerun the workflow so the shard list is rebuilt")
+    return generate_rows(parts[i], spec, model_file, shard=shard)
+
+
+def generate_rows(prompts: pd.DataFrame, spec: Mapping[str, Any], model_file: ModelFile | None,
+                  *, shard: str) -> tuple[pd.DataFrame, GenerationSummary]:
+    """Generate the ready rows of ``prompts`` with a model's config slice: its backend
+    identity (cache key) and backend, its decoding (``max_tokens`` scaled per reference as
+    ``decoding.max_tokens_per_reference_word`` says), its request settings, the generation
+    cache and the Batch state under ``cache_dir``."""
     cache_dir = Path(spec["cache_dir"])
     return run_generation(
-        parts[i], model=spec["name"], backend_name=spec["backend"],
+        prompts, model=spec["name"], backend_name=spec["backend"],
         identity=backend_identity(spec, model_file),
         backend_factory=lambda: build_backend(spec, model_file),
         decoding=Decoding.from_config(spec.get("decoding", {})),

@@ -79,7 +79,7 @@ def hf_spec(spec: Mapping[str, Any], key: str) -> dict[str, Any]:
     if spec.get("model_file"):
         return {"backend": "hf", "name": spec["name"], "model_file": spec["model_file"],
                 "dtype": "float32", "n_threads": spec.get("n_threads"),
-                "cache_dir": spec.get("cache_dir")}
+                "cache_dir": spec.get("cache_dir"), "decoding": spec.get("decoding")}
     raise ValueError(f"{key}: membership-train fine-tunes with transformers: the base model "
                      f"needs backend hf, or a GGUF model_file (backend {spec['backend']!r} has "
                      "neither)")
@@ -308,11 +308,15 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
 def model_yaml(base_name: str, spec: Mapping[str, Any], out: Path,
                record: Mapping[str, Any]) -> str:
     """The trained model's entry (``hf`` backend; the model folder as ``./model``, relative
-    to model.yaml's own folder, so that the folder can be moved or copied whole)."""
+    to model.yaml's own folder, so that the folder can be moved or copied whole), with the
+    base entry's decoding: the trained model answers as its base was set to."""
     entry: dict[str, Any] = {"backend": "hf", "model_id": f"./{MODEL_DIR}", "dtype": "float32"}
     for k in ("n_threads", "device_map", "batch_size"):
         if spec.get(k) is not None:
             entry[k] = spec[k]
+    decoding = {k: v for k, v in (spec.get("decoding") or {}).items() if v is not None}
+    if decoding:
+        entry["decoding"] = decoding
     head = (f"# {base_name} fine-tuned by copyprobe membership-train on the members of "
             f"insertion.parquet\n# (plan {record['plan_digest'][:16]}, run "
             f"{record['key'][:16]}; train.json holds the settings and the loss curve)\n")

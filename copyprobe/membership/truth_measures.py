@@ -7,7 +7,6 @@ segment a model writes after the faux conversation of the others
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -108,30 +107,10 @@ def msr_prompts(docs: pd.DataFrame, model: str, msr: Mapping[str, Any]) -> pd.Da
 
 def generate(prompts: pd.DataFrame, model: Model) -> pd.DataFrame:
     """The model's answers to ``prompts`` through the generation runner and its cache, with
-    the model's decoding (at most ``max_tokens_per_reference_word`` tokens a reference word;
-    1.5 where the entry sets none)."""
-    import dataclasses
+    the model's decoding as MSR's generation jobs read it (copyprobe.generation.shards)."""
+    from copyprobe.generation.shards import generate_rows
 
-    from copyprobe.generation.base import Decoding
-    from copyprobe.generation.cache import GenerationCache
-    from copyprobe.generation.runner import (
-        RunSettings,
-        backend_identity,
-        build_backend,
-        run_generation,
-    )
-
-    spec = model.spec
-    settings = RunSettings.from_config(spec)
-    if settings.max_tokens_per_reference_word is None:
-        settings = dataclasses.replace(settings, max_tokens_per_reference_word=1.5)
-    gens, _ = run_generation(
-        prompts, model=model.name, backend_name=spec["backend"],
-        identity=backend_identity(spec, model.model_file),
-        backend_factory=lambda: build_backend(spec, model.model_file),
-        decoding=Decoding.from_config(spec.get("decoding", {})),
-        cache=GenerationCache(Path(spec["cache_dir"]) / "generations"), settings=settings,
-        shard="membership")
+    gens, _ = generate_rows(prompts, model.spec, model.model_file, shard="membership")
     return gens
 
 

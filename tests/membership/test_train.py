@@ -98,6 +98,13 @@ def test_model_yaml_names_its_model_relative_to_itself(tmp_path):
                       {"plan_digest": "a" * 64, "key": "b" * 64})
     assert yaml.safe_load(text) == {"base-inserted": {"backend": "hf", "model_id": "./model",
                                                       "dtype": "float32", "n_threads": 2}}
+    # the base entry's decoding comes along (unset keys left out): the trained model's
+    # answers are as long as the base's would be
+    decoding = {"max_tokens": 64, "max_tokens_per_reference_word": 1.5, "top_k": None}
+    with_decoding = model_yaml("base", {"backend": "hf", "decoding": decoding}, tmp_path,
+                               {"plan_digest": "a" * 64, "key": "b" * 64})
+    assert yaml.safe_load(with_decoding)["base-inserted"]["decoding"] == {
+        "max_tokens": 64, "max_tokens_per_reference_word": 1.5}
     for folder in (tmp_path / "run", tmp_path / "moved" / "deeper"):
         folder.mkdir(parents=True)
         (folder / "model.yaml").write_text(text)
