@@ -2,7 +2,7 @@
 Gemma-3-270M base model (llama.cpp) in both studies on four licence texts, through Snakemake.
 The comparison's table, its per-document rows, the figure and the report page come from the
 real artifacts; the shares are recomputed here from the blocks and windows; a rerun of both
-studies' model jobs answers every call from the cache. About 45 s on 2 idle cores."""
+studies' model jobs answers every call from the cache. 45 s on 2 idle cores (2 min under load)."""
 
 from __future__ import annotations
 
