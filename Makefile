@@ -5,6 +5,8 @@
 #   make test   set up .venv and run the test suite
 #   make demo-copyright   the offline copyright-compliance demo (config/copyright_demo.yaml)
 #   make demo-copyright-full  the same with 2 queries a task (config/examples/copyright_demo_full.yaml)
+#   make demo-longform   the offline long-form extraction demo beside the p_z map
+#                (config/examples/longform.yaml: Gemma-3-270M on the licence texts)
 #   make report  the HTML report of the run (results/report.html; runs what is missing first;
 #                REPORT_ARGS="--configfile config/copyright_demo.yaml --replace-workflow-config"
 #                reports the copyright demo)
@@ -32,7 +34,7 @@ endif
 WHEELHOUSE ?= $(HOME)/.cache/copyprobe/wheels/$(LLAMA_FLAVOUR)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo demo-full demo-listing demo-copyright demo-copyright-full demo-copyright-listing report test test-services setup bench clean-results
+.PHONY: demo demo-full demo-listing demo-copyright demo-copyright-full demo-copyright-listing demo-longform demo-longform-listing report test test-services setup bench clean-results
 
 setup: $(STAMP)
 
@@ -91,6 +93,20 @@ demo-copyright-listing:
 	@echo "Figures: results/copyright/docs/figures/fig6.png, fig7.png, fig8.png"
 	@echo "Scores:  results/copyright/docs/scored.parquet (one row per response)"
 	@echo "More:    make demo-copyright-full (2 queries a task)"
+
+demo-longform: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/examples/longform.yaml \
+	  --replace-workflow-config
+	@$(MAKE) --no-print-directory demo-longform-listing
+
+demo-longform-listing:
+	@echo
+	@echo "Long-form tables (printed above when made): results/tables/longform_table.md,"
+	@echo "         results/tables/longform_vs_pz.md (per document: longform_vs_pz_documents.csv)"
+	@echo "Figure:  results/longform/figures/longform_vs_pz.png (nv-recall against mean log p_z"
+	@echo "         per token, one point per licence)"
+	@echo "Per document: results/longform/documents/gemma3-270m/licences.parquet, blocks beside it;"
+	@echo "         p_z windows: results/extraction/windows/gemma3-270m/licences.parquet"
 
 # The report covers the jobs of the given config: the run first (nothing to do when done),
 # then Snakemake's self-contained HTML report of it.

@@ -152,10 +152,10 @@ class Study:
         """The files the workflow's default target makes for this study."""
         return []
 
-    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str | tuple[str, ...]]:
         """The tables printed after a successful run that (re)made them: the rule that makes
-        each -> its Markdown file, ``{wildcard}`` placeholders filled from each job that ran
-        (the Snakefile's one ``onsuccess`` handler prints them)."""
+        each -> its Markdown file (or files), ``{wildcard}`` placeholders filled from each job
+        that ran (the Snakefile's one ``onsuccess`` handler prints them)."""
         return {}
 
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
@@ -201,8 +201,10 @@ def print_tables(registered: Iterable[Study], cfg: Mapping[str, Any],
     (:meth:`Study.printed_tables`), study by study."""
     jobs = list(jobs_run)
     for study in registered:
-        for rule, pattern in study.printed_tables(cfg).items():
+        for rule, patterns in study.printed_tables(cfg).items():
             tables = dict.fromkeys(pattern.format(**dict(wildcards or {}))
+                                   for pattern in ((patterns,) if isinstance(patterns, str)
+                                                   else patterns)
                                    for name, wildcards in jobs if name == rule)
             for table in tables:
                 if Path(table).is_file():

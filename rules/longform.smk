@@ -65,6 +65,7 @@ rule longform_table:
     params:
         statistics=config["statistics"],
         pz_threshold=config["longform"]["pz_threshold"],
+        max_windows=config["extraction"]["max_windows_per_document"],
         compared=longform_compared(config),
     script:
         "../workflow_scripts/longform_table.py"

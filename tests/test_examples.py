@@ -329,3 +329,18 @@ def test_copyright_demo_full_asks_twice_the_queries_of_the_demo():
     make = (ROOT / "Makefile").read_text()
     assert ("--configfile config/copyright_demo.yaml \\\n"
             "\t  config/examples/copyright_demo_full.yaml --replace-workflow-config") in make
+
+
+def test_longform_example_draws_the_figure_beside_the_p_z_map_and_make_runs_it_alone():
+    """config/examples/longform.yaml puts its model in both studies, so one run makes the
+    comparison with the p_z map and its figure; `make demo-longform` runs the example alone."""
+    from copyprobe.longform import paths as P
+    from copyprobe.longform.study import LongformStudy, compared
+
+    cfg = load_config(ROOT / "config" / "examples" / "longform.yaml")
+    assert cfg["models"]["gemma3-270m"]["studies"] == ["longform", "extraction"]
+    assert compared(cfg) == [("gemma3-270m", "licences")]
+    assert P.FIGURE_VS_PZ in LongformStudy().targets(cfg)
+    make = (ROOT / "Makefile").read_text()
+    assert ("demo-longform: $(STAMP)\n\t$(BIN)/snakemake --cores $(CORES) --configfile "
+            "config/examples/longform.yaml \\\n\t  --replace-workflow-config\n") in make

@@ -17,8 +17,8 @@ docs = [read_table(p, DOCUMENTS) for p in snakemake.input.documents]
 rows = pd.concat(docs, ignore_index=True).to_dict("records") if docs else []
 table = per_model(rows, n_boot=stats["n_boot"], seed=stats["seed"]) if rows else pd.DataFrame()
 table.to_csv(snakemake.output.csv, index=False)
-caption = (f"Per model, nv-recall (the share of a document written out near-verbatim, "
-           f"docs/longform.md) over its documents: mean with its bootstrap interval "
+caption = (f"Per model, nv-recall (the share of a document written out near-verbatim, in "
+           f"percent; docs/longform.md) over its documents: mean with its bootstrap interval "
            f"({stats['n_boot']} resamples), median, largest; documents whose every request "
            f"failed are counted but not measured.")
 write_text(snakemake.output.md, to_markdown(table, caption))
@@ -26,16 +26,15 @@ log.info("%d models", len(table))
 
 threshold = snakemake.params.pz_threshold
 both = compare.from_files(pd.DataFrame(rows, columns=DOCUMENTS.columns),
-                               list(snakemake.input.blocks),
-                               list(snakemake.input.windows),
-                          snakemake.params.compared, threshold)
+                          list(snakemake.input.blocks), list(snakemake.input.windows),
+                          snakemake.params.compared, threshold, snakemake.params.max_windows)
 both.to_csv(snakemake.output.agreement_documents, index=False)
 agreement = compare.per_model(both)
 agreement.to_csv(snakemake.output.agreement_csv, index=False)
 caption = (f"Per model that the extraction study scored on the same documents: the long-form "
-           f"blocks' book words that lie in windows with exact p_z >= {threshold} (beside the "
-           f"share of all book words in them, the rate by chance), and Spearman's rank "
-           f"correlation across documents of nv-recall with mean log p_z per token "
+           f"blocks' book words that lie in windows with exact p_z >= {threshold}, in percent "
+           f"(beside the share of all book words in them, the rate by chance), and Spearman's "
+           f"rank correlation across documents of nv-recall with mean log p_z per token "
            f"(docs/longform.md).")
 write_text(snakemake.output.agreement_md, to_markdown(agreement, caption))
 log.info("%d models beside their p_z maps", len(agreement))

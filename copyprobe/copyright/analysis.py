@@ -299,7 +299,7 @@ def _cell(row: pd.Series, col: str) -> str:
         return "–" if pd.isna(v) else f"{float(v):.2g}"
     if col in ("pearson_r", "spearman_rho", "cohen_kappa"):
         return "–" if pd.isna(v) else f"{float(v):.3f}"
-    if isinstance(v, (float, np.floating)) and not col.startswith("n"):
+    if isinstance(v, (float, np.floating)) and not (col == "n" or col.startswith("n_")):
         return _pct(v)
     return str(v).replace("|", "/")
 

@@ -77,6 +77,13 @@ class LongformStudy(Study):
                  P.AGREEMENT_DOCUMENTS]
         return found + [P.FIGURE_VS_PZ] if compared(cfg) else found
 
+    def printed_tables(self, cfg: Mapping[str, Any]) -> dict[str, str | tuple[str, ...]]:
+        """The table across models and, where a model has a p_z map too, the comparison."""
+        from copyprobe.longform import paths as P
+
+        return {"longform_table": (P.TABLE_MD, P.AGREEMENT_MD) if compared(cfg)
+                else P.TABLE_MD}
+
     def report_pages(self, cfg: Mapping[str, Any]) -> dict[str, ReportPage]:
         """The table across models, and where a model has a p_z map too, the comparison."""
         from copyprobe.longform import paths as P

@@ -23,6 +23,33 @@ def test_high_pz_windows_map_to_words_by_relative_position():
     assert high.sum() == 20 and high[5] and high[24] and not high[25] and not high[4]
 
 
+def test_a_failed_window_still_marks_where_the_document_ends():
+    w = windows("m", "d", [0.0, -50.0, -50.0, -50.0])
+    w.loc[3, ["status", "log_pz"]] = ["failed", None]  # tokens 160..200 not scored
+    high = high_pz_words(w, 100, 0.5)
+    assert high.sum() == 20 and high[5] and not high[25]
+
+
+def test_documents_without_a_scored_window_or_placeable_words():
+    """A document the extraction study could not score is not in both; where the windows
+    may stop before the end (max_windows of them), the shares are null, not guessed."""
+    docs = pd.DataFrame([{"model": "m", "source": "s", "doc_id": d, "book_words": 100,
+                          "nv_recall": r} for d, r in (("a", 0.3), ("f", 0.2), ("k", 0.1))])
+    blocks = pd.DataFrame([{"model": "m", "source": "s", "doc_id": "a", "book_start": 5,
+                            "book_end": 25}])
+    failed = windows("m", "f", [-1.0]).assign(status="failed")
+    skipped = windows("m", "k", [-1.0]).assign(status="skipped", window_index=-1)
+    win = pd.concat([windows("m", "a", [0.0, -50.0, -50.0, -50.0]), failed, skipped])
+    rows = per_document(docs, blocks, win, 0.5)
+    assert list(rows["doc_id"]) == ["a"] and rows["in_high_pz"].iloc[0] == 1.0
+    cut = per_document(docs, blocks, win, 0.5, max_windows=4).iloc[0]
+    assert pd.isna(cut["in_high_pz"]) and pd.isna(cut["high_pz_share"])
+    assert cut["block_words"] == 20 and cut["mean_log_pz_per_token"] < 0
+    m = per_model(per_document(docs, blocks, win, 0.5, max_windows=4)).iloc[0]
+    assert m["block_words_in_high_pz"] is None and m["high_pz_share"] is None
+    assert per_document(docs, blocks, win, 0.5, max_windows=5)["in_high_pz"].iloc[0] == 1.0
+
+
 def test_agreement_per_document_and_rank_correlation_per_model():
     docs = pd.DataFrame([
         {"model": "m", "source": "s", "doc_id": d, "book_words": 100, "nv_recall": r}

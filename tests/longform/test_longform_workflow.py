@@ -72,9 +72,12 @@ def test_the_workflow_extracts_every_document_and_a_rerun_sends_nothing(
         assert "nv-recall" in page and "<table" in page
         assert not (wd / "results/report/longform/longform_vs_pz.html").exists()
         assert not (wd / "results/longform/figures/longform_vs_pz.png").exists()
-        (wd / "results/longform/documents/api/docs.parquet").unlink()
-        proc = subprocess.run(run, cwd=wd, capture_output=True, text=True, timeout=600)
+        # the job again (a deleted intermediate alone is not rerun while the tables stand)
+        proc = subprocess.run([*run, "--forcerun", "longform_extract"], cwd=wd,
+                              capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
+        again = read_table(wd / "results/longform/documents/api/docs.parquet", DOCUMENTS)
+        assert (again["cached_calls"] == again["calls"]).all() and again["calls"].sum() == sent
         assert srv.total_requests == sent  # every answer from the cache
 
 
