@@ -490,12 +490,13 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send(self, status: int, data: bytes, content_type: str = "application/json") -> None:
+        # logged before the answer leaves: a client that has read it finds it in the log
+        self.server.owner.http_log.append((self.command, self.path, status))
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        self.server.owner.http_log.append((self.command, self.path, status))
 
     def _json(self, status: int, obj: Any) -> None:
         self._send(status, json.dumps(obj).encode())
