@@ -291,7 +291,10 @@ def test_default_demo_shows_each_measure_once_and_demo_full_adds_the_rest():
     assert demo["models"]["gemma3-270m"]["studies"] == ["msr", "extraction"]
     assert demo["models"]["smollm2-135m-instruct"]["studies"] == ["membership"]
     assert demo["membership"]["runs"]["control"]["model"] == "smollm2-135m-instruct"
-    assert demo["datasets"] == {"licences": ["licences", "controls"]}
+    # MSR's and extraction's D_post: a seeded 20 of the 40 controls; the membership run, all 40
+    assert demo["datasets"] == {"licences": ["licences", "controls_sample"]}
+    assert demo["sources"]["controls_sample"] == {**demo["sources"]["controls"], "limit": 20}
+    assert demo["membership"]["runs"]["control"]["source"] == "controls"
     assert demo["extraction"]["datasets"] == ["licences"]
     assert demo["extraction"]["max_windows_per_document"] == 1
     full = validate_config(_merged(ROOT / "config" / "config.yaml", DEMO_FULL))
@@ -305,7 +308,8 @@ def test_default_demo_shows_each_measure_once_and_demo_full_adds_the_rest():
                                                                 "msr"]
     assert full["models"]["smollm2-135m-instruct"]["prompt_format"] == "chat"
     assert full["models"]["smollm2-135m-instruct"]["studies"] == ["msr", "membership"]
-    assert sorted(full["datasets"]) == ["licences", "wikipedia"]
+    assert full["datasets"] == {"licences": ["licences", "controls"],
+                                "wikipedia": ["wikipedia", "controls"]}
     assert full["extraction"]["max_windows_per_document"] == 4
     # the settings the demo shares with demo-full are the same (its table row is the same)
     assert full["models"]["gemma3-270m"] == demo["models"]["gemma3-270m"]

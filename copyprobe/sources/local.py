@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -19,7 +20,7 @@ from copyprobe.sources.materials.rights import parse_year
 REQUIRED_COLUMNS = ("file", "title", "published")
 OPTIONAL_COLUMNS = ("url", "licence", "category", "holder", "year", "notice")
 SUFFIXES = {".txt", ".md"}
-_PARAMS = {"path", "metadata", "on_error"}
+_PARAMS = {"path", "metadata", "on_error", "limit", "sample_seed"}
 
 
 class _RowProblem(Exception):
@@ -94,15 +95,28 @@ class LocalFolder(Source):
                 f"source local: param 'on_error' = {on_error!r} must be 'raise' or 'skip'"
             )
         self.on_error: str = on_error
+        self.limit = params.get("limit")
+        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
+                                       or self.limit < 1):
+            raise SourceError(
+                f"source local: param 'limit' = {self.limit!r} must be a whole number >= 1 or null"
+            )
+        self.sample_seed = params.get("sample_seed", 0)
+        if isinstance(self.sample_seed, bool) or not isinstance(self.sample_seed, int):
+            raise SourceError(
+                f"source local: param 'sample_seed' = {self.sample_seed!r} must be a whole number"
+            )
 
     @classmethod
     def max_documents(cls, params: Mapping[str, Any]) -> int | None:
-        """The rows of the metadata table (each names one document); None when the table
-        cannot be read yet."""
+        """The rows of the metadata table (each names one document), at most ``limit``; None
+        when the table cannot be read yet."""
         try:
-            return len(cls(**params).read_metadata())
+            src = cls(**params)
+            rows = len(src.read_metadata())
         except SourceError:
             return None
+        return rows if src.limit is None else min(rows, src.limit)
 
     @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
@@ -181,15 +195,26 @@ class LocalFolder(Source):
             raise _RowProblem("empty or whitespace-only file")
         return p, data, text
 
+    def sampled_rows(self, n_rows: int) -> set[int]:
+        """The 1-based metadata rows read: all of them, or a seeded sample of ``limit``."""
+        rows = range(1, n_rows + 1)
+        if self.limit is None or self.limit >= n_rows:
+            return set(rows)
+        return set(random.Random(self.sample_seed).sample(rows, self.limit))
+
     def documents(self) -> Iterable[Document]:
         table = self.read_metadata()
         listed: set[str] = set()
         ids: dict[str, str] = {}
         basis = f"metadata table {self.metadata.name}"
         has = {c: c in table.columns for c in OPTIONAL_COLUMNS}
+        keep = self.sampled_rows(len(table))
         for i, rec in enumerate(table.to_dict("records"), start=1):
             rel = _cell(rec.get("file"))
             norm = str(PurePosixPath(rel.replace("\\", "/"))) if rel else ""
+            if i not in keep:  # listed, so not "unlisted" below, but not in the sample
+                listed.add(norm)
+                continue
             try:
                 if norm in listed:
                     raise _RowProblem("listed twice in metadata")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import random
 from pathlib import Path
 
 import pandas as pd
@@ -236,7 +237,48 @@ def test_missing_folder_and_metadata(tmp_path):
     ({"path": ""}, "path"),
     ({"path": "x", "metadata": 5}, "metadata"),
     ({"path": "x", "encoding": "latin-1"}, "encoding"),
+    ({"path": "x", "limit": 0}, "limit"),
+    ({"path": "x", "limit": "3"}, "limit"),
+    ({"path": "x", "limit": True}, "limit"),
+    ({"path": "x", "sample_seed": 1.5}, "sample_seed"),
 ])
 def test_bad_params_name_the_key(params, key):
     with pytest.raises(SourceError, match=key):
         LocalFolder(**params)
+
+
+def _numbered(root: Path, n: int, unlisted: int = 0) -> Path:
+    files = {f"d{i:02d}.txt": f"Document number {i}." for i in range(1, n + 1 + unlisted)}
+    rows = "".join(f"d{i:02d}.txt,Doc {i},2024-01-01,,\n" for i in range(1, n + 1))
+    return make_folder(root, rows=rows, files=files)
+
+
+def test_limit_reads_a_seeded_sample_of_the_rows(tmp_path):
+    folder = _numbered(tmp_path / "docs", 10)
+
+    def ids(**params):
+        return list(LocalFolder(path=str(folder), **params).load("m").corpus["doc_id"])
+
+    every = [f"local:d{i:02d}" for i in range(1, 11)]
+    assert ids() == every and ids(limit=10) == every and ids(limit=50) == every
+    four = ids(limit=4)
+    assert len(four) == 4 and set(four) <= set(every)
+    assert four == sorted(four, key=every.index)  # table order kept
+    assert ids(limit=4) == four  # the same seed, the same sample
+    assert ids(limit=4, sample_seed=0) == four
+    # the rows a sample of 4 reads are those random.Random(seed).sample picks
+    want = sorted(random.Random(7).sample(range(1, 11), 4))
+    assert ids(limit=4, sample_seed=7) == [f"local:d{i:02d}" for i in want]
+    assert LocalFolder.max_documents({"path": str(folder), "limit": 4}) == 4
+    assert LocalFolder.max_documents({"path": str(folder), "limit": 40}) == 10
+    assert LocalFolder.max_documents({"path": str(folder)}) == 10
+
+
+def test_limit_leaves_out_listed_rows_without_calling_them_unlisted(tmp_path):
+    folder = _numbered(tmp_path / "docs", 6)
+    r = LocalFolder(path=str(folder), limit=2).load("m")
+    assert len(r.corpus) == 2 and len(r.skipped) == 0
+    # a file without a row is still an error with a limit
+    folder = _numbered(tmp_path / "more", 6, unlisted=1)
+    with pytest.raises(SourceError, match="d07.txt"):
+        LocalFolder(path=str(folder), limit=2).load("m")
