@@ -98,6 +98,10 @@ def training_order(plan: pd.DataFrame, *, seed: int, epochs: int) -> list[str]:
     return order
 
 
+#: The optimizer, in the key: torch's fused AdamW rounds differently from its per-tensor loop.
+OPTIMIZER = "adamw-fused"
+
+
 def train_key(identity: Mapping[str, Any], plan: pd.DataFrame, docs: pd.DataFrame,
               settings: TrainSettings, device: str) -> str:
     """The key of a run: base weights, plan, documents, settings, device and versions."""
@@ -105,7 +109,7 @@ def train_key(identity: Mapping[str, Any], plan: pd.DataFrame, docs: pd.DataFram
         "base": {k: identity.get(k) for k in ("model_id", "revision", "weights_sha256",
                                               "dtype")},
         "plan": plan_digest(plan), "documents": documents_digest(docs),
-        "settings": settings.keyed(), "device": device,
+        "settings": settings.keyed(), "device": device, "optimizer": OPTIMIZER,
         "versions": {"copyprobe": __version__, "torch": _version("torch"),
                      "transformers": _version("transformers"),
                      "peft": _version("peft") if settings.lora else ""},
@@ -230,8 +234,9 @@ def train_model(base_name: str, base_spec: Mapping[str, Any], model_file: ModelF
     torch.manual_seed(settings.seed)
     model = _prepare(backend.model, settings)
     model.train()
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
-                                  lr=settings.learning_rate, weight_decay=0.0)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=settings.learning_rate, weight_decay=0.0,
+                                  fused=all(p.device.type in ("cpu", "cuda") for p in trained))
     texts = dict(zip(docs["doc_id"].astype(str), docs["text"].astype(str), strict=True))
     bos = [backend.tokenizer.bos_token_id] if tokenizer.add_bos else []
     ids = {d: (bos + tokenizer.tokenize(texts[d]))[:settings.max_tokens]
