@@ -331,6 +331,14 @@ def result_markdown(run: str, result: Mapping[str, Any], record: Mapping[str, An
         lines.append(f"False-positive rate: p < 0.05 in {fpr['rate']:.3f} of "
                      f"{fpr['halvings']} random halvings of the non-members (it should be "
                      "about 0.05 or below).")
+    smallest = di.get("smallest_detecting_size")
+    if smallest:
+        size = smallest["size"]
+        lines.append(f"Smallest set at which dataset inference detects the members (p < "
+                     f"{smallest['alpha']:g}): "
+                     + (f"{size} members against {size} non-members (p = "
+                        f"{smallest['p_values'][str(size)]:.3g})." if size else
+                        "none, not even with every document."))
     blind, bci = result["blind_auc"], result.get("blind_auc_ci")
     off = blind is not None and (abs(blind - 0.5) >= 0.25
                                  or (bci is not None and not bci[0] <= 0.5 <= bci[1]))

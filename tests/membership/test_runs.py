@@ -79,7 +79,10 @@ def _result(blind: float, ci: tuple = (0.3, 0.7)) -> dict:
                            "4": {"loss": {"auc": 1.0, "auc_ci": [1.0, 1.0], "n_members": 10}}},
             "blind_auc": blind, "blind_auc_ci": list(ci), "small_sample_warning": "",
             "dataset_inference": {"p_value": 0.001,
-                                  "false_positive_rate": {"rate": 0.04, "halvings": 200}},
+                                  "false_positive_rate": {"rate": 0.04, "halvings": 200},
+                                  "smallest_detecting_size": {
+                                      "size": 11, "alpha": 0.05,
+                                      "p_values": {"10": 0.12, "11": 0.0453}}},
             "dataset_inference_nonmember_halves": {"p_value": 0.6}}
 
 
@@ -93,6 +96,13 @@ def test_the_result_table_and_its_markdown():
     assert "members against non-members p = 0.001" in md
     assert "one half of the non-members against the other p = 0.6" in md
     assert "0.040 of 200 random halvings" in md and "consistent with 0.5" in md
+    assert ("Smallest set at which dataset inference detects the members (p < 0.05): 11 "
+            "members against 11 non-members (p = 0.0453).") in md
+    undetected = _result(0.5)
+    undetected["dataset_inference"]["smallest_detecting_size"] = {
+        "size": None, "alpha": 0.05, "p_values": {"10": 0.3}}
+    assert "(p < 0.05): none, not even with every document." in result_markdown(
+        "r", undetected, record)
     assert "Answer: the best measure, loss, separates members from non-members with AUC 0.90" \
         in md
     assert "Warning: the blind baseline is 0.90" in result_markdown("r", _result(0.9), record)
