@@ -96,8 +96,8 @@ class LocalFolder(Source):
             )
         self.on_error: str = on_error
         self.limit = params.get("limit")
-        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
-                                       or self.limit < 1):
+        if self.limit is not None and (isinstance(self.limit, bool)
+                                       or not isinstance(self.limit, int) or self.limit < 1):
             raise SourceError(
                 f"source local: param 'limit' = {self.limit!r} must be a whole number >= 1 or null"
             )
