@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from copyprobe.sources.base import Document, Source, SourceError
+from copyprobe.sources.materials.common import int_param, seeded_sample
 from copyprobe.sources.materials.rights import parse_year
 
 REQUIRED_COLUMNS = ("file", "title", "published")
@@ -95,12 +95,7 @@ class LocalFolder(Source):
                 f"source local: param 'on_error' = {on_error!r} must be 'raise' or 'skip'"
             )
         self.on_error: str = on_error
-        self.limit = params.get("limit")
-        if self.limit is not None and (isinstance(self.limit, bool)
-                                       or not isinstance(self.limit, int) or self.limit < 1):
-            raise SourceError(
-                f"source local: param 'limit' = {self.limit!r} must be a whole number >= 1 or null"
-            )
+        self.limit = int_param("local", params, "limit", None, 1, allow_none=True)
         self.sample_seed = params.get("sample_seed", 0)
         if isinstance(self.sample_seed, bool) or not isinstance(self.sample_seed, int):
             raise SourceError(
@@ -195,20 +190,13 @@ class LocalFolder(Source):
             raise _RowProblem("empty or whitespace-only file")
         return p, data, text
 
-    def sampled_rows(self, n_rows: int) -> set[int]:
-        """The 1-based metadata rows read: all of them, or a seeded sample of ``limit``."""
-        rows = range(1, n_rows + 1)
-        if self.limit is None or self.limit >= n_rows:
-            return set(rows)
-        return set(random.Random(self.sample_seed).sample(rows, self.limit))
-
     def documents(self) -> Iterable[Document]:
         table = self.read_metadata()
         listed: set[str] = set()
         ids: dict[str, str] = {}
         basis = f"metadata table {self.metadata.name}"
         has = {c: c in table.columns for c in OPTIONAL_COLUMNS}
-        keep = self.sampled_rows(len(table))
+        keep = set(seeded_sample(range(1, len(table) + 1), self.limit, self.sample_seed))
         for i, rec in enumerate(table.to_dict("records"), start=1):
             rel = _cell(rec.get("file"))
             norm = str(PurePosixPath(rel.replace("\\", "/"))) if rel else ""
