@@ -4,10 +4,10 @@
 the folder, checked (the manifest; each shard's files, exactly
 :data:`~copyprobe.spans.layout.SHARD_FILES`, their sizes, the leading separator, the rows of
 ``docs.parquet``; the CRC-32 of every block against the manifest's, :data:`VERIFY`) and
-memory-mapped, the document table read, the engine opened through the folder's descriptor;
-nothing is read by path afterwards. infini-gram 2.6.0 is compiled without its C++ asserts, so
-a bad file would otherwise be read out of bounds or answer 0. A probe query through the maps
-(and the engine) ends the checks. Details and costs: docs/span-index.md (Layout, Verification).
+memory-mapped, the document table read, the engine given the descriptors of the files it
+maps (``/proc/self/fd``); nothing is read by path afterwards. infini-gram 2.6.0 is compiled
+without its C++ asserts, so a bad or vanishing file would otherwise be read out of bounds. A
+probe query through the maps (and the engine) ends the checks. Details and costs: docs/span-index.md (Layout, Verification).
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ DEFAULT_VERIFY = "blocks"
 OPEN_ATTEMPTS = 5
 #: the shard files the searches read (the engine opens its own)
 _SEARCHED = ("tokenized.0", "table.0", "offset.0", layout.DOCS)
+#: the shard files infini-gram's engine opens
+_ENGINE_FILES = tuple(n for n in layout.SHARD_FILES
+                      if any(k in n for k in layout.ENGINE_KEYWORDS))
+#: where Linux names a process's open descriptors (opening one reopens its very file)
+_FD_DIR = Path("/proc/self/fd")
 
 
 class _Keys:
@@ -148,11 +153,12 @@ def _map(fd: int) -> mmap.mmap | bytes:
 class _ShardFiles:
     """One shard's files, opened relative to the index folder's descriptor and memory-mapped
     (a map keeps its file's inode: a rebuild swapped in or a deleted folder changes nothing
-    for an open index); ``fd`` is the shard folder's (the engine opens its files through
-    it), closed once the index is open."""
+    for an open index). With ``engine``, the descriptors of the files infini-gram reads
+    (:data:`_ENGINE_FILES`) stay open until :meth:`close`, so that the engine maps these very
+    files (:meth:`engine_links`) even if a rebuild deletes them meanwhile."""
 
     def __init__(self, root_fd: int, root: Path, s: dict, mpath: Path, width: int,
-                 mapped: tuple[str, ...]):
+                 mapped: tuple[str, ...], engine: bool = False):
         self.path = root / s["dir"]
         try:
             self.fd = os.open(s["dir"], os.O_RDONLY | os.O_DIRECTORY, dir_fd=root_fd)
@@ -160,14 +166,21 @@ class _ShardFiles:
             raise SpanIndexError(f"{self.path}: missing shard folder (listed in {mpath})"
                                  ) from None
         self.maps: dict[str, mmap.mmap | bytes] = {}
+        #: the open descriptors of the engine's files (closed by :meth:`close`)
+        self.fds: dict[str, int] = {}
         try:
             _check_names(self.path, os.listdir(self.fd))
-            for name in mapped:
+            held = _ENGINE_FILES if engine else ()
+            for name in dict.fromkeys((*held, *mapped)):
                 fd = os.open(name, os.O_RDONLY, dir_fd=self.fd)
+                if name in held:
+                    self.fds[name] = fd
                 try:
-                    self.maps[name] = _map(fd)
+                    if name in mapped:
+                        self.maps[name] = _map(fd)
                 finally:
-                    os.close(fd)
+                    if name not in held:
+                        os.close(fd)
             _check_sizes(self.path, self.fd, s, width, self.maps)
         except BaseException:
             self.close()
@@ -182,13 +195,18 @@ class _ShardFiles:
                                  f"document separator ({'FF' * width})")
         self.docs = _doc_table(self.path / layout.DOCS, self.maps[layout.DOCS], n_docs)
 
-    def engine_path(self) -> Path:
-        """The path the engine opens the shard by: the folder's descriptor under
-        ``/proc/self/fd`` (the same inode whatever happens to the path), else the path."""
-        fd_path = Path(f"/proc/self/fd/{self.fd}")
-        return fd_path if fd_path.is_dir() else self.path
+    def engine_links(self) -> dict[str, Path]:
+        """What the engine opens, by file name: each held descriptor under ``/proc/self/fd``
+        (that very inode, even once unlinked), else the file's path in the shard folder
+        (where ``/proc`` is missing: :meth:`SpanIndex.open` then checks the folder after)."""
+        if self.fds and _FD_DIR.is_dir():
+            return {name: _FD_DIR / str(fd) for name, fd in self.fds.items()}
+        return {name: self.path / name for name in _ENGINE_FILES}
 
     def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds = {}
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -210,31 +228,35 @@ def _doc_table(path: Path, data, n_docs: int):
         raise SpanIndexError(f"{path}: unreadable ({exc})") from None
 
 
-def _open_engine(folders: Sequence[Path], codec: Any) -> Any:
-    """infini-gram's engine over the shard folders (through neutral symlinks)."""
+def _open_engine(shards: Sequence[dict[str, Path]], codec: Any) -> Any:
+    """infini-gram's engine over the shards' files (``name -> target`` per shard, given to
+    it as symlinks in a neutral folder: it finds its files by listing a folder)."""
     from copyprobe.extras import require
 
     require("spans", "infini_gram", needed_for="a span index searched by its engine")
     from infini_gram.engine import InfiniGramEngine
 
-    link_dir, links = _links(folders)
+    link_dir, folders = _links(shards)
     try:
-        return InfiniGramEngine(index_dir=links, token_dtype=codec.dtype,
+        return InfiniGramEngine(index_dir=folders, token_dtype=codec.dtype,
                                 vocab_size=codec.vocab_size, eos_token_id=codec.eos_id,
                                 version=4, load_to_ram=False, ds_prefetch_depth=0,
                                 sa_prefetch_depth=0, od_prefetch_depth=0)
     finally:  # the engine has mapped its files and closed them: links are not needed
         shutil.rmtree(link_dir, ignore_errors=True)
 
-def _links(paths: list[Path]) -> tuple[Path, list[str]]:
-    """A neutral temporary folder holding one symlink per shard folder."""
-    folder = layout.neutral_dir()
+
+def _links(shards: Sequence[dict[str, Path]]) -> tuple[Path, list[str]]:
+    """A neutral temporary folder holding one folder per shard, of one symlink per file."""
+    root = layout.neutral_dir()
     out = []
-    for k, p in enumerate(paths):
-        link = folder / f"s{k:05d}"
-        link.symlink_to(p, target_is_directory=True)
-        out.append(str(link))
-    return folder, out
+    for k, files in enumerate(shards):
+        folder = root / f"s{k:05d}"
+        folder.mkdir()
+        for name, target in files.items():
+            (folder / name).symlink_to(target)
+        out.append(str(folder))
+    return root, out
 
 
 class SpanIndex:
@@ -333,7 +355,7 @@ class SpanIndex:
         with ExitStack() as stack:
             files = []
             for s in manifest["shards"]:
-                f = _ShardFiles(fd, root, s, mpath, codec.width, mapped)
+                f = _ShardFiles(fd, root, s, mpath, codec.width, mapped, use_engine)
                 stack.callback(f.close)
                 files.append(f)
             t0 = time.perf_counter()
@@ -343,8 +365,10 @@ class SpanIndex:
                 f.read(codec.width, int(s["n_docs"]))
             engine = None
             if use_engine:
-                engine = _open_engine([f.engine_path() for f in files], codec)
-                if any(f.engine_path() == f.path for f in files) and _replaced(root, fd):
+                links = [f.engine_links() for f in files]
+                engine = _open_engine(links, codec)
+                by_path = any(t.parent != _FD_DIR for lk in links for t in lk.values())
+                if by_path and _replaced(root, fd):
                     raise SpanIndexError(f"{root}: replaced while its engine was opened")
         shards = [_Shard(f, layout.ptr_size(s["bytes"]), s["first_doc_ix"], s["n_docs"],
                          codec.width)
