@@ -7,7 +7,8 @@ the folder, checked (the manifest; each shard's files, exactly
 memory-mapped, the document table read, the engine given the descriptors of the files it
 maps (``/proc/self/fd``); nothing is read by path afterwards. infini-gram 2.6.0 is compiled
 without its C++ asserts, so a bad or vanishing file would otherwise be read out of bounds. A
-probe query through the maps (and the engine) ends the checks. Details and costs: docs/span-index.md (Layout, Verification).
+probe query through the maps (and the engine) ends the checks. Details and costs:
+docs/span-index.md (Layout, Verification).
 """
 
 from __future__ import annotations
