@@ -96,11 +96,7 @@ class LocalFolder(Source):
             )
         self.on_error: str = on_error
         self.limit = int_param("local", params, "limit", None, 1, allow_none=True)
-        self.sample_seed = params.get("sample_seed", 0)
-        if isinstance(self.sample_seed, bool) or not isinstance(self.sample_seed, int):
-            raise SourceError(
-                f"source local: param 'sample_seed' = {self.sample_seed!r} must be a whole number"
-            )
+        self.sample_seed = int_param("local", params, "sample_seed", 0, -(2**63))
 
     @classmethod
     def max_documents(cls, params: Mapping[str, Any]) -> int | None:

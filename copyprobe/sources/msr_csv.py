@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from copyprobe.sources.base import Document, Source, SourceError, text_id
+from copyprobe.sources.materials.common import int_param, seeded_sample
 
 COLUMNS = ("section_id", "section_name", "section_url", "contents")
 DEFAULT_LICENCE = "CC-BY-4.0"
@@ -54,9 +54,9 @@ class MsrCsv(Source):
                                   f"{spec['published']!r}") from None
             self.files[str(name)] = {**spec, "published": published}
         self.licence = str(params.get("licence", DEFAULT_LICENCE))
-        self.min_words = int(params.get("min_words", 1))
-        self.limit = params.get("limit")
-        self.sample_seed = int(params.get("sample_seed", 0))
+        self.min_words = int_param(self.name, params, "min_words", 1, 0)
+        self.limit = int_param(self.name, params, "limit", None, 1, allow_none=True)
+        self.sample_seed = int_param(self.name, params, "sample_seed", 0, -(2**63))
 
     @classmethod
     def input_files(cls, params: Mapping[str, Any]) -> list[str]:
@@ -93,10 +93,7 @@ class MsrCsv(Source):
                     self.skip(ref, f"{words} words, fewer than min_words {self.min_words}")
                     continue
                 rows.append((i, r))
-            if self.limit is not None and len(rows) > self.limit:
-                keep = set(random.Random(self.sample_seed).sample(range(len(rows)), self.limit))
-                rows = [x for j, x in enumerate(rows) if j in keep]
-            for i, r in rows:
+            for i, r in seeded_sample(rows, self.limit, self.sample_seed):
                 url = (BOOK_URL.format(book=spec["book"], page=r.section_url)
                        if spec.get("book") else r.section_url)
                 yield Document(

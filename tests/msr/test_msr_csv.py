@@ -70,6 +70,10 @@ def test_input_files_are_the_listed_csv_files(folder):
      "files.old.csv: unknown key(s) ['pubished']"),
     ({"files": {"gone.csv": {"published": "2013-04-25"}}}, "gone.csv (files.gone.csv) does not"),
     ({"limt": 3}, "unknown param(s) ['limt']"),
+    ({"limit": "3"}, "param 'limit' = '3' must be an integer >= 1 or null"),
+    ({"limit": 0}, "param 'limit' = 0 must be an integer >= 1 or null"),
+    ({"sample_seed": 1.5}, "param 'sample_seed' = 1.5 must be an integer"),
+    ({"min_words": -1}, "param 'min_words' = -1 must be an integer >= 0"),
 ])
 def test_bad_params_name_the_key(folder, change, message):
     with pytest.raises(SourceError) as err:
