@@ -9,6 +9,7 @@ from pathlib import Path
 
 import copyprobe.config as cpc
 import copyprobe.paths as paths
+from copyprobe.code_stamps import stamp_name, write_stamp
 from copyprobe.dependencies import model_parts, script_dependencies
 from copyprobe.environment import config_digest, environment_facts, package_files
 from copyprobe.generation.keys import check_api_keys
@@ -87,19 +88,31 @@ wildcard_constraints:
 
 # ---- library dependencies
 def library(script, parts=None):
-    """The copyprobe files that workflow_scripts/<script>.py imports, directly or through
-    other modules and registries: a named input of the script's rule, so that editing one
-    reruns the rule's jobs (Snakemake tracks only the script's own file). ``parts(wildcards)``
-    names the registry parts a job uses (a model's backends; a mapping: the same for every
-    job); without it, every part a reached registry declares counts. An input function, so
-    only rules with jobs in the plan are analysed (once per script and parts)."""
+    """A stamp of the copyprobe files that workflow_scripts/<script>.py imports, directly or
+    through other modules and registries (copyprobe/code_stamps.py): a named input of the
+    script's rule, rewritten when one of those files changes, so that the edit reruns the
+    rule's jobs (Snakemake tracks only the script's own file). ``parts(wildcards)`` names the
+    registry parts a job uses (a model's backends; a mapping: the same for every job); without
+    it, every part a reached registry declares counts. An input function, so only rules with
+    jobs in the plan are analysed (once per script and parts)."""
     path = Path(workflow.basedir) / "workflow_scripts" / f"{script}.py"
 
-    def files(wildcards):
+    def stamp(wildcards):
         chosen = parts(wildcards) if callable(parts) else parts
-        return script_dependencies(path, chosen, relative_to=".")
+        return write_stamp(stamp_name(script, chosen),
+                           script_dependencies(path, chosen, relative_to="."))
 
-    return files
+    return stamp
+
+
+def package_stamp(wildcards):
+    """A stamp of every copyprobe file, and one of the workflow's own files (the environment
+    table hashes them all)."""
+    return write_stamp("package", package_files(relative_to="."))
+
+
+def workflow_stamp(wildcards):
+    return write_stamp("workflow", shared.environment_workflow_files(workflow.basedir))
 
 
 # The parts of rules that run no model: their scripts reach the generation registries only

@@ -5,8 +5,8 @@
 
 rule environment:
     input:
-        library=package_files(relative_to="."),
-        workflow=shared.environment_workflow_files(workflow.basedir),
+        library=package_stamp,
+        workflow=workflow_stamp,
         models=shared.environment_model_manifests(),
     output:
         paths.ENVIRONMENT,

@@ -220,27 +220,39 @@ def test_changing_one_models_decoding_reruns_only_that_model(runs):
         "controls", "copyright.tiny", "wiki"]
 
 
-def _edited(wd: Path, module: str) -> list[tuple[str, str, str]]:
+def _edited(wd: Path, module: str) -> tuple[list[tuple[str, str, str]], set[str]]:
     """The dry-run plan after appending a comment to ``module`` of the run's own copy of the
-    package; the file's text and modification time are put back afterwards."""
-    path = wd / module
+    package, and the code stamps that the run said ``module`` changed; the file's text and
+    modification time and the stamps are put back afterwards."""
+    path, stamps = wd / module, wd / ".snakemake" / "copyprobe" / "code"
     text, st = path.read_text(), path.stat()
+    kept = wd / "stamps-before-edit"
+    shutil.copytree(stamps, kept)  # with their modification times
     try:
-        path.write_text(text + "\n# edited by a test\n")  # newer than every result
-        return _plan(_snakemake(wd, "--dry-run"))
+        path.write_text(text + "\n# edited by a test\n")
+        proc = _snakemake(wd, "--dry-run")
     finally:
         path.write_text(text)
         os.utime(path, (st.st_atime, st.st_mtime))
+        shutil.rmtree(stamps)
+        kept.rename(stamps)
+    # each job names its stamp, never the package's files
+    inputs = re.findall(r"^\s+input: (.*)$", proc.stdout + proc.stderr, flags=re.M)
+    assert inputs and not [line for line in inputs if re.search(r"(^|, )copyprobe/", line)]
+    said = set(re.findall(rf"^(\.snakemake/copyprobe/code/\S+/stamp\.json): (?:.*, )?"
+                          rf"{re.escape(module)}(?:,| changed)", proc.stderr, flags=re.M))
+    return _plan(proc), said
 
 
-def _rules_for(jobs: list[tuple[str, str, str]], module: str) -> set[str]:
-    return {r for r, _, reason in jobs if module in reason}
+def _rules_for(jobs: list[tuple[str, str, str]], stamps: set[str]) -> set[str]:
+    """The rules of the jobs planned because one of ``stamps`` changed."""
+    return {r for r, _, reason in jobs if any(s in reason for s in stamps)}
 
 
 def test_editing_a_matching_module_reruns_the_rules_that_import_it(runs):
     module = "copyprobe/matching/words.py"
-    jobs = _edited(runs[0], module)
-    direct = _rules_for(jobs, module)
+    jobs, stamps = _edited(runs[0], module)
+    direct = _rules_for(jobs, stamps)
     # msr_count_matches scores with it (the MSR statistics, figures and tables import it too, but
     # Snakemake names one reason per job: theirs is the new matches); the environment table
     # hashes every module
@@ -259,11 +271,11 @@ def test_editing_a_matching_module_reruns_the_rules_that_import_it(runs):
 
 def test_editing_a_copyright_module_reruns_no_msr_rule(runs):
     module = "copyprobe/copyright/metrics/rouge.py"
-    jobs = _edited(runs[0], module)
+    jobs, stamps = _edited(runs[0], module)
     planned = {r for r, _, _ in jobs}
     # the judge imports it (through the scoring module); Snakemake gives one reason per job,
     # so the scores, which import it too, are listed as following the judge
-    assert {"copyright_judge", "environment"} == _rules_for(jobs, module)
+    assert {"copyright_judge", "environment"} == _rules_for(jobs, stamps)
     assert {"copyright_score", "copyright_tables"} <= planned
     assert not planned & {"collect_corpus", "msr_curate", "msr_curation_report",
                           "msr_build_prompts", "generate", "merge_generations",
@@ -273,12 +285,12 @@ def test_editing_a_copyright_module_reruns_no_msr_rule(runs):
 
 def test_editing_a_backend_module_reruns_generation_of_its_models_only(runs):
     module = "copyprobe/generation/llamacpp.py"
-    jobs = _edited(runs[0], module)
-    direct = {(r, w) for r, w, reason in jobs if module in reason}
+    jobs, stamps = _edited(runs[0], module)
+    direct = {(r, w) for r, w, reason in jobs if any(s in reason for s in stamps)}
     assert {r for r, _ in direct} == {"generate", "environment"}
     # both models, each on two MSR sources and the copyright benchmark
     assert len([1 for r, _ in direct if r == "generate"]) == 6
     # a backend that no model uses is no dependency
-    jobs = _edited(runs[0], "copyprobe/generation/openai_api.py")
+    jobs, _ = _edited(runs[0], "copyprobe/generation/openai_api.py")
     assert {(r, w) for r, w, _ in jobs} == {("environment", ""),
                                             ("report_page", "page=environment"), ("all", "")}
