@@ -32,7 +32,7 @@ _named: dict[str, object] = {}
 def _sha256(path: str) -> str:
     """A file's sha256, computed once per (path, size, mtime) in this process."""
     st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
     if key not in _digests:
         with open(path, "rb") as fh:
             _digests[key] = hashlib.file_digest(fh, "sha256").hexdigest()
