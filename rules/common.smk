@@ -99,8 +99,10 @@ def library(script, parts=None):
 
     def stamp(wildcards):
         chosen = parts(wildcards) if callable(parts) else parts
-        return write_stamp(stamp_name(script, chosen),
-                           script_dependencies(path, chosen, relative_to="."))
+        return write_stamp(
+            stamp_name(script, chosen),
+            script_dependencies(path, chosen, relative_to="."),
+        )
 
     return stamp
 
