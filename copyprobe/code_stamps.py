@@ -11,13 +11,13 @@ Reference: docs/reproducibility.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
+from copyprobe.environment import sha256_file
 from copyprobe.store import atomic_write_json
 
 __all__ = ["STAMP_DIR", "stamp_files", "stamp_name", "write_stamp"]
@@ -34,8 +34,7 @@ def _sha256(path: str) -> str:
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
     if key not in _digests:
-        with open(path, "rb") as fh:
-            _digests[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+        _digests[key] = sha256_file(path)
     return _digests[key]
 
 

@@ -94,7 +94,8 @@ def library(script, parts=None):
     rule's jobs (Snakemake tracks only the script's own file). ``parts(wildcards)`` names the
     registry parts a job uses (a model's backends; a mapping: the same for every job); without
     it, every part a reached registry declares counts. An input function, so only rules with
-    jobs in the plan are analysed (once per script and parts)."""
+    jobs in the plan are analysed (the files found once per script and parts, the stamp
+    checked per job)."""
     path = Path(workflow.basedir) / "workflow_scripts" / f"{script}.py"
 
     def stamp(wildcards):
@@ -108,12 +109,12 @@ def library(script, parts=None):
 
 
 def package_stamp(wildcards):
-    """A stamp of every copyprobe file, and one of the workflow's own files (the environment
-    table hashes them all)."""
+    """A stamp of every copyprobe file (the environment table hashes them all)."""
     return write_stamp("package", package_files(relative_to="."))
 
 
 def workflow_stamp(wildcards):
+    """A stamp of the workflow's own files (Snakefile, rules, scripts), for the same table."""
     return write_stamp("workflow", shared.environment_workflow_files(workflow.basedir))
 
 
